@@ -1,0 +1,30 @@
+-- Organizations own tenants (legal entities in the old system) and identities.
+-- Naming: the old `legal_entity` is `tenant`, the old `tenant` is `organization`.
+CREATE EXTENSION IF NOT EXISTS pgcrypto;
+
+CREATE TABLE organization (
+    id         UUID PRIMARY KEY DEFAULT gen_random_uuid(),
+    name       TEXT NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    updated_at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+
+CREATE TABLE tenant (
+    id              UUID PRIMARY KEY DEFAULT gen_random_uuid(),
+    organization_id UUID NOT NULL REFERENCES organization(id) ON DELETE CASCADE,
+    name            TEXT NOT NULL,
+    vat_id          TEXT,
+    created_at      TIMESTAMPTZ NOT NULL DEFAULT now(),
+    updated_at      TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+CREATE INDEX idx_tenant_organization ON tenant (organization_id);
+
+CREATE TABLE identity (
+    id              UUID PRIMARY KEY DEFAULT gen_random_uuid(),
+    organization_id UUID NOT NULL REFERENCES organization(id) ON DELETE CASCADE,
+    email           TEXT NOT NULL UNIQUE,
+    name            TEXT,
+    is_admin        BOOLEAN NOT NULL DEFAULT false,
+    created_at      TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+CREATE INDEX idx_identity_organization ON identity (organization_id);

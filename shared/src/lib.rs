@@ -1,0 +1,20 @@
+//! docflow: the shared crate of the document-processing Lambdas.
+//!
+//! - [`sqs`]: the SQS batch runtime every function runs on;
+//! - [`retry`]: the transient/permanent taxonomy and the retry schedules;
+//! - [`settings`], [`secrets`], [`db`], [`aws`], [`telemetry`]: cold-start wiring;
+//! - [`ids`]: message bodies parsed into ids;
+//! - [`local`]: the local stack and event-source mapping used by the CLI and tests.
+
+pub mod aws;
+pub mod db;
+pub mod ids;
+pub mod local;
+pub mod retry;
+pub mod secrets;
+pub mod settings;
+pub mod sqs;
+pub mod telemetry;
+
+pub use retry::{Classify, Failure, RetryClass};
+pub use sqs::{BatchConfig, BatchRuntime, Message, Outcome};

@@ -1,0 +1,150 @@
+//! Credentials from one Secrets Manager secret holding a JSON object of strings
+//! (`database_url`, `anthropic_api_key`, `openai_api_key`, `slack_webhook_url`,
+//! `maesn_api_key`, …). Fetched on first use (at cold start) and reused for a TTL, so a
+//! rotated value is picked up without a redeploy. Values are `SecretString`s: they are
+//! never printed, and no error message contains one.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_sdk_secretsmanager::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_secretsmanager::operation::get_secret_value::GetSecretValueError;
+use secrecy::SecretString;
+use tokio::sync::Mutex;
+use tokio::time::Instant;
+
+use crate::retry::{Classify, RetryClass};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    #[error(
+        "secret {secret_id} does not exist; create it (see README: `make up` creates the local one)"
+    )]
+    NotFound { secret_id: String },
+    #[error("could not fetch secret {secret_id}")]
+    Fetch {
+        secret_id: String,
+        #[source]
+        source: Box<SdkError<GetSecretValueError>>,
+    },
+    #[error("secret {secret_id} has no string value; store a JSON object of strings")]
+    NoString { secret_id: String },
+    // The serde_json error is left out on purpose: its message may quote the value.
+    #[error("secret {secret_id} is not a JSON object of strings")]
+    NotJson { secret_id: String },
+    #[error("secret {secret_id} has no key {key:?}; add it to the secret's JSON")]
+    MissingKey { secret_id: String, key: String },
+}
+
+impl Classify for SecretError {
+    /// Throttling, outages and network errors are transient; a secret that is missing,
+    /// malformed, denied to us or undecryptable stays that way until an operator acts.
+    fn retry_class(&self) -> RetryClass {
+        match self {
+            SecretError::Fetch { source, .. } => {
+                match source.as_service_error().and_then(|e| e.code()) {
+                    Some("AccessDeniedException") | Some("DecryptionFailure") => {
+                        RetryClass::Permanent
+                    }
+                    _ => RetryClass::Transient,
+                }
+            }
+            _ => RetryClass::Permanent,
+        }
+    }
+}
+
+type Values = Arc<HashMap<String, SecretString>>;
+
+/// The cached secret. Cheap to share behind `&`; concurrent callers after expiry wait
+/// for one fetch.
+#[derive(Debug)]
+pub struct SecretStore {
+    client: aws_sdk_secretsmanager::Client,
+    secret_id: String,
+    ttl: Duration,
+    cache: Mutex<Option<(Instant, Values)>>,
+}
+
+impl SecretStore {
+    pub fn new(
+        client: aws_sdk_secretsmanager::Client,
+        secret_id: impl Into<String>,
+        ttl: Duration,
+    ) -> Self {
+        SecretStore {
+            client,
+            secret_id: secret_id.into(),
+            ttl,
+            cache: Mutex::new(None),
+        }
+    }
+
+    pub fn secret_id(&self) -> &str {
+        &self.secret_id
+    }
+
+    /// The value under `key`. Fails with [`SecretError::MissingKey`] when the secret has
+    /// no such key.
+    pub async fn get(&self, key: &str) -> Result<SecretString, SecretError> {
+        self.get_optional(key)
+            .await?
+            .ok_or_else(|| SecretError::MissingKey {
+                secret_id: self.secret_id.clone(),
+                key: key.to_owned(),
+            })
+    }
+
+    /// The value under `key`, or `None` when the secret has no such key (for opt-in
+    /// features such as a Slack webhook).
+    pub async fn get_optional(&self, key: &str) -> Result<Option<SecretString>, SecretError> {
+        Ok(self.values().await?.get(key).cloned())
+    }
+
+    async fn values(&self) -> Result<Values, SecretError> {
+        let mut cache = self.cache.lock().await;
+        if let Some((fetched_at, values)) = cache.as_ref()
+            && fetched_at.elapsed() < self.ttl
+        {
+            return Ok(values.clone());
+        }
+        let values = Arc::new(self.fetch().await?);
+        *cache = Some((Instant::now(), values.clone()));
+        Ok(values)
+    }
+
+    async fn fetch(&self) -> Result<HashMap<String, SecretString>, SecretError> {
+        let output = self
+            .client
+            .get_secret_value()
+            .secret_id(&self.secret_id)
+            .send()
+            .await
+            .map_err(|source| match &source {
+                SdkError::ServiceError(e) if e.err().is_resource_not_found_exception() => {
+                    SecretError::NotFound {
+                        secret_id: self.secret_id.clone(),
+                    }
+                }
+                _ => SecretError::Fetch {
+                    secret_id: self.secret_id.clone(),
+                    source: Box::new(source),
+                },
+            })?;
+        tracing::info!(secret_id = %self.secret_id, "fetched secret");
+        let raw = output
+            .secret_string()
+            .ok_or_else(|| SecretError::NoString {
+                secret_id: self.secret_id.clone(),
+            })?;
+        let map: HashMap<String, String> =
+            serde_json::from_str(raw).map_err(|_| SecretError::NotJson {
+                secret_id: self.secret_id.clone(),
+            })?;
+        Ok(map
+            .into_iter()
+            .map(|(k, v)| (k, SecretString::from(v)))
+            .collect())
+    }
+}

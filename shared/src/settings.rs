@@ -1,0 +1,209 @@
+//! Typed settings, read once at cold start from environment variables (set by
+//! Terraform). A missing or malformed variable fails fast with its name; values are
+//! never echoed, since some of them (`DATABASE_URL`) may carry credentials.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use secrecy::SecretString;
+
+use crate::retry::ReceivePolicy;
+use crate::sqs::{BatchConfig, Heartbeat};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("environment variable {var} is required but not set")]
+    Missing { var: &'static str },
+    #[error("environment variable {var} is invalid: {reason}")]
+    Invalid { var: &'static str, reason: String },
+}
+
+/// Reads variables through a lookup function, so tests need not mutate the process
+/// environment.
+pub struct Env<F>(F);
+
+impl<F: Fn(&str) -> Option<String>> Env<F> {
+    pub fn new(lookup: F) -> Self {
+        Env(lookup)
+    }
+
+    /// The variable's value, with empty treated as unset.
+    pub fn optional(&self, var: &'static str) -> Option<String> {
+        (self.0)(var).filter(|v| !v.trim().is_empty())
+    }
+
+    pub fn required(&self, var: &'static str) -> Result<String, SettingsError> {
+        self.optional(var).ok_or(SettingsError::Missing { var })
+    }
+
+    pub fn or(&self, var: &'static str, default: &str) -> String {
+        self.optional(var).unwrap_or_else(|| default.to_owned())
+    }
+
+    pub fn parse_or<T>(&self, var: &'static str, default: T) -> Result<T, SettingsError>
+    where
+        T: FromStr,
+        T::Err: std::fmt::Display,
+    {
+        match self.optional(var) {
+            None => Ok(default),
+            Some(raw) => raw
+                .trim()
+                .parse()
+                .map_err(|e: T::Err| SettingsError::Invalid {
+                    var,
+                    reason: e.to_string(),
+                }),
+        }
+    }
+
+    pub fn seconds_or(&self, var: &'static str, default: u64) -> Result<Duration, SettingsError> {
+        self.parse_or(var, default).map(Duration::from_secs)
+    }
+}
+
+/// Environment of the running process.
+pub fn process_env() -> Env<impl Fn(&str) -> Option<String>> {
+    Env::new(|var| std::env::var(var).ok())
+}
+
+/// URLs of the queues a function sends to (only those it feeds are set).
+#[derive(Debug, Clone, Default)]
+pub struct QueueUrls {
+    pub ingestion: Option<String>,
+    pub matching: Option<String>,
+    pub document_output: Option<String>,
+}
+
+/// Settings every function shares.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `DOCFLOW_SECRET_ID` (required): name or ARN of the JSON secret with credentials.
+    pub secret_id: String,
+    /// `DOCFLOW_SECRET_TTL_SECONDS` (default 300): how long a fetched secret is reused.
+    pub secret_ttl: Duration,
+    /// `DATABASE_URL` (optional): overrides the secret's `database_url` (local runs).
+    pub database_url: Option<SecretString>,
+    /// `DATABASE_MAX_CONNECTIONS` (default 2): per Lambda instance; the event source
+    /// mapping's maximum concurrency multiplies it.
+    pub database_max_connections: u32,
+    /// `MAX_RECEIVE_COUNT` (default 3): the redrive policy's maxReceiveCount.
+    pub receive_policy: ReceivePolicy,
+    /// `BATCH_CONCURRENCY` (default 10), `DEADLINE_MARGIN_MS` (default 2000),
+    /// `HEARTBEAT_SECONDS` (default 60), `HEARTBEAT_EXTEND_SECONDS` (default 300).
+    pub batch: BatchConfig,
+    /// `DOCUMENTS_BUCKET` (default `docflow-documents`).
+    pub documents_bucket: String,
+    /// `INGESTION_QUEUE_URL`, `MATCHING_QUEUE_URL`, `DOCUMENT_OUTPUT_QUEUE_URL`.
+    pub queues: QueueUrls,
+}
+
+impl Settings {
+    pub fn from_process_env() -> Result<Self, SettingsError> {
+        Self::from_env(&process_env())
+    }
+
+    pub fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, SettingsError> {
+        let max_receive_count: u32 = env.parse_or("MAX_RECEIVE_COUNT", 3)?;
+        if max_receive_count == 0 {
+            return Err(SettingsError::Invalid {
+                var: "MAX_RECEIVE_COUNT",
+                reason: "must be at least 1 (it is the redrive policy's maxReceiveCount)".into(),
+            });
+        }
+        let concurrency: usize = env.parse_or("BATCH_CONCURRENCY", 10)?;
+        if concurrency == 0 {
+            return Err(SettingsError::Invalid {
+                var: "BATCH_CONCURRENCY",
+                reason: "must be at least 1".into(),
+            });
+        }
+        Ok(Settings {
+            secret_id: env.required("DOCFLOW_SECRET_ID")?,
+            secret_ttl: env.seconds_or("DOCFLOW_SECRET_TTL_SECONDS", 300)?,
+            database_url: env.optional("DATABASE_URL").map(SecretString::from),
+            database_max_connections: env.parse_or("DATABASE_MAX_CONNECTIONS", 2)?,
+            receive_policy: ReceivePolicy { max_receive_count },
+            batch: BatchConfig {
+                concurrency,
+                deadline_margin: Duration::from_millis(env.parse_or("DEADLINE_MARGIN_MS", 2000)?),
+                heartbeat: Heartbeat {
+                    every: env.seconds_or("HEARTBEAT_SECONDS", 60)?,
+                    extend_to: env.seconds_or("HEARTBEAT_EXTEND_SECONDS", 300)?,
+                },
+            },
+            documents_bucket: env.or("DOCUMENTS_BUCKET", "docflow-documents"),
+            queues: QueueUrls {
+                ingestion: env.optional("INGESTION_QUEUE_URL"),
+                matching: env.optional("MATCHING_QUEUE_URL"),
+                document_output: env.optional("DOCUMENT_OUTPUT_QUEUE_URL"),
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(vars: &[(&str, &str)]) -> Env<impl Fn(&str) -> Option<String>> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Env::new(move |var| map.get(var).cloned())
+    }
+
+    #[test]
+    fn defaults_apply_when_only_the_secret_id_is_set() {
+        let settings = Settings::from_env(&env(&[("DOCFLOW_SECRET_ID", "docflow/app")])).unwrap();
+        assert_eq!(settings.receive_policy.max_receive_count, 3);
+        assert_eq!(settings.batch.concurrency, 10);
+        assert_eq!(settings.secret_ttl, Duration::from_secs(300));
+        assert_eq!(settings.documents_bucket, "docflow-documents");
+        assert!(settings.database_url.is_none());
+    }
+
+    #[test]
+    fn a_missing_required_variable_is_named() {
+        let err = Settings::from_env(&env(&[])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "environment variable DOCFLOW_SECRET_ID is required but not set"
+        );
+    }
+
+    #[test]
+    fn a_malformed_number_names_the_variable_without_echoing_the_value() {
+        let err = Settings::from_env(&env(&[
+            ("DOCFLOW_SECRET_ID", "s"),
+            ("MAX_RECEIVE_COUNT", "three"),
+        ]))
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("MAX_RECEIVE_COUNT"), "{text}");
+        assert!(!text.contains("three"), "{text}");
+    }
+
+    #[test]
+    fn max_receive_count_is_read_from_the_environment() {
+        let settings = Settings::from_env(&env(&[
+            ("DOCFLOW_SECRET_ID", "s"),
+            ("MAX_RECEIVE_COUNT", "5"),
+        ]))
+        .unwrap();
+        assert!(!settings.receive_policy.is_final(4));
+        assert!(settings.receive_policy.is_final(5));
+    }
+
+    #[test]
+    fn zero_receive_count_is_rejected() {
+        let err = Settings::from_env(&env(&[
+            ("DOCFLOW_SECRET_ID", "s"),
+            ("MAX_RECEIVE_COUNT", "0"),
+        ]))
+        .unwrap_err();
+        assert!(err.to_string().contains("MAX_RECEIVE_COUNT"));
+    }
+}

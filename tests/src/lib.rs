@@ -1,0 +1,121 @@
+//! Helpers shared by the integration tests: the local AWS emulator, unique names,
+//! Lambda events built from real received messages.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use aws_config::SdkConfig;
+use aws_lambda_events::event::sqs::SqsEvent;
+use docflow::local::{EventSourceMapping, QueuePair, QueueSpec};
+use lambda_runtime::{Context, LambdaEvent};
+
+/// The emulator endpoint: `AWS_ENDPOINT_URL`, default the moto server of `make up`.
+pub fn endpoint() -> String {
+    std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| "http://127.0.0.1:4566".to_owned())
+}
+
+pub async fn aws() -> SdkConfig {
+    docflow::aws::local(&endpoint()).await
+}
+
+pub async fn sqs() -> aws_sdk_sqs::Client {
+    aws_sdk_sqs::Client::new(&aws().await)
+}
+
+/// A name no other test uses, so tests never share queues, secrets or buckets.
+pub fn unique(prefix: &str) -> String {
+    format!(
+        "{prefix}-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    )
+}
+
+/// A fresh queue with its DLQ and redrive policy.
+pub async fn fresh_queue(sqs: &aws_sdk_sqs::Client, prefix: &str, spec: QueueSpec) -> QueuePair {
+    let name = if spec.fifo {
+        format!("{}.fifo", unique(prefix))
+    } else {
+        unique(prefix)
+    };
+    docflow::local::ensure_queue_with_dlq(sqs, &name, spec)
+        .await
+        .expect("create test queue")
+}
+
+pub async fn send(sqs: &aws_sdk_sqs::Client, url: &str, body: &str) -> String {
+    sqs.send_message()
+        .queue_url(url)
+        .message_body(body)
+        .send()
+        .await
+        .expect("send message")
+        .message_id
+        .expect("message id")
+}
+
+pub async fn send_to_group(
+    sqs: &aws_sdk_sqs::Client,
+    url: &str,
+    group: &str,
+    body: &str,
+) -> String {
+    sqs.send_message()
+        .queue_url(url)
+        .message_body(body)
+        .message_group_id(group)
+        .message_deduplication_id(uuid::Uuid::new_v4().to_string())
+        .send()
+        .await
+        .expect("send message")
+        .message_id
+        .expect("message id")
+}
+
+/// Bodies currently receivable on a queue (received with visibility 0, so they stay
+/// available for the next test step).
+pub async fn visible_bodies(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<String> {
+    let out = sqs
+        .receive_message()
+        .queue_url(url)
+        .max_number_of_messages(10)
+        .visibility_timeout(0)
+        .send()
+        .await
+        .expect("receive");
+    out.messages
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|m| m.body)
+        .collect()
+}
+
+/// A mapping that polls `url` with batches of 10 and a 1 s long poll.
+pub async fn mapping(sqs: &aws_sdk_sqs::Client, url: &str) -> EventSourceMapping {
+    EventSourceMapping::new(sqs.clone(), url)
+        .await
+        .expect("mapping")
+}
+
+/// Polls until a batch of exactly `n` records arrives (moto may split a batch).
+pub async fn poll_n(esm: &EventSourceMapping, n: usize) -> SqsEvent {
+    let mut event = SqsEvent::default();
+    for _ in 0..20 {
+        if let Some(batch) = esm.poll().await.expect("poll") {
+            event.records.extend(batch.records);
+        }
+        if event.records.len() >= n {
+            return event;
+        }
+    }
+    panic!("expected {n} records, got {}", event.records.len());
+}
+
+/// A Lambda event with a deadline `budget` from now (or none).
+pub fn lambda_event(payload: SqsEvent, budget: Option<Duration>) -> LambdaEvent<SqsEvent> {
+    let mut context = Context::default();
+    context.request_id = uuid::Uuid::new_v4().to_string();
+    if let Some(budget) = budget {
+        let deadline = SystemTime::now() + budget;
+        context.deadline = deadline.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
+    }
+    LambdaEvent::new(payload, context)
+}

@@ -1,0 +1,508 @@
+//! The SQS batch runtime against real queues on the local emulator: every outcome's
+//! effect on the message, isolation, deadline, FIFO order, heartbeat, concurrency.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use docflow::local::QueueSpec;
+use docflow::sqs::{BatchConfig, BatchRuntime, Heartbeat, Message, Outcome};
+use docflow_tests::*;
+
+fn failed_ids(response: &aws_lambda_events::event::sqs::SqsBatchResponse) -> HashSet<String> {
+    response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.clone())
+        .collect()
+}
+
+fn spec(visibility_s: u64) -> QueueSpec {
+    QueueSpec {
+        visibility_timeout: Duration::from_secs(visibility_s),
+        max_receive_count: 3,
+        fifo: false,
+    }
+}
+
+#[tokio::test]
+async fn done_and_discard_are_deleted_retry_and_release_are_kept() {
+    let sqs = sqs().await;
+    let queue = fresh_queue(&sqs, "outcomes", spec(30)).await;
+    for body in ["done", "discard", "retry", "release"] {
+        send(&sqs, &queue.url, body).await;
+    }
+    let esm = mapping(&sqs, &queue.url).await;
+    let event = poll_n(&esm, 4).await;
+    let id_of = |body: &str| {
+        event
+            .records
+            .iter()
+            .find(|r| r.body.as_deref() == Some(body))
+            .unwrap()
+            .message_id
+            .clone()
+            .unwrap()
+    };
+    let runtime = BatchRuntime::new(sqs.clone(), BatchConfig::default());
+
+    let response = runtime
+        .run(lambda_event(event.clone(), None), |m: Message| async move {
+            match m.body.as_str() {
+                "done" => Outcome::Done,
+                "discard" => Outcome::discard("poison"),
+                "retry" => Outcome::Retry {
+                    after: Duration::from_secs(2),
+                },
+                _ => Outcome::Release,
+            }
+        })
+        .await
+        .unwrap();
+
+    assert_eq!(
+        failed_ids(&response),
+        HashSet::from([id_of("retry"), id_of("release")])
+    );
+    let completion = esm.complete(&event, &response).await.unwrap();
+    assert_eq!(completion.deleted.len(), 2);
+    assert!(!completion.whole_batch_failed);
+}
+
+#[tokio::test]
+async fn retry_hides_the_message_for_the_requested_time() {
+    let sqs = sqs().await;
+    // Queue visibility 30 s: if the runtime did not change it, the message would stay
+    // hidden for 30 s, not 2.
+    let queue = fresh_queue(&sqs, "retry", spec(30)).await;
+    send(&sqs, &queue.url, "retry-me").await;
+    let esm = mapping(&sqs, &queue.url).await;
+    let event = poll_n(&esm, 1).await;
+    let runtime = BatchRuntime::new(sqs.clone(), BatchConfig::default());
+
+    let response = runtime
+        .run(lambda_event(event.clone(), None), |_m| async {
+            Outcome::Retry {
+                after: Duration::from_secs(2),
+            }
+        })
+        .await
+        .unwrap();
+    esm.complete(&event, &response).await.unwrap();
+
+    assert_eq!(response.batch_item_failures.len(), 1);
+    assert!(
+        visible_bodies(&sqs, &queue.url).await.is_empty(),
+        "hidden right after the retry"
+    );
+    tokio::time::sleep(Duration::from_millis(2600)).await;
+    let again = poll_n(&esm, 1).await;
+    assert_eq!(again.records[0].body.as_deref(), Some("retry-me"));
+    assert_eq!(
+        again.records[0]
+            .attributes
+            .get("ApproximateReceiveCount")
+            .map(String::as_str),
+        Some("2")
+    );
+}
+
+#[tokio::test]
+async fn release_leaves_the_queue_visibility_timeout_in_charge() {
+    let sqs = sqs().await;
+    let queue = fresh_queue(&sqs, "release", spec(3)).await;
+    send(&sqs, &queue.url, "release-me").await;
+    let esm = mapping(&sqs, &queue.url).await;
+    let event = poll_n(&esm, 1).await;
+    let runtime = BatchRuntime::new(sqs.clone(), BatchConfig::default());
+
+    let response = runtime
+        .run(lambda_event(event.clone(), None), |_m| async {
+            Outcome::Release
+        })
+        .await
+        .unwrap();
+    esm.complete(&event, &response).await.unwrap();
+
+    assert_eq!(response.batch_item_failures.len(), 1);
+    assert!(
+        visible_bodies(&sqs, &queue.url).await.is_empty(),
+        "still within the queue's 3 s"
+    );
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    assert_eq!(
+        visible_bodies(&sqs, &queue.url).await,
+        vec!["release-me".to_owned()]
+    );
+}
+
+#[tokio::test]
+async fn a_message_that_keeps_failing_lands_in_the_dlq_after_max_receive_count() {
+    let sqs = sqs().await;
+    let queue = fresh_queue(&sqs, "poison", spec(30)).await;
+    send(&sqs, &queue.url, "always-fails").await;
+    let esm = mapping(&sqs, &queue.url).await;
+    let runtime = BatchRuntime::new(sqs.clone(), BatchConfig::default());
+    let seen = Arc::new(AtomicUsize::new(0));
+
+    for receive in 1..=3 {
+        let event = poll_n(&esm, 1).await;
+        let seen = seen.clone();
+        let response = runtime
+            .run(lambda_event(event.clone(), None), move |m: Message| {
+                let seen = seen.clone();
+                async move {
+                    assert_eq!(m.receive_count, receive);
+                    seen.fetch_add(1, Ordering::SeqCst);
+                    // Retry at once so the test need not wait for the visibility timeout.
+                    Outcome::Retry {
+                        after: Duration::ZERO,
+                    }
+                }
+            })
+            .await
+            .unwrap();
+        esm.complete(&event, &response).await.unwrap();
+    }
+
+    // The receive after the third moves the message to the DLQ (as in AWS).
+    assert!(esm.poll().await.unwrap().is_none());
+    assert_eq!(seen.load(Ordering::SeqCst), 3);
+    assert_eq!(
+        visible_bodies(&sqs, &queue.dlq_url).await,
+        vec!["always-fails".to_owned()]
+    );
+}
+
+#[tokio::test]
+async fn a_panicking_record_fails_alone() {
+    let sqs = sqs().await;
+    let queue = fresh_queue(&sqs, "panic", spec(30)).await;
+    for body in ["ok-1", "boom", "ok-2"] {
+        send(&sqs, &queue.url, body).await;
+    }
+    let esm = mapping(&sqs, &queue.url).await;
+    let event = poll_n(&esm, 3).await;
+    let boom_id = event
+        .records
+        .iter()
+        .find(|r| r.body.as_deref() == Some("boom"))
+        .unwrap()
+        .message_id
+        .clone();
+    let runtime = BatchRuntime::new(sqs.clone(), BatchConfig::default());
+
+    let response = runtime
+        .run(lambda_event(event.clone(), None), |m: Message| async move {
+            if m.body == "boom" {
+                panic!("simulated bug while processing");
+            }
+            Outcome::Done
+        })
+        .await
+        .unwrap();
+
+    assert_eq!(failed_ids(&response), HashSet::from([boom_id.unwrap()]));
+    let completion = esm.complete(&event, &response).await.unwrap();
+    assert_eq!(completion.deleted.len(), 2);
+}
+
+#[tokio::test]
+async fn a_record_still_running_at_the_deadline_is_reported_failed_and_finished_ones_are_not() {
+    let sqs = sqs().await;
+    let queue = fresh_queue(&sqs, "deadline", spec(30)).await;
+    for body in ["fast", "slow"] {
+        send(&sqs, &queue.url, body).await;
+    }
+    let esm = mapping(&sqs, &queue.url).await;
+    let event = poll_n(&esm, 2).await;
+    let slow_id = event
+        .records
+        .iter()
+        .find(|r| r.body.as_deref() == Some("slow"))
+        .unwrap()
+        .message_id
+        .clone();
+    let config = BatchConfig {
+        deadline_margin: Duration::from_millis(500),
+        ..BatchConfig::default()
+    };
+    let runtime = BatchRuntime::new(sqs.clone(), config);
+    let started = Instant::now();
+
+    let response = runtime
+        .run(
+            lambda_event(event.clone(), Some(Duration::from_millis(1500))),
+            |m: Message| async move {
+                if m.body == "slow" {
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                }
+                Outcome::Done
+            },
+        )
+        .await
+        .unwrap();
+
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "returned before the slow record finished"
+    );
+    assert_eq!(failed_ids(&response), HashSet::from([slow_id.unwrap()]));
+    let completion = esm.complete(&event, &response).await.unwrap();
+    assert_eq!(completion.deleted.len(), 1);
+}
+
+#[tokio::test]
+async fn after_a_fifo_failure_later_records_of_the_group_are_failed_unprocessed_and_other_groups_go_on()
+ {
+    let sqs = sqs().await;
+    let queue = fresh_queue(
+        &sqs,
+        "fifo",
+        QueueSpec {
+            fifo: true,
+            ..spec(30)
+        },
+    )
+    .await;
+    for body in ["a1", "a2", "a3"] {
+        send_to_group(&sqs, &queue.url, "a", body).await;
+    }
+    for body in ["b1", "b2"] {
+        send_to_group(&sqs, &queue.url, "b", body).await;
+    }
+    let esm = mapping(&sqs, &queue.url).await;
+    let event = poll_n(&esm, 5).await;
+    let id_of = |body: &str| {
+        event
+            .records
+            .iter()
+            .find(|r| r.body.as_deref() == Some(body))
+            .unwrap()
+            .message_id
+            .clone()
+            .unwrap()
+    };
+    let processed = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let runtime = BatchRuntime::new(sqs.clone(), BatchConfig::default());
+
+    let response = {
+        let processed = processed.clone();
+        runtime
+            .run(lambda_event(event.clone(), None), move |m: Message| {
+                let processed = processed.clone();
+                async move {
+                    processed.lock().unwrap().push(m.body.clone());
+                    if m.body == "a2" {
+                        Outcome::Release
+                    } else {
+                        Outcome::Done
+                    }
+                }
+            })
+            .await
+            .unwrap()
+    };
+
+    assert_eq!(
+        failed_ids(&response),
+        HashSet::from([id_of("a2"), id_of("a3")])
+    );
+    let processed = processed.lock().unwrap().clone();
+    assert!(
+        !processed.contains(&"a3".to_owned()),
+        "a3 must not run after a2 failed: {processed:?}"
+    );
+    let order_a: Vec<_> = processed
+        .iter()
+        .filter(|b| b.starts_with('a'))
+        .cloned()
+        .collect();
+    assert_eq!(order_a, vec!["a1", "a2"]);
+    let order_b: Vec<_> = processed
+        .iter()
+        .filter(|b| b.starts_with('b'))
+        .cloned()
+        .collect();
+    assert_eq!(order_b, vec!["b1", "b2"]);
+}
+
+#[tokio::test]
+async fn a_failing_visibility_change_still_reports_the_record_as_failed() {
+    let sqs = sqs().await;
+    let queue = fresh_queue(&sqs, "vis-fail", spec(30)).await;
+    send(&sqs, &queue.url, "retry-me").await;
+    let esm = mapping(&sqs, &queue.url).await;
+    let mut event = poll_n(&esm, 1).await;
+    let id = event.records[0].message_id.clone().unwrap();
+    // The queue named by the record no longer resolves, so ChangeMessageVisibility
+    // cannot even be addressed: the emulator answers QueueDoesNotExist.
+    let arn = event.records[0].event_source_arn.clone().unwrap();
+    event.records[0].event_source_arn = Some(format!("{arn}-gone"));
+    let runtime = BatchRuntime::new(sqs.clone(), BatchConfig::default());
+
+    let response = runtime
+        .run(lambda_event(event, None), |_m| async {
+            Outcome::Retry {
+                after: Duration::from_secs(600),
+            }
+        })
+        .await
+        .unwrap();
+
+    assert_eq!(failed_ids(&response), HashSet::from([id]));
+}
+
+#[tokio::test]
+async fn concurrency_never_exceeds_the_configured_bound() {
+    let sqs = sqs().await;
+    let queue = fresh_queue(&sqs, "bound", spec(30)).await;
+    for i in 0..10 {
+        send(&sqs, &queue.url, &format!("m{i}")).await;
+    }
+    let esm = mapping(&sqs, &queue.url).await;
+    let event = poll_n(&esm, 10).await;
+    let runtime = BatchRuntime::new(
+        sqs.clone(),
+        BatchConfig {
+            concurrency: 3,
+            ..BatchConfig::default()
+        },
+    );
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+
+    let response = {
+        let (in_flight, peak) = (in_flight.clone(), peak.clone());
+        runtime
+            .run(lambda_event(event.clone(), None), move |_m| {
+                let (in_flight, peak) = (in_flight.clone(), peak.clone());
+                async move {
+                    let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                    peak.fetch_max(now, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    in_flight.fetch_sub(1, Ordering::SeqCst);
+                    Outcome::Done
+                }
+            })
+            .await
+            .unwrap()
+    };
+
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(
+        peak.load(Ordering::SeqCst),
+        3,
+        "bounded at 3 and actually concurrent"
+    );
+}
+
+#[tokio::test]
+async fn heartbeat_extends_visibility_and_calls_the_hook_until_the_record_ends() {
+    let sqs = sqs().await;
+    // Visibility 2 s: without the heartbeat the message would reappear mid-work.
+    let queue = fresh_queue(&sqs, "heartbeat", spec(2)).await;
+    send(&sqs, &queue.url, "long-job").await;
+    let esm = mapping(&sqs, &queue.url).await;
+    let event = poll_n(&esm, 1).await;
+    let runtime = BatchRuntime::new(
+        sqs.clone(),
+        BatchConfig {
+            heartbeat: Heartbeat {
+                every: Duration::from_millis(700),
+                extend_to: Duration::from_secs(20),
+            },
+            ..BatchConfig::default()
+        },
+    );
+    let beats = Arc::new(AtomicUsize::new(0));
+    let seen_during_work = Arc::new(std::sync::Mutex::new(Vec::new()));
+
+    let response = {
+        let (beats, seen, sqs, url) = (
+            beats.clone(),
+            seen_during_work.clone(),
+            sqs.clone(),
+            queue.url.clone(),
+        );
+        runtime
+            .run(lambda_event(event.clone(), None), move |m: Message| {
+                let (beats, seen, sqs, url) =
+                    (beats.clone(), seen.clone(), sqs.clone(), url.clone());
+                async move {
+                    let work = async {
+                        tokio::time::sleep(Duration::from_millis(3000)).await;
+                        // Past the queue's 2 s: only the heartbeat keeps it hidden.
+                        let bodies = visible_bodies(&sqs, &url).await;
+                        seen.lock().unwrap().extend(bodies);
+                    };
+                    m.with_heartbeat(work, || {
+                        let beats = beats.clone();
+                        async move {
+                            beats.fetch_add(1, Ordering::SeqCst);
+                        }
+                    })
+                    .await;
+                    Outcome::Release
+                }
+            })
+            .await
+            .unwrap()
+    };
+    let beats_at_end = beats.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+
+    assert!(
+        seen_during_work.lock().unwrap().is_empty(),
+        "message stayed hidden while working"
+    );
+    assert!(
+        (3..=5).contains(&beats_at_end),
+        "about one beat per 700 ms of 3 s: {beats_at_end}"
+    );
+    assert_eq!(
+        beats.load(Ordering::SeqCst),
+        beats_at_end,
+        "heartbeat stopped with the record"
+    );
+    assert_eq!(response.batch_item_failures.len(), 1);
+    assert!(
+        visible_bodies(&sqs, &queue.url).await.is_empty(),
+        "extended to 20 s, still hidden"
+    );
+}
+
+#[tokio::test]
+async fn a_record_without_message_id_fails_the_whole_batch_instead_of_being_lost() {
+    let sqs = sqs().await;
+    let mut event = aws_lambda_events::event::sqs::SqsEvent::default();
+    let mut record = aws_lambda_events::event::sqs::SqsMessage::default();
+    record.body = Some("x".into());
+    event.records.push(record);
+    let runtime = BatchRuntime::new(sqs, BatchConfig::default());
+
+    let result = runtime
+        .run(lambda_event(event, None), |_m| async { Outcome::Done })
+        .await;
+
+    assert!(result.is_err());
+}
+
+#[tokio::test]
+async fn the_local_mapping_treats_an_unknown_item_identifier_as_a_whole_batch_failure() {
+    let sqs = sqs().await;
+    let queue = fresh_queue(&sqs, "invalid-resp", spec(30)).await;
+    send(&sqs, &queue.url, "m").await;
+    let esm = mapping(&sqs, &queue.url).await;
+    let event = poll_n(&esm, 1).await;
+    let mut response = aws_lambda_events::event::sqs::SqsBatchResponse::default();
+    let mut bogus = aws_lambda_events::event::sqs::BatchItemFailure::default();
+    bogus.item_identifier = "not-in-this-batch".into();
+    response.batch_item_failures.push(bogus);
+
+    let completion = esm.complete(&event, &response).await.unwrap();
+
+    assert!(completion.whole_batch_failed);
+    assert!(completion.deleted.is_empty());
+}

@@ -1,0 +1,96 @@
+//! The secret store against the emulator's Secrets Manager: fetch, cache, refresh after
+//! the TTL, and errors that name what is missing without printing values.
+
+use std::time::Duration;
+
+use docflow::secrets::{SecretError, SecretStore};
+use docflow_tests::{aws, unique};
+use secrecy::ExposeSecret;
+
+async fn create_secret(client: &aws_sdk_secretsmanager::Client, value: &str) -> String {
+    let name = unique("docflow-test/app");
+    client
+        .create_secret()
+        .name(&name)
+        .secret_string(value)
+        .send()
+        .await
+        .unwrap();
+    name
+}
+
+#[tokio::test]
+async fn a_value_is_fetched_cached_and_refreshed_after_the_ttl() {
+    let client = aws_sdk_secretsmanager::Client::new(&aws().await);
+    let name = create_secret(&client, r#"{"maesn_api_key":"first"}"#).await;
+    let store = SecretStore::new(client.clone(), &name, Duration::from_millis(800));
+
+    assert_eq!(
+        store.get("maesn_api_key").await.unwrap().expose_secret(),
+        "first"
+    );
+    client
+        .put_secret_value()
+        .secret_id(&name)
+        .secret_string(r#"{"maesn_api_key":"second"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get("maesn_api_key").await.unwrap().expose_secret(),
+        "first",
+        "cached within the TTL"
+    );
+
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(
+        store.get("maesn_api_key").await.unwrap().expose_secret(),
+        "second",
+        "refreshed after the TTL"
+    );
+}
+
+#[tokio::test]
+async fn a_missing_secret_is_named() {
+    let client = aws_sdk_secretsmanager::Client::new(&aws().await);
+    let name = unique("docflow-test/absent");
+    let store = SecretStore::new(client, &name, Duration::from_secs(60));
+
+    let err = store.get("database_url").await.unwrap_err();
+
+    assert!(matches!(err, SecretError::NotFound { .. }), "{err:?}");
+    assert!(err.to_string().contains(&name), "{err}");
+}
+
+#[tokio::test]
+async fn a_missing_key_is_named_without_printing_any_value() {
+    let client = aws_sdk_secretsmanager::Client::new(&aws().await);
+    let name = create_secret(&client, r#"{"database_url":"postgres://u:hunter2@db/x"}"#).await;
+    let store = SecretStore::new(client, &name, Duration::from_secs(60));
+
+    let err = store.get("slack_webhook_url").await.unwrap_err();
+
+    let text = format!("{err} {err:?}");
+    assert!(
+        text.contains("slack_webhook_url") && text.contains(&name),
+        "{text}"
+    );
+    assert!(!text.contains("hunter2"), "{text}");
+    let value = store.get("database_url").await.unwrap();
+    assert!(
+        !format!("{value:?}").contains("hunter2"),
+        "Debug of a secret value is redacted"
+    );
+}
+
+#[tokio::test]
+async fn a_secret_that_is_not_json_is_reported_without_its_content() {
+    let client = aws_sdk_secretsmanager::Client::new(&aws().await);
+    let name = create_secret(&client, "hunter2-not-json").await;
+    let store = SecretStore::new(client, &name, Duration::from_secs(60));
+
+    let err = store.get("database_url").await.unwrap_err();
+
+    assert!(matches!(err, SecretError::NotJson { .. }));
+    assert!(!format!("{err} {err:?}").contains("hunter2"));
+}
