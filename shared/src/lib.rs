@@ -4,12 +4,20 @@
 //! - [`retry`]: the transient/permanent taxonomy and the retry schedules;
 //! - [`settings`], [`secrets`], [`db`], [`aws`], [`telemetry`]: cold-start wiring;
 //! - [`ids`]: message bodies parsed into ids;
+//! - [`bootstrap`]: the cold-start wiring every `main.rs` calls;
+//! - [`llm`], [`matching`], [`notify`], [`output`], [`datev`]: domain logic and adapters;
 //! - [`local`]: the local stack and event-source mapping used by the CLI and tests.
 
 pub mod aws;
+pub mod bootstrap;
+pub mod datev;
 pub mod db;
 pub mod ids;
+pub mod llm;
 pub mod local;
+pub mod matching;
+pub mod notify;
+pub mod output;
 pub mod retry;
 pub mod secrets;
 pub mod settings;

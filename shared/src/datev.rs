@@ -1,0 +1,1 @@
+//! The DATEV connector: booking proposals through the Maesn API.

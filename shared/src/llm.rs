@@ -1,0 +1,1 @@
+//! The LLM client: Anthropic Messages and OpenAI-compatible chat completions over reqwest.

@@ -1,0 +1,1 @@
+//! Admin notifications on permanent failures: Slack webhook and SES email, opt-in.
