@@ -1,0 +1,196 @@
+//! The extraction contract: what ingestion turns a transcribed document into, whichever
+//! provider produced it (an LLM, or the offline [`rules`] extractor).
+//!
+//! The JSON shape is the contract with the LLM prompt, the `structured_data` column and
+//! matching: `extraction_successful`, `confidence` (high/medium/low), `missing_fields`,
+//! then the document's fields. Dates are ISO 8601 (`2014-05-07`), amounts are JSON
+//! numbers, currency is ISO 4217. An answer that does not deserialize or validate is a
+//! transient error (the next LLM answer may be fine).
+
+pub mod rules;
+
+use chrono::NaiveDate;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Confidence {
+    High,
+    Medium,
+    Low,
+}
+
+/// The document types of the contract; the same names as the `document_type` enum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DocumentKind {
+    Invoice,
+    PurchaseOrder,
+    DeliveryNote,
+    CreditNote,
+    Other,
+}
+
+impl DocumentKind {
+    /// The `document_type` enum label in the database.
+    pub fn as_db(self) -> &'static str {
+        match self {
+            DocumentKind::Invoice => "invoice",
+            DocumentKind::PurchaseOrder => "purchase_order",
+            DocumentKind::DeliveryNote => "delivery_note",
+            DocumentKind::CreditNote => "credit_note",
+            DocumentKind::Other => "other",
+        }
+    }
+
+    /// Whether matching links this type to others (invoice ↔ PO ↔ delivery note).
+    pub fn is_matchable(self) -> bool {
+        matches!(
+            self,
+            DocumentKind::Invoice | DocumentKind::PurchaseOrder | DocumentKind::DeliveryNote
+        )
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LineItem {
+    pub description: String,
+    #[serde(default)]
+    pub quantity: Option<f64>,
+    #[serde(default)]
+    pub unit_price: Option<f64>,
+    #[serde(default)]
+    pub amount: Option<f64>,
+}
+
+/// One extraction result. Absent keys deserialize as `null`/empty.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Extraction {
+    pub extraction_successful: bool,
+    pub confidence: Confidence,
+    #[serde(default)]
+    pub missing_fields: Vec<String>,
+    #[serde(default)]
+    pub document_type: Option<DocumentKind>,
+    #[serde(default)]
+    pub invoice_number: Option<String>,
+    #[serde(default)]
+    pub invoice_date: Option<NaiveDate>,
+    #[serde(default)]
+    pub due_date: Option<NaiveDate>,
+    #[serde(default)]
+    pub supplier_name: Option<String>,
+    #[serde(default)]
+    pub supplier_address: Option<String>,
+    #[serde(default)]
+    pub supplier_vat_id: Option<String>,
+    #[serde(default)]
+    pub supplier_iban: Option<String>,
+    #[serde(default)]
+    pub customer_name: Option<String>,
+    #[serde(default)]
+    pub currency: Option<String>,
+    #[serde(default)]
+    pub subtotal: Option<f64>,
+    #[serde(default)]
+    pub vat_amount: Option<f64>,
+    #[serde(default)]
+    pub total: Option<f64>,
+    #[serde(default)]
+    pub po_reference: Option<String>,
+    #[serde(default)]
+    pub delivery_note_reference: Option<String>,
+    #[serde(default)]
+    pub line_items: Vec<LineItem>,
+}
+
+/// The fields whose absence is listed in `missing_fields` by the rules extractor and
+/// that the prompt asks the LLM to account for.
+pub const CORE_FIELDS: [&str; 6] = [
+    "document_type",
+    "invoice_number",
+    "invoice_date",
+    "supplier_name",
+    "currency",
+    "total",
+];
+
+impl Extraction {
+    /// Schema checks serde cannot express. The error names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(currency) = &self.currency
+            && !(currency.len() == 3 && currency.chars().all(|c| c.is_ascii_uppercase()))
+        {
+            return Err(format!("currency {currency:?} is not an ISO 4217 code"));
+        }
+        let amounts = [
+            ("subtotal", self.subtotal),
+            ("vat_amount", self.vat_amount),
+            ("total", self.total),
+        ];
+        for (name, value) in amounts {
+            if value.is_some_and(|v| !v.is_finite()) {
+                return Err(format!("{name} is not a finite number"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Seed 003's quality gate: successful and confidence not low.
+    pub fn passes_quality_gate(&self) -> bool {
+        self.extraction_successful && self.confidence != Confidence::Low
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_contract_round_trips_through_json() {
+        let json = r#"{
+            "extraction_successful": true, "confidence": "high", "missing_fields": [],
+            "document_type": "invoice", "invoice_number": "RE-2014-001",
+            "invoice_date": "2014-05-07", "due_date": null, "currency": "EUR",
+            "subtotal": 100.0, "vat_amount": 19.0, "total": 119.0,
+            "line_items": [{"description": "Beratung", "quantity": 2, "unit_price": 50, "amount": 100}]
+        }"#;
+        let extraction: Extraction = serde_json::from_str(json).unwrap();
+        assert_eq!(extraction.invoice_date, NaiveDate::from_ymd_opt(2014, 5, 7));
+        assert_eq!(extraction.document_type, Some(DocumentKind::Invoice));
+        assert!(extraction.validate().is_ok());
+        assert!(extraction.passes_quality_gate());
+        let again: Extraction =
+            serde_json::from_value(serde_json::to_value(&extraction).unwrap()).unwrap();
+        assert_eq!(again, extraction);
+    }
+
+    #[test]
+    fn a_lowercase_currency_fails_validation() {
+        let mut extraction: Extraction =
+            serde_json::from_str(r#"{"extraction_successful": true, "confidence": "high"}"#)
+                .unwrap();
+        extraction.currency = Some("eur".into());
+        assert!(extraction.validate().unwrap_err().contains("currency"));
+    }
+
+    #[test]
+    fn low_confidence_or_unsuccessful_fails_the_quality_gate() {
+        let low: Extraction =
+            serde_json::from_str(r#"{"extraction_successful": true, "confidence": "low"}"#)
+                .unwrap();
+        let failed: Extraction =
+            serde_json::from_str(r#"{"extraction_successful": false, "confidence": "high"}"#)
+                .unwrap();
+        assert!(!low.passes_quality_gate());
+        assert!(!failed.passes_quality_gate());
+    }
+
+    #[test]
+    fn an_unknown_confidence_is_a_schema_error() {
+        let err = serde_json::from_str::<Extraction>(
+            r#"{"extraction_successful": true, "confidence": "certain"}"#,
+        );
+        assert!(err.is_err());
+    }
+}
