@@ -12,6 +12,8 @@ pub mod rules;
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 
+use crate::llm::{LlmClient, LlmError};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Confidence {
@@ -139,6 +141,74 @@ impl Extraction {
     /// Seed 003's quality gate: successful and confidence not low.
     pub fn passes_quality_gate(&self) -> bool {
         self.extraction_successful && self.confidence != Confidence::Low
+    }
+}
+
+/// The instructions sent with every extraction request.
+pub const SYSTEM_PROMPT: &str = r#"You extract structured data from business documents (invoices, credit notes, purchase orders, delivery notes) in German, Dutch or English.
+Answer with ONE JSON object and nothing else, with exactly these keys:
+- "extraction_successful": boolean, false if the text is not a business document or unreadable
+- "confidence": "high" | "medium" | "low", your honest confidence in the extracted values
+- "missing_fields": array of the key names below that you could not find
+- "document_type": "invoice" | "purchase_order" | "delivery_note" | "credit_note" | "other"
+- "invoice_number": the document's own number (invoice, credit note, PO or delivery note number), string or null
+- "invoice_date", "due_date": ISO 8601 dates (YYYY-MM-DD) or null
+- "supplier_name", "supplier_address", "supplier_vat_id", "supplier_iban", "customer_name": strings or null (VAT id and IBAN without spaces)
+- "currency": ISO 4217 code (EUR, USD, GBP, CHF, ...) or null
+- "subtotal", "vat_amount", "total": JSON numbers with a dot as decimal separator, or null
+- "po_reference", "delivery_note_reference": referenced purchase order / delivery note numbers, or null
+- "line_items": array of {"description": string, "quantity": number|null, "unit_price": number|null, "amount": number|null}
+Never invent values: use null and list the key in missing_fields."#;
+
+/// One extraction and what it cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExtractionRun {
+    pub extraction: Extraction,
+    /// `None` for the rules extractor.
+    pub input_tokens: Option<i32>,
+    pub output_tokens: Option<i32>,
+    pub model: String,
+}
+
+/// The extraction provider chosen by `LLM_PROVIDER`.
+#[derive(Debug, Clone)]
+pub enum Extractor {
+    Llm(LlmClient),
+    /// The offline pattern extractor ([`rules`]).
+    Rules,
+}
+
+impl Extractor {
+    /// Whether the same text always gives the same result (a failed quality gate is then
+    /// not worth retrying).
+    pub fn is_deterministic(&self) -> bool {
+        matches!(self, Extractor::Rules)
+    }
+
+    /// Extracts the contract from transcribed text. LLM failures are classified and
+    /// retried in process (see [`LlmClient::complete_json`]); the rules extractor cannot
+    /// fail.
+    pub async fn extract(&self, text: &str) -> Result<ExtractionRun, LlmError> {
+        match self {
+            Extractor::Rules => Ok(ExtractionRun {
+                extraction: rules::extract(text),
+                input_tokens: None,
+                output_tokens: None,
+                model: "rules".into(),
+            }),
+            Extractor::Llm(client) => {
+                let user = format!("Document text:\n<document>\n{text}\n</document>");
+                let (extraction, completion) = client
+                    .complete_json::<Extraction, _>(SYSTEM_PROMPT, &user, Extraction::validate)
+                    .await?;
+                Ok(ExtractionRun {
+                    extraction,
+                    input_tokens: Some(completion.input_tokens),
+                    output_tokens: Some(completion.output_tokens),
+                    model: completion.model,
+                })
+            }
+        }
     }
 }
 

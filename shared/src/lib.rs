@@ -18,6 +18,7 @@ pub mod llm;
 pub mod local;
 pub mod matching;
 pub mod notify;
+pub mod ocr;
 pub mod output;
 pub mod retry;
 pub mod secrets;

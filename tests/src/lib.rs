@@ -1,5 +1,7 @@
 //! Helpers shared by the integration tests: the local AWS emulator, unique names,
-//! Lambda events built from real received messages.
+//! Lambda events built from real received messages, text PDFs.
+
+pub mod pdf;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

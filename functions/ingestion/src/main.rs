@@ -1,0 +1,8 @@
+use lambda_runtime::{Error, run, service_fn};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    docflow::telemetry::init();
+    let deps = ingestion::Deps::from_env().await?;
+    run(service_fn(|event| ingestion::handler(&deps, event))).await
+}
