@@ -9,8 +9,8 @@ use docflow::ids::DocumentId;
 use docflow::output::worker;
 use docflow::sqs::Heartbeat;
 use docflow_tests::output::{
-    ACCOUNT_KEY, API_KEY, COMPANY_ID, FILE_BYTES, FILE_NAME, Options, OutputEnv, sample_event, setup,
-    setup_with,
+    ACCOUNT_KEY, API_KEY, COMPANY_ID, FILE_BYTES, FILE_NAME, Options, OutputEnv, sample_event,
+    setup, setup_with,
 };
 use docflow_tests::visible_bodies;
 use serde_json::json;
@@ -38,19 +38,23 @@ fn accepted_after(task_id: &str, delay: Duration) -> Mock {
         .and(header("X-API-KEY", API_KEY))
         .and(header("X-ACCOUNT-KEY", ACCOUNT_KEY))
         .and(query_param("companyId", COMPANY_ID))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
-            "meta": { "warnings": [] },
-            "data": { "taskId": task_id }
-        })).set_delay(delay))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({
+                    "meta": { "warnings": [] },
+                    "data": { "taskId": task_id }
+                }))
+                .set_delay(delay),
+        )
 }
 
 fn maesn_error(status: u16, message: &str) -> Mock {
-    Mock::given(method("POST"))
-        .and(path(CREATE))
-        .respond_with(ResponseTemplate::new(status).set_body_json(json!({
+    Mock::given(method("POST")).and(path(CREATE)).respond_with(
+        ResponseTemplate::new(status).set_body_json(json!({
             "statusCode": status,
             "message": message
-        })))
+        })),
+    )
 }
 
 /// An approved document with a pending job (as the enqueue side leaves it) and its
@@ -65,16 +69,21 @@ async fn enqueued(env: &OutputEnv) -> Uuid {
     )
     .await
     .unwrap();
-    assert!(matches!(export.dispatch, docflow::output::Dispatch::Sent { .. }));
+    assert!(matches!(
+        export.dispatch,
+        docflow::output::Dispatch::Sent { .. }
+    ));
     export.job.id.0
 }
 
 async fn make_stale(env: &OutputEnv, job_id: Uuid) {
-    sqlx::query("UPDATE document_output_job SET updated_at = now() - interval '601 seconds' WHERE id = $1")
-        .bind(job_id)
-        .execute(&env.pool)
-        .await
-        .unwrap();
+    sqlx::query(
+        "UPDATE document_output_job SET updated_at = now() - interval '601 seconds' WHERE id = $1",
+    )
+    .bind(job_id)
+    .execute(&env.pool)
+    .await
+    .unwrap();
 }
 
 async fn insert_audit(env: &OutputEnv, job_id: Uuid, status: &str, task_id: Option<&str>) -> Uuid {
@@ -94,7 +103,9 @@ async fn insert_audit(env: &OutputEnv, job_id: Uuid, status: &str, task_id: Opti
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
-async fn a_pending_job_is_exported_through_maesn_and_dispatched_with_the_audit_linked(pool: PgPool) {
+async fn a_pending_job_is_exported_through_maesn_and_dispatched_with_the_audit_linked(
+    pool: PgPool,
+) {
     let env = setup(pool).await;
     accepted("task-0001").expect(1).mount(&env.maesn).await;
     let job_id = enqueued(&env).await;
@@ -129,9 +140,22 @@ async fn the_maesn_request_on_the_wire_has_both_headers_the_multipart_parts_and_
     let request = &requests[0];
     assert_eq!(request.headers.get("x-api-key").unwrap(), API_KEY);
     assert_eq!(request.headers.get("x-account-key").unwrap(), ACCOUNT_KEY);
-    assert!(request.url.query_pairs().any(|(k, v)| k == "companyId" && v == COMPANY_ID));
-    let content_type = request.headers.get("content-type").unwrap().to_str().unwrap();
-    assert!(content_type.starts_with("multipart/form-data; boundary="), "{content_type}");
+    assert!(
+        request
+            .url
+            .query_pairs()
+            .any(|(k, v)| k == "companyId" && v == COMPANY_ID)
+    );
+    let content_type = request
+        .headers
+        .get("content-type")
+        .unwrap()
+        .to_str()
+        .unwrap();
+    assert!(
+        content_type.starts_with("multipart/form-data; boundary="),
+        "{content_type}"
+    );
     let body = &request.body;
     let text = String::from_utf8_lossy(body);
     for part in [
@@ -143,7 +167,10 @@ async fn the_maesn_request_on_the_wire_has_both_headers_the_multipart_parts_and_
         assert!(text.contains(part), "missing part {part}");
     }
     assert!(text.contains("BILL"));
-    assert!(text.contains(r#""number":"RE-2026-0042""#), "proposal from the extracted data");
+    assert!(
+        text.contains(r#""number":"RE-2026-0042""#),
+        "proposal from the extracted data"
+    );
     assert!(text.contains(r#""contact":{"name":"Lieferant GmbH"}"#));
     assert!(text.contains(&format!(r#""id":"{}""#, env.tenant.document_id)));
     assert!(
@@ -162,20 +189,37 @@ async fn the_claim_takes_pending_and_stale_running_jobs_only(pool: PgPool) {
     let failed = env.insert_job(third, "failed").await;
     let stale = Duration::from_secs(600);
 
-    let first = worker::claim(&env.pool, pending.into(), stale).await.unwrap();
-    let while_fresh = worker::claim(&env.pool, pending.into(), stale).await.unwrap();
+    let first = worker::claim(&env.pool, pending.into(), stale)
+        .await
+        .unwrap();
+    let while_fresh = worker::claim(&env.pool, pending.into(), stale)
+        .await
+        .unwrap();
     make_stale(&env, pending).await;
-    let after_stale = worker::claim(&env.pool, pending.into(), stale).await.unwrap();
+    let after_stale = worker::claim(&env.pool, pending.into(), stale)
+        .await
+        .unwrap();
 
     let first = first.expect("pending is claimable");
     assert_eq!(first.status, docflow::output::JobStatus::Running);
     assert!(first.started_at.is_some());
-    assert!(while_fresh.is_none(), "a fresh running job is not claimable");
+    assert!(
+        while_fresh.is_none(),
+        "a fresh running job is not claimable"
+    );
     let again = after_stale.expect("a stale running job is claimable");
-    assert_eq!(again.started_at, first.started_at, "started_at kept (COALESCE)");
+    assert_eq!(
+        again.started_at, first.started_at,
+        "started_at kept (COALESCE)"
+    );
     assert!(again.updated_at > first.updated_at);
     for finished in [dispatched, failed] {
-        assert!(worker::claim(&env.pool, finished.into(), stale).await.unwrap().is_none());
+        assert!(
+            worker::claim(&env.pool, finished.into(), stale)
+                .await
+                .unwrap()
+                .is_none()
+        );
     }
 }
 
@@ -188,14 +232,25 @@ async fn duplicate_and_poison_deliveries_follow_the_seed_rules(pool: PgPool) {
     let dispatched = env.insert_job(env.tenant.document_id, "dispatched").await;
     let failed = env.insert_job(doc2, "failed").await;
     let running = env.insert_job(doc3, "pending").await;
-    worker::claim(&env.pool, running.into(), Duration::from_secs(600)).await.unwrap().unwrap();
+    worker::claim(&env.pool, running.into(), Duration::from_secs(600))
+        .await
+        .unwrap()
+        .unwrap();
     let arn = Some(env.queue.arn.as_str());
 
     let poison = env.invoke(sample_event(POISON, "not-a-job-id", arn)).await;
-    let unknown = env.invoke(sample_event(VALID, &Uuid::new_v4().to_string(), arn)).await;
-    let of_dispatched = env.invoke(sample_event(DUPLICATE, &dispatched.to_string(), arn)).await;
-    let of_failed = env.invoke(sample_event(DUPLICATE, &failed.to_string(), arn)).await;
-    let of_running = env.invoke(sample_event(STALE, &running.to_string(), arn)).await;
+    let unknown = env
+        .invoke(sample_event(VALID, &Uuid::new_v4().to_string(), arn))
+        .await;
+    let of_dispatched = env
+        .invoke(sample_event(DUPLICATE, &dispatched.to_string(), arn))
+        .await;
+    let of_failed = env
+        .invoke(sample_event(DUPLICATE, &failed.to_string(), arn))
+        .await;
+    let of_running = env
+        .invoke(sample_event(STALE, &running.to_string(), arn))
+        .await;
 
     for (name, response) in [
         ("poison", &poison),
@@ -203,13 +258,23 @@ async fn duplicate_and_poison_deliveries_follow_the_seed_rules(pool: PgPool) {
         ("dispatched", &of_dispatched),
         ("failed", &of_failed),
     ] {
-        assert!(response.batch_item_failures.is_empty(), "{name}: message deleted");
+        assert!(
+            response.batch_item_failures.is_empty(),
+            "{name}: message deleted"
+        );
     }
-    assert_eq!(of_running.batch_item_failures.len(), 1, "fresh running: released, not deleted");
+    assert_eq!(
+        of_running.batch_item_failures.len(),
+        1,
+        "fresh running: released, not deleted"
+    );
     assert_eq!(env.job(dispatched).await.status, "dispatched");
     assert_eq!(env.job(failed).await.status, "failed");
     assert_eq!(env.job(running).await.status, "running");
-    assert!(env.audits(doc3).await.is_empty(), "no second export started");
+    assert!(
+        env.audits(doc3).await.is_empty(),
+        "no second export started"
+    );
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -227,7 +292,11 @@ async fn two_concurrent_deliveries_of_the_same_job_produce_exactly_one_maesn_req
 
     let (ra, rb) = tokio::join!(env.invoke(a.clone()), env.invoke(b.clone()));
 
-    assert_eq!(env.maesn_requests("POST", CREATE).await.len(), 1, "exactly one export");
+    assert_eq!(
+        env.maesn_requests("POST", CREATE).await.len(),
+        1,
+        "exactly one export"
+    );
     let released = ra.batch_item_failures.len() + rb.batch_item_failures.len();
     assert_eq!(released, 1, "the loser is released, the winner deleted");
     assert_eq!(env.job(job_id).await.status, "dispatched");
@@ -247,7 +316,10 @@ async fn a_worker_killed_mid_export_is_recovered_only_after_the_stale_threshold(
     accepted("task-recovered").mount(&env.maesn).await;
     let job_id = enqueued(&env).await;
     // A worker claimed the job and died before reaching Maesn.
-    worker::claim(&env.pool, job_id.into(), Duration::from_secs(600)).await.unwrap().unwrap();
+    worker::claim(&env.pool, job_id.into(), Duration::from_secs(600))
+        .await
+        .unwrap()
+        .unwrap();
 
     let (_, while_fresh, _) = env.deliver(1).await;
     let requests_while_fresh = env.maesn_requests("POST", CREATE).await.len();
@@ -255,11 +327,22 @@ async fn a_worker_killed_mid_export_is_recovered_only_after_the_stale_threshold(
     tokio::time::sleep(Duration::from_millis(1200)).await;
     let (_, after_stale, completion) = env.deliver(1).await;
 
-    assert_eq!(while_fresh.batch_item_failures.len(), 1, "released while fresh");
-    assert_eq!(requests_while_fresh, 0, "no export while the job may be alive");
+    assert_eq!(
+        while_fresh.batch_item_failures.len(),
+        1,
+        "released while fresh"
+    );
+    assert_eq!(
+        requests_while_fresh, 0,
+        "no export while the job may be alive"
+    );
     assert!(after_stale.batch_item_failures.is_empty());
     assert_eq!(completion.deleted.len(), 1);
-    assert_eq!(env.maesn_requests("POST", CREATE).await.len(), 1, "exported exactly once");
+    assert_eq!(
+        env.maesn_requests("POST", CREATE).await.len(),
+        1,
+        "exported exactly once"
+    );
     assert_eq!(env.job(job_id).await.status, "dispatched");
 }
 
@@ -270,7 +353,10 @@ async fn a_stale_job_whose_audit_reached_maesn_is_completed_from_it_without_a_ne
     let env = setup(pool).await;
     accepted("task-new").expect(0).mount(&env.maesn).await;
     let with_task = enqueued(&env).await;
-    worker::claim(&env.pool, with_task.into(), Duration::from_secs(600)).await.unwrap().unwrap();
+    worker::claim(&env.pool, with_task.into(), Duration::from_secs(600))
+        .await
+        .unwrap()
+        .unwrap();
     insert_audit(&env, with_task, "submitted", Some("task-old")).await;
     make_stale(&env, with_task).await;
     let doc2 = env.another_approved_document().await;
@@ -294,8 +380,17 @@ async fn a_stale_job_whose_audit_reached_maesn_is_completed_from_it_without_a_ne
     assert_eq!(env.job(with_task).await.status, "dispatched");
     let failed = env.job(with_failure).await;
     assert_eq!(failed.status, "failed");
-    assert!(failed.last_error.unwrap().contains("DATEV rejected the booking"));
-    assert_eq!(env.audits(env.tenant.document_id).await.len(), 1, "no new audit");
+    assert!(
+        failed
+            .last_error
+            .unwrap()
+            .contains("DATEV rejected the booking")
+    );
+    assert_eq!(
+        env.audits(env.tenant.document_id).await.len(),
+        1,
+        "no new audit"
+    );
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -303,13 +398,20 @@ async fn a_stale_job_with_an_ambiguous_audit_is_left_for_repair_without_an_expor
     let env = setup(pool).await;
     accepted("task-new").expect(0).mount(&env.maesn).await;
     let job_id = enqueued(&env).await;
-    worker::claim(&env.pool, job_id.into(), Duration::from_secs(600)).await.unwrap().unwrap();
+    worker::claim(&env.pool, job_id.into(), Duration::from_secs(600))
+        .await
+        .unwrap()
+        .unwrap();
     insert_audit(&env, job_id, "requested", None).await;
     make_stale(&env, job_id).await;
 
     let (_, response, _) = env.deliver(1).await;
 
-    assert_eq!(response.batch_item_failures.len(), 1, "kept: it ends in the DLQ for an operator");
+    assert_eq!(
+        response.batch_item_failures.len(),
+        1,
+        "kept: it ends in the DLQ for an operator"
+    );
     assert_eq!(env.job(job_id).await.status, "running");
     assert_eq!(env.audits(env.tenant.document_id).await.len(), 1);
 }
@@ -318,37 +420,27 @@ async fn a_stale_job_with_an_ambiguous_audit_is_left_for_repair_without_an_expor
 async fn an_ineligible_job_fails_with_last_error_and_nothing_is_exported(pool: PgPool) {
     let env = setup(pool).await;
     accepted("task-never").expect(0).mount(&env.maesn).await;
-    let no_integration = enqueued(&env).await;
-    let doc2 = env.another_approved_document().await;
-    let already_exported = env.insert_job(doc2, "pending").await;
-    sqlx::query(
-        r#"INSERT INTO ap_datev_export_audit (tenant_id, document_id, status, task_id)
-           VALUES ($1, $2, 'succeeded', 'task-earlier')"#,
-    )
-    .bind(env.tenant.tenant_id)
-    .bind(doc2)
-    .execute(&env.pool)
-    .await
-    .unwrap();
-    env.send(&already_exported.to_string()).await;
+    let job_id = enqueued(&env).await;
+    // Between enqueue and delivery the tenant's DATEV connection broke.
     sqlx::query("UPDATE tenant_datev_integration SET status = 'error'")
         .execute(&env.pool)
         .await
         .unwrap();
 
-    env.deliver(2).await;
+    let (_, response, _) = env.deliver(1).await;
 
-    let job = env.job(no_integration).await;
-    assert_eq!(job.status, "failed");
-    assert!(job.last_error.unwrap().contains("no active DATEV integration"));
-    sqlx::query("UPDATE tenant_datev_integration SET status = 'active'")
-        .execute(&env.pool)
-        .await
-        .unwrap();
-    let job = env.job(already_exported).await;
+    assert!(response.batch_item_failures.is_empty(), "recorded: Done");
+    let job = env.job(job_id).await;
     assert_eq!(job.status, "failed");
     let error = job.last_error.unwrap();
-    assert!(error.contains("not eligible"), "{error}");
+    assert!(
+        error.contains("not eligible") && error.contains("no active DATEV integration"),
+        "{error}"
+    );
+    assert!(
+        env.audits(env.tenant.document_id).await.is_empty(),
+        "failed before any DATEV audit"
+    );
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -372,7 +464,11 @@ async fn an_already_exported_document_is_not_exported_again(pool: PgPool) {
 
     let job = env.job(job_id).await;
     assert_eq!(job.status, "failed");
-    assert!(job.last_error.unwrap().contains("already has a DATEV export"));
+    assert!(
+        job.last_error
+            .unwrap()
+            .contains("already has a DATEV export")
+    );
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -391,18 +487,28 @@ async fn a_503_from_maesn_is_retried_in_process_and_then_dispatched(pool: PgPool
     assert!(response.batch_item_failures.is_empty());
     assert_eq!(env.maesn_requests("POST", CREATE).await.len(), 3);
     assert_eq!(env.job(job_id).await.status, "dispatched");
-    assert_eq!(env.audits(env.tenant.document_id).await[0].task_id.as_deref(), Some("task-after-503"));
+    assert_eq!(
+        env.audits(env.tenant.document_id).await[0]
+            .task_id
+            .as_deref(),
+        Some("task-after-503")
+    );
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_503_that_persists_fails_the_job_after_three_attempts(pool: PgPool) {
     let env = setup(pool).await;
-    maesn_error(503, "Service Unavailable").mount(&env.maesn).await;
+    maesn_error(503, "Service Unavailable")
+        .mount(&env.maesn)
+        .await;
     let job_id = enqueued(&env).await;
 
     let (_, response, _) = env.deliver(1).await;
 
-    assert!(response.batch_item_failures.is_empty(), "recorded as failed: Done");
+    assert!(
+        response.batch_item_failures.is_empty(),
+        "recorded as failed: Done"
+    );
     assert_eq!(env.maesn_requests("POST", CREATE).await.len(), 3);
     let job = env.job(job_id).await;
     assert_eq!(job.status, "failed");
@@ -419,11 +525,18 @@ async fn a_401_from_maesn_fails_the_job_at_once(pool: PgPool) {
 
     assert!(response.batch_item_failures.is_empty());
     assert_eq!(completion.deleted.len(), 1);
-    assert_eq!(env.maesn_requests("POST", CREATE).await.len(), 1, "not retried");
+    assert_eq!(
+        env.maesn_requests("POST", CREATE).await.len(),
+        1,
+        "not retried"
+    );
     let job = env.job(job_id).await;
     assert_eq!(job.status, "failed");
     let error = job.last_error.unwrap();
-    assert!(error.contains("HTTP 401") && error.contains("Unauthorized"), "{error}");
+    assert!(
+        error.contains("HTTP 401") && error.contains("Unauthorized"),
+        "{error}"
+    );
     assert!(!error.contains(API_KEY), "no secret in the error");
     let audits = env.audits(env.tenant.document_id).await;
     assert_eq!(audits.len(), 1);
@@ -449,8 +562,15 @@ async fn a_missing_document_file_fails_the_job_without_calling_maesn(pool: PgPoo
 
     let job = env.job(job_id).await;
     assert_eq!(job.status, "failed");
-    assert!(job.last_error.unwrap().contains("could not read the document file"));
-    assert!(env.audits(env.tenant.document_id).await.is_empty(), "failed before any DATEV audit");
+    assert!(
+        job.last_error
+            .unwrap()
+            .contains("could not read the document file")
+    );
+    assert!(
+        env.audits(env.tenant.document_id).await.is_empty(),
+        "failed before any DATEV audit"
+    );
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -503,14 +623,23 @@ async fn every_status_change_is_notified_on_output_dispatch(pool: PgPool) {
     let job_id = enqueued(&env).await;
     env.deliver(1).await;
     let doc2 = env.another_approved_document().await;
-    let broken = docflow::output::Dispatcher::new(env.sqs.clone(), format!("{}-gone", env.queue.url));
-    let failed = docflow::output::request_manual_export(&env.pool, &broken, DocumentId(doc2), env.tenant.approver_id)
-        .await
-        .unwrap();
+    let broken =
+        docflow::output::Dispatcher::new(env.sqs.clone(), format!("{}-gone", env.queue.url));
+    let failed = docflow::output::request_manual_export(
+        &env.pool,
+        &broken,
+        DocumentId(doc2),
+        env.tenant.approver_id,
+    )
+    .await
+    .unwrap();
 
     let mut seen = Vec::new();
     for _ in 0..5 {
-        let n = tokio::time::timeout(Duration::from_secs(5), listener.recv()).await.unwrap().unwrap();
+        let n = tokio::time::timeout(Duration::from_secs(5), listener.recv())
+            .await
+            .unwrap()
+            .unwrap();
         seen.push(serde_json::from_str::<serde_json::Value>(n.payload()).unwrap());
     }
 
@@ -528,14 +657,24 @@ async fn every_status_change_is_notified_on_output_dispatch(pool: PgPool) {
     let pair = |a: &str, b: &str| (a.to_owned(), b.to_owned());
     assert_eq!(
         transitions(job_id),
-        vec![pair("-", "pending"), pair("pending", "running"), pair("running", "dispatched")]
+        vec![
+            pair("-", "pending"),
+            pair("pending", "running"),
+            pair("running", "dispatched")
+        ]
     );
-    assert_eq!(transitions(failed.job.id.0), vec![pair("-", "pending"), pair("pending", "failed")]);
+    assert_eq!(
+        transitions(failed.job.id.0),
+        vec![pair("-", "pending"), pair("pending", "failed")]
+    );
     let first = &seen[0];
     assert_eq!(first["event/type"], "output-dispatch");
     assert_eq!(first["document/id"], env.tenant.document_id.to_string());
     assert_eq!(first["tenant/id"], env.tenant.tenant_id.to_string());
-    assert_eq!(first["organization/id"], env.tenant.organization_id.to_string());
+    assert_eq!(
+        first["organization/id"],
+        env.tenant.organization_id.to_string()
+    );
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -549,7 +688,10 @@ async fn polling_open_tasks_moves_audits_to_what_maesn_reports(pool: PgPool) {
             "task-bad",
             json!({ "status": "FAILED", "information": [{ "message": "Belegnummer bereits vorhanden", "type": "error" }] }),
         ),
-        ("task-busy", json!({ "status": "IN_PROGRESS", "information": [] })),
+        (
+            "task-busy",
+            json!({ "status": "IN_PROGRESS", "information": [] }),
+        ),
     ] {
         audits.push(insert_audit(&env, job_id, "submitted", Some(task)).await);
         Mock::given(method("GET"))
@@ -557,16 +699,25 @@ async fn polling_open_tasks_moves_audits_to_what_maesn_reports(pool: PgPool) {
             .and(header("X-API-KEY", API_KEY))
             .and(header("X-ACCOUNT-KEY", ACCOUNT_KEY))
             .and(query_param("companyId", COMPANY_ID))
-            .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "meta": {}, "data": answer })))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_json(json!({ "meta": {}, "data": answer })),
+            )
             .mount(&env.maesn)
             .await;
     }
 
-    let summary = worker::poll_open_tasks(&env.pool, &env.deps.maesn, 10).await.unwrap();
+    let summary = worker::poll_open_tasks(&env.pool, &env.deps.maesn, 10)
+        .await
+        .unwrap();
 
     assert_eq!(
         summary,
-        worker::PollSummary { still_running: 1, succeeded: 1, failed: 1, errors: 0 }
+        worker::PollSummary {
+            still_running: 1,
+            succeeded: 1,
+            failed: 1,
+            errors: 0
+        }
     );
     let rows = env.audits(env.tenant.document_id).await;
     let by_id = |id: Uuid| rows.iter().find(|a| a.id == id).unwrap().clone();

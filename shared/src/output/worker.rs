@@ -613,3 +613,31 @@ pub async fn poll_open_tasks<C: DatevConnector>(
     }
     Ok(summary)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(vars: &'static [(&'static str, &'static str)]) -> Env<impl Fn(&str) -> Option<String>> {
+        Env::new(move |var| {
+            vars.iter()
+                .find(|(k, _)| *k == var)
+                .map(|(_, v)| v.to_string())
+        })
+    }
+
+    #[test]
+    fn the_stale_threshold_defaults_to_600_seconds_and_the_retry_base_to_2_seconds() {
+        let settings = WorkerSettings::from_env(&env(&[]), "bucket").unwrap();
+        assert_eq!(settings.stale_running, Duration::from_secs(600));
+        assert_eq!(settings.retry.base_delay, Duration::from_secs(2));
+        assert_eq!(settings.retry.attempts, 3);
+    }
+
+    #[test]
+    fn a_zero_stale_threshold_is_rejected_by_name() {
+        let err =
+            WorkerSettings::from_env(&env(&[("STALE_RUNNING_SECONDS", "0")]), "b").unwrap_err();
+        assert!(err.to_string().contains("STALE_RUNNING_SECONDS"), "{err}");
+    }
+}
