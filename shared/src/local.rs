@@ -55,7 +55,7 @@ impl Default for QueueSpec {
 }
 
 /// Creates (or finds) `name` and `name-dlq` with the redrive policy; DLQ retention
-/// 14 days, source 4 days, so a message never expires in the DLQ before its source
+/// 14 days, source 7 days (seed 002), so a message never expires in the DLQ before its source
 /// retention would have ended.
 pub async fn ensure_queue_with_dlq(
     sqs: &aws_sdk_sqs::Client,
@@ -92,7 +92,7 @@ pub async fn ensure_queue_with_dlq(
         ),
         (
             QueueAttributeName::MessageRetentionPeriod,
-            "345600".to_owned(),
+            "604800".to_owned(),
         ),
         (QueueAttributeName::RedrivePolicy, redrive.to_string()),
     ]);

@@ -121,3 +121,5 @@ pub fn lambda_event(payload: SqsEvent, budget: Option<Duration>) -> LambdaEvent<
     }
     LambdaEvent::new(payload, context)
 }
+
+pub mod output;
