@@ -4,6 +4,8 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use sqlx::migrate::MigrateDatabase as _;
 
+mod extract;
+
 #[derive(Parser)]
 #[command(name = "docflow", about = "docflow operations and local development")]
 struct Cli {
@@ -17,6 +19,19 @@ enum Command {
     Local {
         #[command(subcommand)]
         command: LocalCommand,
+    },
+    /// Transcribe and extract one local file and print the result: try the extractor on
+    /// your own documents without queues or a database.
+    Extract {
+        /// A .pdf (text layer), .txt, .png or .jpg file.
+        file: std::path::PathBuf,
+        /// `rules` works offline; `anthropic` / `openai` read ANTHROPIC_API_KEY /
+        /// OPENAI_API_KEY and the LLM_* settings (LLM_MODEL, LLM_BASE_URL, …).
+        #[arg(long, default_value = "rules", value_parser = ["rules", "anthropic", "openai"])]
+        provider: String,
+        /// Print exactly the extraction JSON (the `structured_data` contract).
+        #[arg(long)]
+        json: bool,
     },
     /// Database operations.
     Db {
@@ -56,6 +71,11 @@ async fn main() -> anyhow::Result<()> {
         Command::Db {
             command: DbCommand::Migrate,
         } => migrate(&database_url).await,
+        Command::Extract {
+            file,
+            provider,
+            json,
+        } => extract::run(&file, &provider, json).await,
         Command::Local {
             command:
                 LocalCommand::Up {
