@@ -137,7 +137,7 @@ static DN_NO: LazyLock<Regex> = LazyLock::new(|| {
 });
 /// A title followed by its number: `Rechnung 2014-017`, `INVOICE INV-1043`.
 static TITLE_NO: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^\s*(?:rechnung|invoice|tax\s+invoice|factuur|gutschrift|credit\s*note|creditnota|lieferschein|delivery\s*note|pakbon|bestellung|purchase\s*order|inkooporder|bestelling|receipt|quittung|beleg|bon)\b")
+    Regex::new(r"(?i)(?:^|\s{2})\s*(?:rechnung|invoice|tax\s+invoice|factuur|gutschrift|credit\s*note|creditnota|lieferschein|delivery\s*note|pakbon|bestellung|purchase\s*order|inkooporder|bestelling|receipt|quittung|beleg|bon)\b")
         .unwrap()
 });
 /// A bare number label opening a cell near the top: `Nr.: 4711`, `No. 17`.
@@ -193,6 +193,12 @@ static OTHER_DATE_BEFORE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)(?:due|delivery|ship(?:ping)?|order|payment|service|value|expiry|print|valid|birth|start|end|leistungs|liefer|fälligkeits|verval|lever|bestell|auftrags|zahlungs|druck|buchungs|eingangs)\w*\s*[:.\-]?\s*$")
         .unwrap()
 });
+/// A cited document earlier in the cell: `zu Rechnung Nr. 299 vom 12.02.2014` dates
+/// that document, not this one.
+static CITING: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:zu|zur|zum|ihre?|ihrer|your|uw|original|bezug|gegen|storno|against|for|bij|op)\b")
+        .unwrap()
+});
 static DUE_DATE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)(?:\bfällig(?:keit(?:sdatum)?)?\s*(?:am|bis|zum|per)?(?:\s+zum)?|\bfaellig\s*(?:am|bis)?|\bzahlbar\s+(?:bis|am)(?:\s+(?:zum|spätestens))?|\bzahlungsziel|\bdue\s*date|\bpayment\s+due(?:\s+(?:date|by|on))?|\bdue\s+(?:on|by)|\bpay\s+by|\bplease\s+pay\s+by|\bvervaldatum|\bverval\s*datum|\bte\s+betalen\s+(?:voor|vóór|uiterlijk|op)|\buiterlijk\s+(?:betalen\s+)?(?:op|voor)|\bbetalen\s+(?:voor|vóór))")
         .unwrap()
@@ -225,7 +231,7 @@ pub(crate) fn document_date(doc: &Doc, kind: DocumentKind, month_first: bool) ->
         .or_else(|| first_date(doc, &INVOICE_DATE, month_first, no_skip))
         .or_else(|| {
             first_date(doc, &GENERIC_DATE, month_first, |before| {
-                OTHER_DATE_BEFORE.is_match(before)
+                OTHER_DATE_BEFORE.is_match(before) || CITING.is_match(before)
             })
         })
         .or_else(|| {

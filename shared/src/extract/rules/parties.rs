@@ -290,10 +290,18 @@ fn address_after(doc: &Doc, line: usize, col: usize, rest: &[String]) -> Option<
         let Some(cell) = doc.lines[j].cell_near(col, 10) else {
             break;
         };
-        if !looks_like_address(&cell.text) {
+        // One line may hold the whole address: `Lindenallee 4 - 50667 Köln`.
+        static LINE_SEPARATOR: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r"\s*[·•|]\s*|\s+[-–]\s+").unwrap());
+        let pieces: Vec<&str> = LINE_SEPARATOR
+            .split(&cell.text)
+            .map(str::trim)
+            .filter(|p| looks_like_address(p))
+            .collect();
+        if pieces.is_empty() {
             break;
         }
-        parts.push(cell.text.trim().to_string());
+        parts.extend(pieces.into_iter().map(str::to_string));
         i = j;
     }
     (!parts.is_empty()).then(|| parts.join(", "))
