@@ -61,8 +61,7 @@ pub fn extract(text: &str) -> Extraction {
     let has_amounts = totals.total.is_some()
         || totals.subtotal.is_some()
         || items.items.iter().any(|i| i.amount.is_some());
-    let currency =
-        totals::currency(&doc).or_else(|| totals::default_currency(&doc, has_amounts));
+    let currency = totals::currency(&doc).or_else(|| totals::default_currency(&doc, has_amounts));
     let month_first = is_american(&doc, currency.as_deref());
     let invoice_number = labels::own_number(&doc, kind);
     let invoice_date = labels::document_date(&doc, kind, month_first);
@@ -190,7 +189,11 @@ fn is_american(doc: &Doc, currency: Option<&str>) -> bool {
 /// The supplier's VAT id and IBAN: the first ones not marked as the customer's
 /// (`Ihre USt-IdNr.`, `Customer VAT`, `Uw BTW-nummer`) nor in the recipient block. On a
 /// purchase order the issuer is the customer, so only ids in the vendor block count.
-fn supplier_ids(doc: &Doc, kind: DocumentKind, parties: &Parties) -> (Option<String>, Option<String>) {
+fn supplier_ids(
+    doc: &Doc,
+    kind: DocumentKind,
+    parties: &Parties,
+) -> (Option<String>, Option<String>) {
     static CUSTOMER_MARK: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"(?i)\b(?:ihre?|your|uw|kunden?|customer|client|klant|käufer|buyer|empfänger|recipient|afnemer|bill\s*to)\b")
             .unwrap()
@@ -204,12 +207,16 @@ fn supplier_ids(doc: &Doc, kind: DocumentKind, parties: &Parties) -> (Option<Str
             .rev()
             .find(|c| c.col <= col)
             .map_or(0, |c| c.col);
-        let before: String = line.chars().skip(cell_start).take(col - cell_start).collect();
+        let before: String = line
+            .chars()
+            .skip(cell_start)
+            .take(col - cell_start)
+            .collect();
         let label_above = before.trim().is_empty()
             && i > 0
-            && doc.lines[i - 1]
-                .cell_near(col, 10)
-                .is_some_and(|c| CUSTOMER_MARK.is_match(&c.text) && !c.text.chars().any(|c| c.is_ascii_digit()));
+            && doc.lines[i - 1].cell_near(col, 10).is_some_and(|c| {
+                CUSTOMER_MARK.is_match(&c.text) && !c.text.chars().any(|c| c.is_ascii_digit())
+            });
         let in_block = parties.recipient_block.is_some_and(|b| b.contains(i, col));
         let marked = CUSTOMER_MARK.is_match(&before) || label_above;
         if kind == DocumentKind::PurchaseOrder {

@@ -71,8 +71,7 @@ fn strip_currency(s: &str) -> &str {
 /// Parses digits with group and decimal separators (no sign, no currency).
 /// Returns the value and the number of decimals.
 pub(crate) fn parse_core(s: &str) -> Option<(f64, usize)> {
-    if !s.starts_with(|c: char| c.is_ascii_digit()) || !s.ends_with(|c: char| c.is_ascii_digit())
-    {
+    if !s.starts_with(|c: char| c.is_ascii_digit()) || !s.ends_with(|c: char| c.is_ascii_digit()) {
         return None;
     }
     if !s
@@ -193,7 +192,12 @@ pub(crate) fn numbers_in(line: &str, space_groups: bool) -> Vec<Num> {
         let mut negative = false;
         let mut num_start = start;
         let mut num_end = end;
-        let before: String = chars[..start].iter().rev().take(3).map(|&(_, c)| c).collect();
+        let before: String = chars[..start]
+            .iter()
+            .rev()
+            .take(3)
+            .map(|&(_, c)| c)
+            .collect();
         let minus_before = before.starts_with('-')
             && (prev2.is_none_or(|c| c.is_whitespace() || "(€$£:".contains(c)));
         let minus_behind_currency = ["€-", "$-", "£-", " €-", " $-", "€ -", "$ -", "£ -"]
@@ -272,7 +276,15 @@ mod tests {
 
     #[test]
     fn malformed_groupings_and_dates_are_not_amounts() {
-        for text in ["1.23.4", "07.05.2014", "12,34,5", "1.234.56", "abc", "", "1,2345,6"] {
+        for text in [
+            "1.23.4",
+            "07.05.2014",
+            "12,34,5",
+            "1.234.56",
+            "abc",
+            "",
+            "1,2345,6",
+        ] {
             assert_eq!(parse_amount(text), None, "{text}");
         }
     }

@@ -28,8 +28,10 @@ static NUMERIC: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\b(\d{1,2})\s?([./-])\s?(\d{1,2})\s?([./-])\s?(\d{4}|\d{2})\b").unwrap()
 });
 static DAY_MONTH: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(\d{1,2})(?:st|nd|rd|th|e)?\.?[\s\-/]*(?:of\s+)?(\p{L}{3,10})\.?[\s\-/,]*(\d{4})\b")
-        .unwrap()
+    Regex::new(
+        r"(?i)\b(\d{1,2})(?:st|nd|rd|th|e)?\.?[\s\-/]*(?:of\s+)?(\p{L}{3,10})\.?[\s\-/,]*(\d{4})\b",
+    )
+    .unwrap()
 });
 static MONTH_DAY: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(\p{L}{3,10})\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\b").unwrap()
@@ -69,7 +71,11 @@ pub(crate) fn dates_in(line: &str, month_first: bool) -> Vec<DateHit> {
         } else {
             !(month_first && &c[2] != ".")
         };
-        let date = if day_first { ymd(year, b, a) } else { ymd(year, a, b) };
+        let date = if day_first {
+            ymd(year, b, a)
+        } else {
+            ymd(year, a, b)
+        };
         push(m.start(), m.end(), date, false);
     }
     for c in DAY_MONTH.captures_iter(line) {
@@ -188,7 +194,13 @@ mod tests {
 
     #[test]
     fn numbers_and_words_that_are_not_dates_are_ignored() {
-        for text in ["1.234,56", "14 Tage 2014", "RE-2014-0815", "Rechnung 12 2014", "12345"] {
+        for text in [
+            "1.234,56",
+            "14 Tage 2014",
+            "RE-2014-0815",
+            "Rechnung 12 2014",
+            "12345",
+        ] {
             assert_eq!(parse_date(text, false), None, "{text}");
         }
     }

@@ -71,7 +71,10 @@ fn a_german_gmbh_invoice_with_items_and_19_percent_vat_is_read_completely() {
     assert_eq!(e.supplier_vat_id.as_deref(), Some("DE123456789"));
     assert_eq!(e.supplier_iban.as_deref(), Some("DE89370400440532013000"));
     assert_eq!(e.currency.as_deref(), Some("EUR"));
-    assert_eq!((e.subtotal, e.vat_amount, e.total), (Some(739.0), Some(140.41), Some(879.41)));
+    assert_eq!(
+        (e.subtotal, e.vat_amount, e.total),
+        (Some(739.0), Some(140.41), Some(879.41))
+    );
     assert_eq!(e.po_reference.as_deref(), Some("4500012345"));
     assert_eq!(e.delivery_note_reference.as_deref(), Some("LS-7781"));
     assert_eq!(e.line_items.len(), 4);
@@ -120,13 +123,22 @@ fn a_dutch_bv_factuur_with_21_percent_btw_and_written_dates_is_read_completely()
     assert_eq!(e.invoice_number.as_deref(), Some("2014-0417"));
     assert_eq!(e.invoice_date, d(2014, 4, 19));
     assert_eq!(e.due_date, d(2014, 5, 19));
-    assert_eq!(e.supplier_name.as_deref(), Some("Jansen Installatietechniek B.V."));
-    assert_eq!(e.supplier_address.as_deref(), Some("Keizersgracht 123, 1015 CJ Amsterdam"));
+    assert_eq!(
+        e.supplier_name.as_deref(),
+        Some("Jansen Installatietechniek B.V.")
+    );
+    assert_eq!(
+        e.supplier_address.as_deref(),
+        Some("Keizersgracht 123, 1015 CJ Amsterdam")
+    );
     assert_eq!(e.customer_name.as_deref(), Some("Bakkerij De Vries V.O.F."));
     assert_eq!(e.supplier_vat_id.as_deref(), Some("NL812345678B01"));
     assert_eq!(e.supplier_iban.as_deref(), Some("NL91ABNA0417164300"));
     assert_eq!(e.currency.as_deref(), Some("EUR"));
-    assert_eq!((e.subtotal, e.vat_amount, e.total), (Some(387.5), Some(81.38), Some(468.88)));
+    assert_eq!(
+        (e.subtotal, e.vat_amount, e.total),
+        (Some(387.5), Some(81.38), Some(468.88))
+    );
     assert_eq!(e.po_reference.as_deref(), Some("PO-88812"));
     assert_eq!(e.line_items.len(), 2);
     assert_eq!(e.line_items[0].quantity, Some(2.0));
@@ -173,7 +185,10 @@ fn an_english_ltd_invoice_in_pounds_with_day_first_dates_is_read_completely() {
     assert_eq!(e.supplier_vat_id.as_deref(), Some("GB123456789"));
     assert_eq!(e.supplier_iban.as_deref(), Some("GB29NWBK60161331926819"));
     assert_eq!(e.currency.as_deref(), Some("GBP"));
-    assert_eq!((e.subtotal, e.vat_amount, e.total), (Some(4484.56), Some(896.91), Some(5381.47)));
+    assert_eq!(
+        (e.subtotal, e.vat_amount, e.total),
+        (Some(4484.56), Some(896.91), Some(5381.47))
+    );
     assert_eq!(e.po_reference.as_deref(), Some("PO-5521"));
     assert_eq!(e.line_items.len(), 2);
     assert_eq!(e.line_items[0].amount, Some(4250.0));
@@ -222,7 +237,10 @@ fn a_us_inc_invoice_in_dollars_with_month_first_dates_is_read_completely() {
     );
     assert_eq!(e.customer_name.as_deref(), Some("Initech LLC"));
     assert_eq!(e.currency.as_deref(), Some("USD"));
-    assert_eq!((e.subtotal, e.vat_amount, e.total), (Some(1769.97), Some(150.45), Some(1920.42)));
+    assert_eq!(
+        (e.subtotal, e.vat_amount, e.total),
+        (Some(1769.97), Some(150.45), Some(1920.42))
+    );
     assert_eq!(e.po_reference.as_deref(), Some("7781-A"));
     assert_eq!(e.line_items.len(), 2);
     assert_eq!(e.line_items[1].quantity, Some(3.0));
@@ -266,10 +284,16 @@ fn a_german_gutschrift_with_negative_amounts_is_a_credit_note() {
     assert_eq!(e.invoice_number.as_deref(), Some("GS-2014-031"));
     assert_eq!(e.invoice_date, d(2014, 3, 3));
     assert_eq!(e.supplier_name.as_deref(), Some("Büromarkt Schneider KG"));
-    assert_eq!(e.supplier_address.as_deref(), Some("Lindenallee 4, 50667 Köln"));
+    assert_eq!(
+        e.supplier_address.as_deref(),
+        Some("Lindenallee 4, 50667 Köln")
+    );
     assert_eq!(e.supplier_vat_id.as_deref(), Some("DE811222333"));
     assert_eq!(e.currency.as_deref(), Some("EUR"));
-    assert_eq!((e.subtotal, e.vat_amount, e.total), (Some(-159.7), Some(-30.34), Some(-190.04)));
+    assert_eq!(
+        (e.subtotal, e.vat_amount, e.total),
+        (Some(-159.7), Some(-30.34), Some(-190.04))
+    );
     assert_eq!(e.line_items.len(), 2);
     assert_eq!(e.line_items[0].amount, Some(-129.8));
     assert_eq!(e.confidence, Confidence::High);
@@ -310,10 +334,19 @@ fn a_purchase_order_names_the_vendor_as_supplier_and_its_number_as_po_reference(
     assert_eq!(e.invoice_number.as_deref(), Some("4500098765"));
     assert_eq!(e.po_reference.as_deref(), Some("4500098765"));
     assert_eq!(e.invoice_date, d(2014, 5, 7));
-    assert_eq!(e.supplier_name.as_deref(), Some("Elektro Kraus GmbH & Co. KG"));
-    assert_eq!(e.customer_name.as_deref(), Some("Stadtwerke Beispielstadt GmbH"));
+    assert_eq!(
+        e.supplier_name.as_deref(),
+        Some("Elektro Kraus GmbH & Co. KG")
+    );
+    assert_eq!(
+        e.customer_name.as_deref(),
+        Some("Stadtwerke Beispielstadt GmbH")
+    );
     assert_eq!(e.currency.as_deref(), Some("EUR"));
-    assert_eq!((e.subtotal, e.vat_amount, e.total), (Some(407.0), Some(77.33), Some(484.33)));
+    assert_eq!(
+        (e.subtotal, e.vat_amount, e.total),
+        (Some(407.0), Some(77.33), Some(484.33))
+    );
     assert_eq!(e.line_items.len(), 2);
     assert_eq!(e.line_items[0].quantity, Some(500.0));
     assert_eq!(e.line_items[0].unit_price, Some(0.62));
@@ -348,7 +381,10 @@ fn a_dutch_delivery_note_without_amounts_is_a_confident_delivery_note() {
     assert_eq!(e.delivery_note_reference.as_deref(), Some("PB-55120"));
     assert_eq!(e.po_reference.as_deref(), Some("INK-2014-332"));
     assert_eq!(e.invoice_date, d(2014, 5, 7));
-    assert_eq!(e.supplier_name.as_deref(), Some("Groothandel Bouwmaat Noord B.V."));
+    assert_eq!(
+        e.supplier_name.as_deref(),
+        Some("Groothandel Bouwmaat Noord B.V.")
+    );
     assert_eq!(e.customer_name.as_deref(), Some("Aannemersbedrijf Bos"));
     assert_eq!(e.total, None);
     assert_eq!(e.currency, None);
@@ -377,6 +413,7 @@ fn a_messy_ocr_receipt_is_read_honestly_with_its_gaps_named() {
     assert_ne!(e.confidence, Confidence::High);
     assert_eq!(e.invoice_date, d(2014, 5, 7));
     assert_eq!(e.supplier_name.as_deref(), Some("BACKEREI HOFMANN"));
+    assert_eq!(e.supplier_address.as_deref(), Some("Hauptstr 3"));
     assert_eq!(e.vat_amount, None);
     assert_eq!(e.total, None);
     assert!(e.missing_fields.contains(&"total".to_string()));
@@ -414,10 +451,16 @@ fn an_english_credit_note_with_values_under_their_labels_is_read() {
     assert_eq!(e.document_type, Some(DocumentKind::CreditNote));
     assert_eq!(e.invoice_number.as_deref(), Some("CN-00042"));
     assert_eq!(e.invoice_date, d(2014, 4, 19));
-    assert_eq!(e.supplier_name.as_deref(), Some("Fabrikam Supplies Limited"));
+    assert_eq!(
+        e.supplier_name.as_deref(),
+        Some("Fabrikam Supplies Limited")
+    );
     assert_eq!(e.customer_name.as_deref(), Some("Tailspin Toys plc"));
     assert_eq!(e.supplier_vat_id.as_deref(), Some("GB987654321"));
     assert_eq!(e.currency.as_deref(), Some("GBP"));
-    assert_eq!((e.subtotal, e.vat_amount, e.total), (Some(-200.0), Some(-40.0), Some(-240.0)));
+    assert_eq!(
+        (e.subtotal, e.vat_amount, e.total),
+        (Some(-200.0), Some(-40.0), Some(-240.0))
+    );
     assert_eq!(e.confidence, Confidence::High);
 }

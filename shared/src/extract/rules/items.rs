@@ -45,9 +45,15 @@ fn is_header(line: &Line) -> bool {
             kinds[k] |= c.name(name).is_some();
         }
     }
-    let no_amounts = numbers_in(&line.text, false).iter().all(|n| n.decimals == 0);
+    let no_amounts = numbers_in(&line.text, false)
+        .iter()
+        .all(|n| n.decimals == 0);
     let [desc, qty, price, amount] = kinds;
-    no_amounts && line.cells.len() >= 2 && (desc || qty) && (price || amount) && kinds.iter().filter(|&&k| k).count() >= 2
+    no_amounts
+        && line.cells.len() >= 2
+        && (desc || qty)
+        && (price || amount)
+        && kinds.iter().filter(|&&k| k).count() >= 2
 }
 
 /// A token or cell made only of numbers, units and currency signs.
@@ -111,7 +117,9 @@ fn split_row(line: &Line) -> (String, Vec<Num>) {
 fn item_of(description: String, nums: &[Num]) -> Option<(LineItem, bool)> {
     let values: Vec<&Num> = nums.iter().filter(|n| !n.percent).collect();
     let amount = values.last()?;
-    if description.chars().filter(|c| c.is_alphabetic()).count() < 2 || amount.decimals == 0 && values.len() < 3 {
+    if description.chars().filter(|c| c.is_alphabetic()).count() < 2
+        || amount.decimals == 0 && values.len() < 3
+    {
         return None;
     }
     let fits = |q: f64, p: f64, a: f64| close(q * p, a) || (q * p - a).abs() <= a.abs() * 0.005;
@@ -217,7 +225,9 @@ mod tests {
 
     #[test]
     fn a_row_that_does_not_multiply_out_is_reported() {
-        let doc = Doc::new("Description      Qty   Unit price   Amount\nWidget            3      10.00       50.00\n");
+        let doc = Doc::new(
+            "Description      Qty   Unit price   Amount\nWidget            3      10.00       50.00\n",
+        );
 
         let items = line_items(&doc);
 

@@ -94,10 +94,11 @@ pub(crate) fn classify(doc: &Doc) -> DocumentKind {
             }
         }
     }
-    let (best, score) = scores
-        .iter()
-        .enumerate()
-        .fold((0, 0.0), |acc, (k, &s)| if s > acc.1 { (k, s) } else { acc });
+    let (best, score) =
+        scores.iter().enumerate().fold(
+            (0, 0.0),
+            |acc, (k, &s)| if s > acc.1 { (k, s) } else { acc },
+        );
     if score < 1.0 {
         DocumentKind::Other
     } else {
@@ -129,9 +130,18 @@ mod tests {
 
     #[test]
     fn titles_name_orders_and_delivery_notes_in_three_languages() {
-        assert_eq!(kind("PURCHASE ORDER\nPO number: 4500"), DocumentKind::PurchaseOrder);
-        assert_eq!(kind("Inkooporder\nOrdernummer 77"), DocumentKind::PurchaseOrder);
-        assert_eq!(kind("Lieferschein\nLieferschein-Nr. 5"), DocumentKind::DeliveryNote);
+        assert_eq!(
+            kind("PURCHASE ORDER\nPO number: 4500"),
+            DocumentKind::PurchaseOrder
+        );
+        assert_eq!(
+            kind("Inkooporder\nOrdernummer 77"),
+            DocumentKind::PurchaseOrder
+        );
+        assert_eq!(
+            kind("Lieferschein\nLieferschein-Nr. 5"),
+            DocumentKind::DeliveryNote
+        );
         assert_eq!(kind("Pakbon 2014-33\nAantal"), DocumentKind::DeliveryNote);
         assert_eq!(kind("Factuur\nFactuurnummer 12"), DocumentKind::Invoice);
     }

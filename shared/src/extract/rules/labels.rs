@@ -161,7 +161,11 @@ pub(crate) fn own_number(doc: &Doc, kind: DocumentKind) -> Option<String> {
             };
             first_number(&top, &[&TITLE_NO, &BARE_NO], true)
         })
-        .or_else(|| (kind == DocumentKind::Other).then(|| first_number(doc, &[&CREDIT_NO], true)).flatten())
+        .or_else(|| {
+            (kind == DocumentKind::Other)
+                .then(|| first_number(doc, &[&CREDIT_NO], true))
+                .flatten()
+        })
 }
 
 /// The purchase order an invoice or delivery note cites.
@@ -211,7 +215,12 @@ static TERMS: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// The first date in a candidate's text.
-fn first_date(doc: &Doc, label: &Regex, month_first: bool, skip: impl Fn(&str) -> bool) -> Option<NaiveDate> {
+fn first_date(
+    doc: &Doc,
+    label: &Regex,
+    month_first: bool,
+    skip: impl Fn(&str) -> bool,
+) -> Option<NaiveDate> {
     candidates(doc, label, true, skip)
         .into_iter()
         .find_map(|c| dates_in(&c.text, month_first).first().map(|h| h.date))
@@ -250,7 +259,11 @@ pub(crate) fn document_date(doc: &Doc, kind: DocumentKind, month_first: bool) ->
 /// The due date: a labelled date, else the document date plus the payment terms' days
 /// (the longest term when there are several, as with `10 Tage 2 % Skonto, 30 Tage
 /// netto`: the discount period is the shorter one).
-pub(crate) fn due_date(doc: &Doc, invoice_date: Option<NaiveDate>, month_first: bool) -> Option<NaiveDate> {
+pub(crate) fn due_date(
+    doc: &Doc,
+    invoice_date: Option<NaiveDate>,
+    month_first: bool,
+) -> Option<NaiveDate> {
     if let Some(date) = first_date(doc, &DUE_DATE, month_first, |_| false) {
         return Some(date);
     }
@@ -258,7 +271,11 @@ pub(crate) fn due_date(doc: &Doc, invoice_date: Option<NaiveDate>, month_first: 
         .lines
         .iter()
         .flat_map(|l| TERMS.captures_iter(&l.text).collect::<Vec<_>>())
-        .filter_map(|c| (1..=5).find_map(|g| c.get(g)).and_then(|m| m.as_str().parse::<u64>().ok()))
+        .filter_map(|c| {
+            (1..=5)
+                .find_map(|g| c.get(g))
+                .and_then(|m| m.as_str().parse::<u64>().ok())
+        })
         .filter(|&d| d <= 180)
         .max()?;
     invoice_date?.checked_add_days(Days::new(days))
@@ -276,7 +293,10 @@ mod tests {
     fn a_number_after_its_label_on_the_same_line_is_found() {
         let doc = Doc::new("Kundennummer: 10023\nRechnungsnummer:    RE-2014-0815\n");
 
-        assert_eq!(own_number(&doc, DocumentKind::Invoice).as_deref(), Some("RE-2014-0815"));
+        assert_eq!(
+            own_number(&doc, DocumentKind::Invoice).as_deref(),
+            Some("RE-2014-0815")
+        );
     }
 
     #[test]
@@ -285,20 +305,30 @@ mod tests {
             "Kunden-Nr.      Rechnungs-Nr.      Datum\n10023           2014-0815          07.05.2014\n",
         );
 
-        assert_eq!(own_number(&doc, DocumentKind::Invoice).as_deref(), Some("2014-0815"));
-        assert_eq!(document_date(&doc, DocumentKind::Invoice, false), Some(d(2014, 5, 7)));
+        assert_eq!(
+            own_number(&doc, DocumentKind::Invoice).as_deref(),
+            Some("2014-0815")
+        );
+        assert_eq!(
+            document_date(&doc, DocumentKind::Invoice, false),
+            Some(d(2014, 5, 7))
+        );
     }
 
     #[test]
     fn a_credit_note_number_is_not_the_cited_invoice_number() {
         let doc = Doc::new("Gutschrift\nzu Rechnungsnummer RE-1001\nGutschrift-Nr.: GS-77\n");
 
-        assert_eq!(own_number(&doc, DocumentKind::CreditNote).as_deref(), Some("GS-77"));
+        assert_eq!(
+            own_number(&doc, DocumentKind::CreditNote).as_deref(),
+            Some("GS-77")
+        );
     }
 
     #[test]
     fn a_due_date_label_is_preferred_to_payment_terms() {
-        let doc = Doc::new("Datum: 07.05.2014\nFällig am: 21.05.2014\nZahlbar innerhalb von 30 Tagen\n");
+        let doc =
+            Doc::new("Datum: 07.05.2014\nFällig am: 21.05.2014\nZahlbar innerhalb von 30 Tagen\n");
 
         let date = document_date(&doc, DocumentKind::Invoice, false);
 
@@ -319,6 +349,9 @@ mod tests {
     fn a_delivery_date_is_not_taken_for_the_invoice_date() {
         let doc = Doc::new("Lieferdatum: 02.05.2014\nDatum: 07.05.2014\n");
 
-        assert_eq!(document_date(&doc, DocumentKind::Invoice, false), Some(d(2014, 5, 7)));
+        assert_eq!(
+            document_date(&doc, DocumentKind::Invoice, false),
+            Some(d(2014, 5, 7))
+        );
     }
 }

@@ -65,7 +65,7 @@ static POSTCODE_CITY: LazyLock<Regex> = LazyLock::new(|| {
         .unwrap()
 });
 static STREET: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:str\.|straße|strasse|weg\b|gasse|platz|allee|ring\b|damm|ufer|chaussee|straat|laan\b|plein|gracht|kade|dijk|singel|street|\bst\.|road|\brd\.?|avenue|\bave\.?|lane|drive|\bway\b|blvd|boulevard|suite|\bunit\b|floor|house|park\b|court|place|square|postfach|p\.?\s?o\.?\s?box|postbus|markt)|^\p{L}[\p{L}\s.\-']+\s\d{1,4}\s?[a-zA-Z]?(?:[-/]\d{1,4})?$|^\d{1,5}[a-z]?\s+\p{L}")
+    Regex::new(r"(?i)(?:str\.|straße|strasse|weg\b|gasse|platz|allee|ring\b|damm|ufer|chaussee|straat|laan\b|plein|gracht|kade|dijk|singel|street|\bst\.|road|\brd\.?|avenue|\bave\.?|lane|drive|\bway\b|blvd|boulevard|suite|\bunit\b|floor|house|park\b|court|place|square|postfach|p\.?\s?o\.?\s?box|postbus|markt)|^\p{L}{3,}[\p{L}\s.\-']*\s\d{1,4}[a-zA-Z]?(?:[-/]\d{1,4})?$")
         .unwrap()
 });
 static COUNTRY: LazyLock<Regex> = LazyLock::new(|| {
@@ -184,14 +184,20 @@ fn legal_form_candidates(doc: &Doc) -> Vec<Candidate> {
                 if !LEGAL_FORM.is_match(&name) || !is_name(&name) {
                     continue;
                 }
-                let letters_before_form = LEGAL_FORM
-                    .find(&name)
-                    .map_or(0, |m| name[..m.start()].chars().filter(|c| c.is_alphabetic()).count());
+                let letters_before_form = LEGAL_FORM.find(&name).map_or(0, |m| {
+                    name[..m.start()]
+                        .chars()
+                        .filter(|c| c.is_alphabetic())
+                        .count()
+                });
                 if letters_before_form < 2 {
                     continue;
                 }
                 let offset = cell.text.find(part).unwrap_or(0);
-                let rest: Vec<String> = parts[p + 1..].iter().map(|s| s.trim().to_string()).collect();
+                let rest: Vec<String> = parts[p + 1..]
+                    .iter()
+                    .map(|s| s.trim().to_string())
+                    .collect();
                 let sender_line = rest.iter().any(|r| POSTCODE_CITY.is_match(r));
                 let position = if i < 10 {
                     10.0
@@ -330,16 +336,17 @@ pub(crate) fn parties(doc: &Doc, kind: DocumentKind) -> Parties {
     let best_outside = candidates
         .iter()
         .filter(|c| !in_block(c))
-        .filter(|c| {
-            block_name.as_deref().is_none_or(|b| !same_name(b, &c.name))
-        })
+        .filter(|c| block_name.as_deref().is_none_or(|b| !same_name(b, &c.name)))
         .max_by(|a, b| a.score.total_cmp(&b.score).then(b.line.cmp(&a.line)));
     // The issuer: a labelled supplier, the best legal-form name, or the letterhead.
     let (issuer_name, issuer_address) = match (&issuer, best_outside) {
         (Some((line, col, name)), _) if kind != DocumentKind::PurchaseOrder => {
             (Some(name.clone()), address_after(doc, *line, *col, &[]))
         }
-        (_, Some(c)) => (Some(c.name.clone()), address_after(doc, c.line, c.col, &c.rest)),
+        (_, Some(c)) => (
+            Some(c.name.clone()),
+            address_after(doc, c.line, c.col, &c.rest),
+        ),
         _ => match letterhead(doc, block) {
             Some((line, col, name)) => (Some(name), address_after(doc, line, col, &[])),
             None => (None, None),
@@ -424,6 +431,9 @@ mod tests {
         let parties = parties(&doc, DocumentKind::PurchaseOrder);
 
         assert_eq!(parties.supplier.as_deref(), Some("Acme Supplies Ltd"));
-        assert_eq!(parties.customer.as_deref(), Some("Stadtwerke Beispiel GmbH"));
+        assert_eq!(
+            parties.customer.as_deref(),
+            Some("Stadtwerke Beispiel GmbH")
+        );
     }
 }

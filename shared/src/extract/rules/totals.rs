@@ -57,7 +57,7 @@ static LABELS: LazyLock<Regex> = LazyLock::new(|| {
         r"(?:gesamt|rechnungs|end|zahl|brutto|gutschrifts|factuur|eind|totaal|total)\s*-?\s*(?:betrag|summe|bedrag)|(?:summe|total|gesamt|totaal|betrag|bedrag|amount)\s*\(?\s*(?:brutto|gross|incl\.?|inkl\.?|including|inclusief|inc\.?){suffix}|brutto|(?:noch\s+)?zu\s+zahlen(?:der\s+betrag)?|zahlbetrag|offener\s+betrag|grand\s+total|total\s*(?:due|payable|amount|to\s+pay)|amount\s*(?:due|payable|to\s+pay)|balance\s*due|te\s+betalen(?:\s+bedrag)?|eindtotaal|gesamtsumme|totaal\s*te\s*betalen"
     );
     let total = r"totaal|gesamt|summe|total|balance";
-    let vat = format!(r"(?:zzgl\.?\s*|plus\s*|zuzüglich\s*)?(?:\d{{1,2}}(?:[.,]\d{{1,2}})?\s*%\s*)?(?:mwst|mehrwertsteuer|umsatzsteuer|ust|vat|v\.a\.t\.?|btw|sales\s*tax|tax|omzetbelasting|gst|tva)");
+    let vat = r"(?:zzgl\.?\s*|plus\s*|zuzüglich\s*)?(?:\d{1,2}(?:[.,]\d{1,2})?\s*%\s*)?(?:mwst|mehrwertsteuer|umsatzsteuer|ust|vat|v\.a\.t\.?|btw|sales\s*tax|tax|omzetbelasting|gst|tva)";
     Regex::new(&format!(
         r"(?i)\b(?:(?P<sub>{sub})|(?P<strong>{strong_total})|(?P<total>{total})|(?P<vat>{vat}))\b\.?"
     ))
@@ -90,7 +90,8 @@ fn found_in(doc: &Doc, item_rows: &[usize]) -> Vec<Found> {
             continue;
         }
         let text = &line.text;
-        if PAYMENT_LINE.is_match(text) || !ibans_in(text).is_empty() || !vat_ids_in(text).is_empty() {
+        if PAYMENT_LINE.is_match(text) || !ibans_in(text).is_empty() || !vat_ids_in(text).is_empty()
+        {
             continue;
         }
         let matches: Vec<_> = LABELS.captures_iter(text).collect();
@@ -105,18 +106,23 @@ fn found_in(doc: &Doc, item_rows: &[usize]) -> Vec<Found> {
             } else {
                 (Role::Vat, 0)
             };
-            let segment_end = matches.get(k + 1).map_or(text.len(), |n| n.get(0).unwrap().start());
+            let segment_end = matches
+                .get(k + 1)
+                .map_or(text.len(), |n| n.get(0).unwrap().start());
             let segment = &text[m.end()..segment_end];
             if role == Role::Vat && ID_AFTER.is_match(segment) {
                 continue;
             }
             let value = amount_of(&numbers_in(segment, true)).or_else(|| {
                 // The amount alone on the next line, under a label that stands alone.
-                let alone = k + 1 == matches.len() && segment.trim().trim_end_matches(':').is_empty();
+                let alone =
+                    k + 1 == matches.len() && segment.trim().trim_end_matches(':').is_empty();
                 let j = doc.next_nonblank(i, 1).filter(|_| alone)?;
                 let next = &doc.lines[j].text;
                 let letters = next.chars().filter(|c| c.is_alphabetic()).count();
-                (letters <= 3).then(|| amount_of(&numbers_in(next, true))).flatten()
+                (letters <= 3)
+                    .then(|| amount_of(&numbers_in(next, true)))
+                    .flatten()
             });
             if let Some(value) = value {
                 out.push(Found {
@@ -215,7 +221,14 @@ pub(crate) fn currency(doc: &Doc) -> Option<String> {
             pos += 1;
             if let Some(m) = c.get(1) {
                 let code = m.as_str().to_uppercase();
-                add(if code.starts_with("EURO") { "EUR" } else { &code }, pos);
+                add(
+                    if code.starts_with("EURO") {
+                        "EUR"
+                    } else {
+                        &code
+                    },
+                    pos,
+                );
             } else if c.get(2).is_some() {
                 add("EUR", pos);
             } else if c.get(3).is_some() {
@@ -284,7 +297,10 @@ mod tests {
             "Summe netto          1.000,00 EUR\nzzgl. 19 % MwSt.       190,00 EUR\nGesamtbetrag         1.190,00 EUR\n",
         );
 
-        assert_eq!((t.subtotal, t.vat, t.total), (Some(1000.0), Some(190.0), Some(1190.0)));
+        assert_eq!(
+            (t.subtotal, t.vat, t.total),
+            (Some(1000.0), Some(190.0), Some(1190.0))
+        );
         assert!(t.agree);
     }
 
@@ -300,7 +316,10 @@ mod tests {
     fn several_labels_on_one_line_each_get_their_own_amount() {
         let t = totals_of("Netto 100,00   MwSt 19 % 19,00   Brutto 119,00\n");
 
-        assert_eq!((t.subtotal, t.vat, t.total), (Some(100.0), Some(19.0), Some(119.0)));
+        assert_eq!(
+            (t.subtotal, t.vat, t.total),
+            (Some(100.0), Some(19.0), Some(119.0))
+        );
     }
 
     #[test]
@@ -329,10 +348,19 @@ mod tests {
 
     #[test]
     fn currency_comes_from_symbols_and_codes() {
-        assert_eq!(currency(&Doc::new("Total £1,234.56")).as_deref(), Some("GBP"));
+        assert_eq!(
+            currency(&Doc::new("Total £1,234.56")).as_deref(),
+            Some("GBP")
+        );
         assert_eq!(currency(&Doc::new("Total $12.00")).as_deref(), Some("USD"));
-        assert_eq!(currency(&Doc::new("Amount CAD\nTotal $12.00")).as_deref(), Some("CAD"));
-        assert_eq!(currency(&Doc::new("Total Fr. 12.50")).as_deref(), Some("CHF"));
+        assert_eq!(
+            currency(&Doc::new("Amount CAD\nTotal $12.00")).as_deref(),
+            Some("CAD")
+        );
+        assert_eq!(
+            currency(&Doc::new("Total Fr. 12.50")).as_deref(),
+            Some("CHF")
+        );
         assert_eq!(currency(&Doc::new("Summe 12,50 €")).as_deref(), Some("EUR"));
         assert_eq!(currency(&Doc::new("Summe 12,50")), None);
     }
