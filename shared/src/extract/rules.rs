@@ -1,9 +1,278 @@
 //! The offline `rules` extractor: explicit patterns over transcribed text, no model.
+//!
+//! It reads text as PDF text extraction or OCR produce it — lines, columns separated by
+//! runs of spaces, labels with their values beside or under them — in German, Dutch and
+//! English layouts. Each field has its own module; this one puts them together and
+//! judges the result:
+//!
+//! - `confidence` is `high` only when the document type, number, date, supplier,
+//!   currency and total were found and the amounts were checked (net + VAT = gross as
+//!   printed, or the items add up to the net or gross) with nothing contradicting them;
+//!   `medium` when at least three of number, date, supplier and total were found;
+//!   `low` otherwise. Delivery notes carry no amounts, so for them number, date and
+//!   supplier are the core.
+//! - `missing_fields` lists the [`CORE_FIELDS`](super::CORE_FIELDS) not found (and
+//!   `document_type` when no heading names a known type), plus `subtotal` and
+//!   `vat_amount` on invoices and credit notes, which booking needs.
+//! - `extraction_successful` is false when nothing invoice-like was found: no known
+//!   type, no document number, and no labelled total with a date or supplier.
+//!
+//! Nothing is invented: a value is either read from the text or derived arithmetically
+//! from values read (the third of net/VAT/gross, a due date from payment terms, EUR for
+//! a euro-area German or Dutch text with amounts).
+//!
+//! Choices worth knowing: on a purchase order, its own number is both `invoice_number`
+//! and `po_reference`, and the supplier is the addressed vendor (the issuer is the
+//! customer); on a delivery note its own number is both `invoice_number` and
+//! `delivery_note_reference`. An "invoice" whose total is negative is a credit note.
 
-use super::Extraction;
+mod amount;
+mod date;
+mod ids;
+mod items;
+mod kind;
+mod labels;
+mod parties;
+mod text;
+mod totals;
 
-/// Extracts the contract's fields from transcribed text.
+#[cfg(test)]
+mod documents;
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use self::amount::close;
+use self::parties::Parties;
+use self::text::{Doc, Lang, col_of};
+use super::{CORE_FIELDS, Confidence, DocumentKind, Extraction};
+
+/// Extracts the contract's fields from transcribed text. Never fails: what is not found
+/// is `None` and named in `missing_fields`.
 pub fn extract(text: &str) -> Extraction {
-    let _ = text;
-    unimplemented!("rules extractor: in progress on branch feat/rules")
+    let doc = Doc::new(text);
+    let mut kind = kind::classify(&doc);
+    let items = items::line_items(&doc);
+    let totals = totals::totals(&doc, &items.rows);
+    if kind == DocumentKind::Invoice && totals.total.is_some_and(|t| t < 0.0) {
+        kind = DocumentKind::CreditNote;
+    }
+    let has_amounts = totals.total.is_some()
+        || totals.subtotal.is_some()
+        || items.items.iter().any(|i| i.amount.is_some());
+    let currency = totals::currency(&doc).or_else(|| totals::default_currency(&doc, has_amounts));
+    let month_first = is_american(&doc, currency.as_deref());
+    let invoice_number = labels::own_number(&doc, kind);
+    let invoice_date = labels::document_date(&doc, kind, month_first);
+    let due_date = labels::due_date(&doc, invoice_date, month_first)
+        .filter(|due| invoice_date.is_none_or(|issued| *due >= issued));
+    let parties = parties::parties(&doc, kind);
+    let (supplier_vat_id, supplier_iban) = supplier_ids(&doc, kind, &parties);
+    let po_reference = match kind {
+        DocumentKind::PurchaseOrder => invoice_number.clone(),
+        _ => labels::po_reference(&doc),
+    };
+    let delivery_note_reference = match kind {
+        DocumentKind::DeliveryNote => invoice_number.clone(),
+        DocumentKind::PurchaseOrder => None,
+        _ => labels::delivery_note_reference(&doc),
+    };
+
+    let mut extraction = Extraction {
+        extraction_successful: false,
+        confidence: Confidence::Low,
+        missing_fields: Vec::new(),
+        document_type: Some(kind),
+        invoice_number,
+        invoice_date,
+        due_date,
+        supplier_name: parties.supplier.clone(),
+        supplier_address: parties.supplier_address.clone(),
+        supplier_vat_id,
+        supplier_iban,
+        customer_name: parties.customer.clone(),
+        currency,
+        subtotal: totals.subtotal,
+        vat_amount: totals.vat,
+        total: totals.total,
+        po_reference,
+        delivery_note_reference,
+        line_items: items.items.clone(),
+    };
+    extraction.missing_fields = missing_fields(&extraction, kind);
+    let items_add_up = {
+        let sum: f64 = items.items.iter().filter_map(|i| i.amount).sum();
+        !items.items.is_empty()
+            && items.items.iter().all(|i| i.amount.is_some())
+            && [totals.subtotal, totals.total]
+                .into_iter()
+                .flatten()
+                .any(|t| close(sum, t))
+    };
+    let checked = totals.agree || items_add_up;
+    let contradicted = totals.disagree || !items.consistent;
+    let e = &extraction;
+    let core = [
+        e.invoice_number.is_some(),
+        e.invoice_date.is_some(),
+        e.supplier_name.is_some(),
+        e.total.is_some() || kind == DocumentKind::DeliveryNote,
+    ];
+    let found = core.iter().filter(|&&f| f).count();
+    let successful = kind != DocumentKind::Other
+        || e.invoice_number.is_some()
+        || (e.total.is_some() && (e.invoice_date.is_some() || e.supplier_name.is_some()));
+    let money_checked = checked || kind == DocumentKind::DeliveryNote && !contradicted;
+    let has_currency = e.currency.is_some();
+    extraction.extraction_successful = successful;
+    extraction.confidence = if !successful {
+        Confidence::Low
+    } else if found == 4
+        && kind != DocumentKind::Other
+        && (has_currency || kind == DocumentKind::DeliveryNote)
+        && money_checked
+        && !contradicted
+    {
+        Confidence::High
+    } else if found >= 3 {
+        Confidence::Medium
+    } else {
+        Confidence::Low
+    };
+    extraction
+}
+
+fn missing_fields(e: &Extraction, kind: DocumentKind) -> Vec<String> {
+    let present = |field: &str| match field {
+        "document_type" => kind != DocumentKind::Other,
+        "invoice_number" => e.invoice_number.is_some(),
+        "invoice_date" => e.invoice_date.is_some(),
+        "supplier_name" => e.supplier_name.is_some(),
+        "currency" => e.currency.is_some(),
+        "total" => e.total.is_some(),
+        "subtotal" => e.subtotal.is_some(),
+        "vat_amount" => e.vat_amount.is_some(),
+        _ => true,
+    };
+    let booked = matches!(kind, DocumentKind::Invoice | DocumentKind::CreditNote);
+    let extra: &[&str] = if booked {
+        &["subtotal", "vat_amount"]
+    } else {
+        &[]
+    };
+    CORE_FIELDS
+        .iter()
+        .chain(extra)
+        .filter(|f| !present(f))
+        .map(|f| f.to_string())
+        .collect()
+}
+
+/// Whether ambiguous numeric dates are month-first: an English text in dollars, or one
+/// writing `April 19, 2014`, or with a US `ST 12345` address.
+fn is_american(doc: &Doc, currency: Option<&str>) -> bool {
+    static US_ADDRESS: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"\b(?:AL|AK|AZ|AR|CA|CO|CT|DE|FL|GA|HI|ID|IL|IN|IA|KS|KY|LA|ME|MD|MA|MI|MN|MS|MO|MT|NE|NV|NH|NJ|NM|NY|NC|ND|OH|OK|OR|PA|RI|SC|SD|TN|TX|UT|VT|VA|WA|WV|WI|WY|DC)\s+\d{5}(?:-\d{4})?\b|(?i:sales\s+tax)")
+            .unwrap()
+    });
+    doc.lang == Lang::En
+        && (currency == Some("USD")
+            || doc.lines.iter().any(|l| {
+                US_ADDRESS.is_match(&l.text)
+                    || date::dates_in(&l.text, false)
+                        .iter()
+                        .any(|h| h.month_name_first)
+            }))
+}
+
+/// The supplier's VAT id and IBAN: the first ones not marked as the customer's
+/// (`Ihre USt-IdNr.`, `Customer VAT`, `Uw BTW-nummer`) nor in the recipient block. On a
+/// purchase order the issuer is the customer, so only ids in the vendor block count.
+fn supplier_ids(
+    doc: &Doc,
+    kind: DocumentKind,
+    parties: &Parties,
+) -> (Option<String>, Option<String>) {
+    static CUSTOMER_MARK: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)\b(?:ihre?|your|uw|kunden?|customer|client|klant|käufer|buyer|empfänger|recipient|afnemer|bill\s*to)\b")
+            .unwrap()
+    });
+    let is_customers = |i: usize, pos: usize| {
+        let line = &doc.lines[i].text;
+        let col = col_of(line, pos);
+        let cell_start = doc.lines[i]
+            .cells
+            .iter()
+            .rev()
+            .find(|c| c.col <= col)
+            .map_or(0, |c| c.col);
+        let before: String = line
+            .chars()
+            .skip(cell_start)
+            .take(col - cell_start)
+            .collect();
+        let label_above = before.trim().is_empty()
+            && i > 0
+            && doc.lines[i - 1].cell_near(col, 10).is_some_and(|c| {
+                CUSTOMER_MARK.is_match(&c.text) && !c.text.chars().any(|c| c.is_ascii_digit())
+            });
+        let in_block = parties.recipient_block.is_some_and(|b| b.contains(i, col));
+        let marked = CUSTOMER_MARK.is_match(&before) || label_above;
+        if kind == DocumentKind::PurchaseOrder {
+            !in_block
+        } else {
+            marked || in_block
+        }
+    };
+    let vat = doc.lines.iter().enumerate().find_map(|(i, l)| {
+        ids::vat_ids_in(&l.text)
+            .into_iter()
+            .find(|(pos, _)| !is_customers(i, *pos))
+            .map(|(_, id)| id)
+    });
+    let iban = doc.lines.iter().enumerate().find_map(|(i, l)| {
+        ids::ibans_in(&l.text)
+            .into_iter()
+            .find(|(pos, _)| !is_customers(i, *pos))
+            .map(|(_, iban)| iban)
+    });
+    (vat, iban)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_text_is_not_a_successful_extraction() {
+        let extraction = extract("");
+
+        assert!(!extraction.extraction_successful);
+        assert_eq!(extraction.confidence, Confidence::Low);
+        assert!(extraction.validate().is_ok());
+        assert_eq!(extraction.missing_fields.len(), CORE_FIELDS.len());
+    }
+
+    #[test]
+    fn prose_without_invoice_fields_is_not_a_successful_extraction() {
+        let text = "Dear Anna,\n\nthank you for the lovely evening on 19 April 2014. The wine was\n\
+                    about 30 euros, which was worth it. Let us meet again in May.\n\nBest, Tom\n";
+
+        let extraction = extract(text);
+
+        assert!(!extraction.extraction_successful);
+        assert!(!extraction.passes_quality_gate());
+        assert_eq!(extraction.total, None);
+        assert!(extraction.validate().is_ok());
+    }
+
+    #[test]
+    fn the_customers_vat_id_is_not_taken_for_the_suppliers() {
+        let text = "ACME GmbH\nRechnung Nr. 1\nIhre USt-IdNr.: DE 987 654 321\nUnsere USt-IdNr.: DE 123 456 789\n";
+
+        let extraction = extract(text);
+
+        assert_eq!(extraction.supplier_vat_id.as_deref(), Some("DE123456789"));
+    }
 }

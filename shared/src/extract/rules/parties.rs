@@ -1,0 +1,439 @@
+//! Who issued the document and to whom: the supplier (name, address) and the customer.
+//!
+//! The supplier is the letterhead or the company with a legal form (`GmbH`, `B.V.`,
+//! `Ltd`, `Inc.`, …) that is not in the recipient block (`An`, `Rechnungsempfänger`,
+//! `Bill to`, `Aan`, `Klant`, or the address window under a German sender line). A name
+//! repeated in the footer, or labelled `Lieferant`/`From`/`Supplier`, counts more; bank
+//! names and register lines never count. On a purchase order the roles swap: the
+//! issuer is the customer and the addressee (`Lieferant`, `Vendor`, `An`) is the
+//! supplier, so that an order and the invoice answering it name the same supplier.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::text::{Doc, col_of};
+use crate::extract::DocumentKind;
+
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct Parties {
+    pub supplier: Option<String>,
+    pub supplier_address: Option<String>,
+    pub customer: Option<String>,
+    /// Lines (and the column range) of the recipient block, where ids belong to the
+    /// customer.
+    pub recipient_block: Option<Block>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Block {
+    pub first: usize,
+    pub last: usize,
+    pub col_from: usize,
+    pub col_to: usize,
+}
+
+impl Block {
+    pub fn contains(&self, line: usize, col: usize) -> bool {
+        (self.first..=self.last).contains(&line) && col + 2 >= self.col_from && col < self.col_to
+    }
+}
+
+static LEGAL_FORM: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:^|[\s,])(?:GmbH\s*&\s*Co\.?\s*(?:KGaA|KG|OHG)|gGmbH|GmbH|mbH|AG|KGaA|KG|OHG|GbR|PartG|UG\s*\(haftungsbeschränkt\)|UG|e\.\s?K\.|e\.\s?Kfm\.|e\.\s?V\.|B\.\s?V\.?|BV|N\.\s?V\.?|NV|V\.\s?O\.\s?F\.?|VOF|C\.\s?V\.|Ltd\.?|LTD\.?|Limited|LIMITED|LLC|L\.L\.C\.|LLP|Inc\.?|INC\.?|Incorporated|Corp\.?|CORP\.?|Corporation|plc|PLC|Pty\.?\s*Ltd\.?|S\.\s?A\.?|SA|SAS|SARL|S\.\s?à\s?r\.\s?l\.?|S\.a\.r\.l\.|S\.\s?r\.\s?l\.?|SRL|BVBA|SE|Co\.)\s*$")
+        .unwrap()
+});
+static NOT_A_NAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)bank\b|sparkasse|raiffeisen|\biban|\bbic\b|swift|amtsgericht|registergericht|handelsregister|\bhrb?\b|\bkvk\b|geschäftsführ|director|vorstand|\bsitz\b|\bust\b|\bvat\b|\bbtw\b|steuer-?nr|steuernummer|\btel\b|\bfax\b|e-?mail|www\.|https?:|@")
+        .unwrap()
+});
+static RECIPIENT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:an|to|rechnungsempfänger(?:in)?|rechnungsanschrift|rechnungsadresse|empfänger|kunde|bill(?:ed)?\s*to|invoice(?:d)?\s*to|sold\s*to|ship\s*to|deliver(?:ed)?\s*to|delivery\s*address|lieferanschrift|lieferadresse|customer|client|aan|klant|factuuradres|afleveradres|afnemer|geadresseerde|käufer|buyer)\b\s*(?::\s*(.*))?$")
+        .unwrap()
+});
+static ISSUER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:lieferant|supplier|vendor|from|von|absender|seller|verkäufer|leverancier|afzender|rechnungssteller|issued\s*by|auftragnehmer)\b\s*(?::\s*(.*))?$")
+        .unwrap()
+});
+static NOT_A_BLOCK: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^[-.]?\s*(?:nr|no|nummer|number|id|#|vat|ust|btw|ref|reference|account|konto|code|po|order|bestell|kenmerk|referentie)\b|^n(?:nummer|nr)")
+        .unwrap()
+});
+static POSTCODE_CITY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:^|\s)(?:[A-Z]{1,2}-)?\d{4,5}\s?[A-Z]{0,2}\s+\p{Lu}\p{L}+|\b[A-Z]{1,2}\d[A-Z\d]?\s*\d[A-Z]{2}\b|\b[A-Z]{2}\s+\d{5}(?:-\d{4})?\b")
+        .unwrap()
+});
+static STREET: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?:str\.|straße|strasse|weg\b|gasse|platz|allee|ring\b|damm|ufer|chaussee|straat|laan\b|plein|gracht|kade|dijk|singel|street|\bst\.|road|\brd\.?|avenue|\bave\.?|lane|drive|\bway\b|blvd|boulevard|suite|\bunit\b|floor|house|park\b|court|place|square|postfach|p\.?\s?o\.?\s?box|postbus|markt)|^\p{L}{3,}[\p{L}\s.\-']*\s\d{1,4}[a-zA-Z]?(?:[-/]\d{1,4})?$")
+        .unwrap()
+});
+static COUNTRY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:deutschland|germany|nederland|the\s+netherlands|netherlands|österreich|austria|belgium|belgië|belgique|united\s+kingdom|uk|england|usa|u\.s\.a\.|united\s+states|schweiz|switzerland)$")
+        .unwrap()
+});
+static PART_SEPARATOR: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\s*[·•|]\s*|\s+[-–]\s+|,\s+").unwrap());
+
+/// A legal-form name found in the text.
+#[derive(Debug, Clone)]
+struct Candidate {
+    name: String,
+    line: usize,
+    col: usize,
+    /// The other parts of a `Name · Street · City` line after the name.
+    rest: Vec<String>,
+    score: f64,
+}
+
+fn looks_like_address(s: &str) -> bool {
+    let s = s.trim();
+    let has_digit = s.chars().any(|c| c.is_ascii_digit());
+    (has_digit && (STREET.is_match(s) || POSTCODE_CITY.is_match(s))) || COUNTRY.is_match(s)
+}
+
+/// A name from a cell part: leading labels and stray punctuation removed.
+fn clean_name(part: &str) -> String {
+    static LEAD: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)^(?:(?:firma|fa\.|die|den|company|bedrijf)\s+|[:\-–]\s*)+").unwrap()
+    });
+    let part = part.trim().trim_end_matches([',', ';', ':']);
+    LEAD.replace(part, "").trim().to_string()
+}
+
+fn is_name(s: &str) -> bool {
+    s.chars().filter(|c| c.is_alphabetic()).count() >= 2 && !NOT_A_NAME.is_match(s)
+}
+
+fn recipient_block(doc: &Doc) -> Option<(Block, Option<String>)> {
+    for (i, line) in doc.lines.iter().enumerate().take(45) {
+        for (k, cell) in line.cells.iter().enumerate() {
+            let Some(c) = RECIPIENT.captures(&cell.text) else {
+                continue;
+            };
+            let rest = c.get(1).map_or("", |m| m.as_str());
+            if NOT_A_BLOCK.is_match(rest) {
+                continue;
+            }
+            let col_to = line.cells.get(k + 1).map_or(usize::MAX, |n| n.col);
+            let inline = clean_name(rest);
+            let (name, name_line) = if is_name(&inline) {
+                (Some(inline), i)
+            } else {
+                match doc.next_nonblank(i, 2) {
+                    Some(j) => (
+                        doc.lines[j]
+                            .cell_near(cell.col, 12)
+                            .map(|c| clean_name(&c.text))
+                            .filter(|n| is_name(n) && !looks_like_address(n)),
+                        j,
+                    ),
+                    None => (None, i),
+                }
+            };
+            let mut last = name_line;
+            while last + 1 < doc.lines.len() && last < i + 7 && !doc.lines[last + 1].is_blank() {
+                last += 1;
+            }
+            let block = Block {
+                first: i,
+                last,
+                col_from: cell.col,
+                col_to,
+            };
+            return Some((block, name));
+        }
+    }
+    None
+}
+
+/// The issuer block when a label names it (`Lieferant:`, `From:`, `Vendor`).
+fn issuer_label(doc: &Doc) -> Option<(usize, usize, String)> {
+    for (i, line) in doc.lines.iter().enumerate() {
+        for cell in &line.cells {
+            let Some(c) = ISSUER.captures(&cell.text) else {
+                continue;
+            };
+            let rest = clean_name(c.get(1).map_or("", |m| m.as_str()));
+            if NOT_A_BLOCK.is_match(&rest) {
+                continue;
+            }
+            if is_name(&rest) {
+                return Some((i, cell.col, rest));
+            }
+            if let Some(j) = doc.next_nonblank(i, 2)
+                && let Some(below) = doc.lines[j].cell_near(cell.col, 12)
+            {
+                let name = clean_name(&below.text);
+                if is_name(&name) && !looks_like_address(&name) {
+                    return Some((j, below.col, name));
+                }
+            }
+        }
+    }
+    None
+}
+
+fn legal_form_candidates(doc: &Doc) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for (i, line) in doc.lines.iter().enumerate() {
+        for cell in &line.cells {
+            let parts: Vec<&str> = PART_SEPARATOR.split(&cell.text).collect();
+            for (p, part) in parts.iter().enumerate() {
+                let name = clean_name(part);
+                if !LEGAL_FORM.is_match(&name) || !is_name(&name) {
+                    continue;
+                }
+                let letters_before_form = LEGAL_FORM.find(&name).map_or(0, |m| {
+                    name[..m.start()]
+                        .chars()
+                        .filter(|c| c.is_alphabetic())
+                        .count()
+                });
+                if letters_before_form < 2 {
+                    continue;
+                }
+                let offset = cell.text.find(part).unwrap_or(0);
+                let rest: Vec<String> = parts[p + 1..]
+                    .iter()
+                    .map(|s| s.trim().to_string())
+                    .collect();
+                let sender_line = rest.iter().any(|r| POSTCODE_CITY.is_match(r));
+                let position = if i < 10 {
+                    10.0
+                } else if i < 20 {
+                    5.0
+                } else {
+                    3.0
+                };
+                out.push(Candidate {
+                    name,
+                    line: i,
+                    col: cell.col + col_of(&cell.text, offset),
+                    rest,
+                    score: position + if sender_line { 6.0 } else { 0.0 },
+                });
+            }
+        }
+    }
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for c in &out {
+        *counts.entry(c.name.to_lowercase()).or_default() += 1;
+    }
+    for c in &mut out {
+        c.score += 4.0 * (counts[&c.name.to_lowercase()] - 1) as f64;
+    }
+    out
+}
+
+/// The block under a German sender line (`ACME GmbH · Str. 1 · 12345 Berlin`), which is
+/// the recipient's address window.
+fn window_after_sender_line(doc: &Doc, candidates: &[Candidate]) -> Option<Block> {
+    let sender = candidates
+        .iter()
+        .find(|c| c.line < 20 && c.rest.iter().any(|r| POSTCODE_CITY.is_match(r)))?;
+    let first = doc.next_nonblank(sender.line, 2)?;
+    let mut last = first;
+    while last + 1 < doc.lines.len() && last < first + 6 && !doc.lines[last + 1].is_blank() {
+        last += 1;
+    }
+    let col_to = doc.lines[first]
+        .cells
+        .iter()
+        .find(|c| c.col > sender.col + 10)
+        .map_or(usize::MAX, |c| c.col);
+    Some(Block {
+        first,
+        last,
+        col_from: sender.col,
+        col_to,
+    })
+}
+
+/// The first meaningful line, for letterheads without a legal form (`Bäckerei Müller`).
+fn letterhead(doc: &Doc, block: Option<Block>) -> Option<(usize, usize, String)> {
+    static TITLE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)^(?:rechnung|invoice|tax\s+invoice|factuur|gutschrift|credit|lieferschein|delivery|pakbon|bestellung|purchase|inkooporder|bestelling|receipt|quittung|kassenbon|kassabon|bon|beleg|seite|page|datum|date|kopie|copy|original|duplikat)\b")
+            .unwrap()
+    });
+    doc.lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| !l.is_blank())
+        .take(4)
+        .flat_map(|(i, l)| l.cells.iter().map(move |c| (i, c)))
+        .find(|(i, c)| {
+            let t = c.text.trim();
+            let letters = t.chars().filter(|c| c.is_alphabetic()).count();
+            let digits = t.chars().filter(|c| c.is_ascii_digit()).count();
+            letters >= 3
+                && digits * 2 < letters
+                && !t.contains(':')
+                && !TITLE.is_match(t)
+                && !looks_like_address(t)
+                && is_name(t)
+                && !block.is_some_and(|b| b.contains(*i, c.col))
+        })
+        .map(|(i, c)| (i, c.col, clean_name(&c.text)))
+}
+
+/// The address lines under (or beside) the supplier's name.
+fn address_after(doc: &Doc, line: usize, col: usize, rest: &[String]) -> Option<String> {
+    let inline: Vec<&str> = rest
+        .iter()
+        .map(|s| s.as_str())
+        .filter(|s| looks_like_address(s))
+        .collect();
+    if !inline.is_empty() {
+        return Some(inline.join(", "));
+    }
+    let mut parts = Vec::new();
+    let mut i = line;
+    while parts.len() < 3 {
+        let Some(j) = doc.next_nonblank(i, 1) else {
+            break;
+        };
+        let Some(cell) = doc.lines[j].cell_near(col, 10) else {
+            break;
+        };
+        // One line may hold the whole address: `Lindenallee 4 - 50667 Köln`.
+        static LINE_SEPARATOR: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r"\s*[·•|]\s*|\s+[-–]\s+").unwrap());
+        let pieces: Vec<&str> = LINE_SEPARATOR
+            .split(&cell.text)
+            .map(str::trim)
+            .filter(|p| looks_like_address(p))
+            .collect();
+        if pieces.is_empty() {
+            break;
+        }
+        parts.extend(pieces.into_iter().map(str::to_string));
+        i = j;
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+fn same_name(a: &str, b: &str) -> bool {
+    let (a, b) = (a.to_lowercase(), b.to_lowercase());
+    a.contains(&b) || b.contains(&a)
+}
+
+/// The supplier, its address and the customer.
+pub(crate) fn parties(doc: &Doc, kind: DocumentKind) -> Parties {
+    let candidates = legal_form_candidates(doc);
+    let (block, named_recipient) = match recipient_block(doc) {
+        Some((block, name)) => (Some(block), name),
+        None => (window_after_sender_line(doc, &candidates), None),
+    };
+    let in_block = |c: &Candidate| block.is_some_and(|b| b.contains(c.line, c.col));
+    let block_name = named_recipient.or_else(|| {
+        candidates
+            .iter()
+            .find(|c| in_block(c))
+            .map(|c| c.name.clone())
+    });
+    let issuer = issuer_label(doc);
+    let best_outside = candidates
+        .iter()
+        .filter(|c| !in_block(c))
+        .filter(|c| block_name.as_deref().is_none_or(|b| !same_name(b, &c.name)))
+        .max_by(|a, b| a.score.total_cmp(&b.score).then(b.line.cmp(&a.line)));
+    // The issuer: a labelled supplier, the best legal-form name, or the letterhead.
+    let (issuer_name, issuer_address) = match (&issuer, best_outside) {
+        (Some((line, col, name)), _) if kind != DocumentKind::PurchaseOrder => {
+            (Some(name.clone()), address_after(doc, *line, *col, &[]))
+        }
+        (_, Some(c)) => (
+            Some(c.name.clone()),
+            address_after(doc, c.line, c.col, &c.rest),
+        ),
+        _ => match letterhead(doc, block) {
+            Some((line, col, name)) => (Some(name), address_after(doc, line, col, &[])),
+            None => (None, None),
+        },
+    };
+    let other_name = |exclude: Option<&str>| {
+        candidates
+            .iter()
+            .filter(|c| c.line < 25)
+            .find(|c| exclude.is_none_or(|e| !same_name(e, &c.name)))
+            .map(|c| c.name.clone())
+    };
+    if kind == DocumentKind::PurchaseOrder {
+        let supplier = issuer
+            .map(|(_, _, name)| name)
+            .or(block_name)
+            .filter(|s| issuer_name.as_deref().is_none_or(|i| !same_name(i, s)));
+        let supplier_address = candidates
+            .iter()
+            .find(|c| supplier.as_deref().is_some_and(|s| same_name(s, &c.name)))
+            .and_then(|c| address_after(doc, c.line, c.col, &c.rest));
+        return Parties {
+            supplier,
+            supplier_address,
+            customer: issuer_name,
+            recipient_block: block,
+        };
+    }
+    let customer = block_name
+        .filter(|c| issuer_name.as_deref().is_none_or(|i| !same_name(i, c)))
+        .or_else(|| issuer_name.as_deref().and_then(|i| other_name(Some(i))));
+    Parties {
+        supplier: issuer_name,
+        supplier_address: issuer_address,
+        customer,
+        recipient_block: block,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_letterhead_company_is_the_supplier_and_the_bill_to_company_the_customer() {
+        let doc = Doc::new(
+            "Northwind Traders Ltd\n14 Harbour Road\nBristol BS1 4DJ\n\nBill to:\nContoso Ltd\n1 Main Street\nLeeds LS1 1AA\n",
+        );
+
+        let parties = parties(&doc, DocumentKind::Invoice);
+
+        assert_eq!(parties.supplier.as_deref(), Some("Northwind Traders Ltd"));
+        assert_eq!(
+            parties.supplier_address.as_deref(),
+            Some("14 Harbour Road, Bristol BS1 4DJ")
+        );
+        assert_eq!(parties.customer.as_deref(), Some("Contoso Ltd"));
+    }
+
+    #[test]
+    fn a_german_sender_line_names_the_supplier_and_the_window_below_the_customer() {
+        let doc = Doc::new(
+            "Müller Haustechnik GmbH · Industriestr. 12 · 80331 München\nBauträger Nord AG\nBahnhofstr. 1\n10115 Berlin\n\nRechnung\n\nCommerzbank AG   IBAN DE89 3704 0044 0532 0130 00\n",
+        );
+
+        let parties = parties(&doc, DocumentKind::Invoice);
+
+        assert_eq!(parties.supplier.as_deref(), Some("Müller Haustechnik GmbH"));
+        assert_eq!(
+            parties.supplier_address.as_deref(),
+            Some("Industriestr. 12, 80331 München")
+        );
+        assert_eq!(parties.customer.as_deref(), Some("Bauträger Nord AG"));
+    }
+
+    #[test]
+    fn on_a_purchase_order_the_addressed_vendor_is_the_supplier() {
+        let doc = Doc::new(
+            "Stadtwerke Beispiel GmbH\nPURCHASE ORDER\n\nVendor:\nAcme Supplies Ltd\n5 Dock Lane\n",
+        );
+
+        let parties = parties(&doc, DocumentKind::PurchaseOrder);
+
+        assert_eq!(parties.supplier.as_deref(), Some("Acme Supplies Ltd"));
+        assert_eq!(
+            parties.customer.as_deref(),
+            Some("Stadtwerke Beispiel GmbH")
+        );
+    }
+}
