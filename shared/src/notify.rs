@@ -63,7 +63,9 @@ pub struct NotifySettings {
 impl NotifySettings {
     pub fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, SettingsError> {
         Ok(NotifySettings {
-            email_from: env.optional("NOTIFY_EMAIL_FROM").map(|s| s.trim().to_owned()),
+            email_from: env
+                .optional("NOTIFY_EMAIL_FROM")
+                .map(|s| s.trim().to_owned()),
             email_to: env
                 .optional("NOTIFY_EMAIL_TO")
                 .map(|s| {
@@ -102,9 +104,7 @@ impl Classify for NotifyError {
             NotifyError::SlackTransport(e) => e.retry_class(),
             NotifyError::SlackStatus { status, .. } => classify_http_status(*status),
             NotifyError::Ses(e) => match e.as_ref() {
-                SdkError::ServiceError(s) if s.err().is_message_rejected() => {
-                    RetryClass::Permanent
-                }
+                SdkError::ServiceError(s) if s.err().is_message_rejected() => RetryClass::Permanent,
                 _ => RetryClass::Transient,
             },
             NotifyError::EmailBuild(_) => RetryClass::Permanent,
@@ -247,7 +247,8 @@ impl Channel for SesChannel {
     fn send<'a>(&'a self, message: &'a Rendered<'a>) -> BoxFuture<'a, Result<(), NotifyError>> {
         use aws_sdk_sesv2::types::{Body, Content, Destination, EmailContent, Message};
         Box::pin(async move {
-            let build = |e: aws_sdk_sesv2::error::BuildError| NotifyError::EmailBuild(e.to_string());
+            let build =
+                |e: aws_sdk_sesv2::error::BuildError| NotifyError::EmailBuild(e.to_string());
             let content = |text: String| {
                 Content::builder()
                     .data(text)

@@ -163,7 +163,12 @@ async fn status_is_in_progress_while_matching_and_succeeded_after(pool: PgPool) 
         .mount(&llm)
         .await;
     let (inv, po) = ambiguous_invoice(&pool).await;
-    let deps = deps(&pool, Some(llm_client(&llm)), slack_notifier(&slack_server().await)).await;
+    let deps = deps(
+        &pool,
+        Some(llm_client(&llm)),
+        slack_notifier(&slack_server().await),
+    )
+    .await;
 
     let (response, during) = tokio::join!(
         matching::handler(&deps, lambda_event(valid_event_for(inv), None)),
@@ -195,7 +200,12 @@ async fn attempts_count_deliveries_not_llm_retries(pool: PgPool) {
         .mount(&llm)
         .await;
     let (inv, _) = ambiguous_invoice(&pool).await;
-    let deps = deps(&pool, Some(llm_client(&llm)), slack_notifier(&slack_server().await)).await;
+    let deps = deps(
+        &pool,
+        Some(llm_client(&llm)),
+        slack_notifier(&slack_server().await),
+    )
+    .await;
 
     matching::handler(&deps, lambda_event(valid_event_for(inv), None))
         .await
@@ -225,7 +235,12 @@ async fn a_rate_limited_llm_call_is_retried_in_process_and_the_match_is_written(
         .mount(&llm)
         .await;
     let (inv, po) = ambiguous_invoice(&pool).await;
-    let deps = deps(&pool, Some(llm_client(&llm)), slack_notifier(&slack_server().await)).await;
+    let deps = deps(
+        &pool,
+        Some(llm_client(&llm)),
+        slack_notifier(&slack_server().await),
+    )
+    .await;
 
     let response = matching::handler(&deps, lambda_event(valid_event_for(inv), None))
         .await
@@ -272,14 +287,20 @@ async fn a_context_window_error_fails_at_once_notifies_the_admins_and_deletes_th
     assert_eq!(s.matching_status.as_deref(), Some("failed"));
     assert!(s.failed, "matching_failed_at is set");
     assert!(
-        s.matching_error.as_deref().unwrap().contains("prompt is too long"),
+        s.matching_error
+            .as_deref()
+            .unwrap()
+            .contains("prompt is too long"),
         "{:?}",
         s.matching_error
     );
     let notes = slack_bodies(&slack).await;
     assert_eq!(notes.len(), 1);
     let text = notes[0].to_string();
-    assert!(text.contains(&inv.to_string()) && text.contains("prompt is too long"), "{text}");
+    assert!(
+        text.contains(&inv.to_string()) && text.contains("prompt is too long"),
+        "{text}"
+    );
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert!(visible_bodies(&sqs, &queue.url).await.is_empty());
     assert!(visible_bodies(&sqs, &queue.dlq_url).await.is_empty());
@@ -329,7 +350,10 @@ async fn a_persistent_503_waits_300_s_then_1800_s_then_fails_notifies_and_reache
         assert_eq!(s.matching_status.as_deref(), Some("in-progress"));
         assert_eq!(s.matching_attempts, receive as i32);
         assert!(s.matching_error.as_deref().unwrap().contains("503"));
-        assert!(slack_bodies(&slack).await.is_empty(), "no notice before the final receive");
+        assert!(
+            slack_bodies(&slack).await.is_empty(),
+            "no notice before the final receive"
+        );
         // Skip the wait.
         reset_visibility(&sqs, &queue.url, &event).await;
     }
@@ -354,7 +378,11 @@ async fn a_persistent_503_waits_300_s_then_1800_s_then_fails_notifies_and_reache
     assert!(s.failed);
     let notes = slack_bodies(&slack).await;
     assert_eq!(notes.len(), 1);
-    assert!(notes[0].to_string().contains("*Attempts*\\n3"), "{}", notes[0]);
+    assert!(
+        notes[0].to_string().contains("*Attempts*\\n3"),
+        "{}",
+        notes[0]
+    );
     // The next receive moves it to the DLQ (as in AWS).
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert!(esm.poll().await.unwrap().is_none());
@@ -372,7 +400,12 @@ async fn an_unusable_llm_answer_is_retried_later_never_recorded_as_no_match(pool
         .mount(&llm)
         .await;
     let (inv, _) = ambiguous_invoice(&pool).await;
-    let deps = deps(&pool, Some(llm_client(&llm)), slack_notifier(&slack_server().await)).await;
+    let deps = deps(
+        &pool,
+        Some(llm_client(&llm)),
+        slack_notifier(&slack_server().await),
+    )
+    .await;
     let sqs = sqs().await;
     let queue = fresh_queue(&sqs, "matching-prose", queue_spec()).await;
     let message_id = send(&sqs, &queue.url, &inv.to_string()).await;
@@ -389,7 +422,12 @@ async fn an_unusable_llm_answer_is_retried_later_never_recorded_as_no_match(pool
     assert!(hidden_for(&message_id).await > Duration::from_secs(280));
     let s = state(&pool, inv).await;
     assert_eq!(s.matching_status.as_deref(), Some("in-progress"));
-    assert!(s.matching_error.as_deref().unwrap().contains("not valid JSON"));
+    assert!(
+        s.matching_error
+            .as_deref()
+            .unwrap()
+            .contains("not valid JSON")
+    );
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]

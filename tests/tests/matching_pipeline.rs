@@ -33,15 +33,45 @@ async fn an_invoice_its_purchase_order_and_its_delivery_note_end_in_one_cluster_
 ) {
     // Arrange: documents arrive one by one, each matched on arrival.
     let t = tenant(&pool, "Acme AG").await;
-    let po = document(&pool, t, DocumentType::PurchaseOrder, purchase_order("PO-2024-0042", "2024-03-01", 1190.0)).await;
-    let other_po = document(&pool, t, DocumentType::PurchaseOrder, purchase_order("PO-2024-0043", "2024-03-03", 450.0)).await;
-    let dn = document(&pool, t, DocumentType::DeliveryNote, delivery_note("LS-2024-0107", "PO 2024/042", "2024-03-05")).await;
-    let other_dn = document(&pool, t, DocumentType::DeliveryNote, delivery_note("LS-2024-0111", "PO-2024-0043", "2024-03-06")).await;
+    let po = document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
+    )
+    .await;
+    let other_po = document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0043", "2024-03-03", 450.0),
+    )
+    .await;
+    let dn = document(
+        &pool,
+        t,
+        DocumentType::DeliveryNote,
+        delivery_note("LS-2024-0107", "PO 2024/042", "2024-03-05"),
+    )
+    .await;
+    let other_dn = document(
+        &pool,
+        t,
+        DocumentType::DeliveryNote,
+        delivery_note("LS-2024-0111", "PO-2024-0043", "2024-03-06"),
+    )
+    .await;
     let inv = document(
         &pool,
         t,
         DocumentType::Invoice,
-        invoice("RE-2024-0815", "po-2024-0042", "LS 2024 0107", "2024-03-10", 1190.0),
+        invoice(
+            "RE-2024-0815",
+            "po-2024-0042",
+            "LS 2024 0107",
+            "2024-03-10",
+            1190.0,
+        ),
     )
     .await;
 
@@ -51,29 +81,56 @@ async fn an_invoice_its_purchase_order_and_its_delivery_note_end_in_one_cluster_
     }
 
     // Assert: exactly the right edges…
-    let mut expected = vec![pair(po, dn), pair(other_po, other_dn), pair(inv, po), pair(inv, dn)];
+    let mut expected = vec![
+        pair(po, dn),
+        pair(other_po, other_dn),
+        pair(inv, po),
+        pair(inv, dn),
+    ];
     expected.sort();
     assert_eq!(pairs(&pool).await, expected);
     // …every edge decided by a high score with its evidence…
     for e in edges(&pool).await {
-        assert_eq!((e.confidence.as_str(), e.decided_by.as_str()), ("high", "score"));
+        assert_eq!(
+            (e.confidence.as_str(), e.decided_by.as_str()),
+            ("high", "score")
+        );
         assert!(e.score >= 0.75, "{e:?}");
-        let kinds: Vec<&str> = e.evidence.as_array().unwrap().iter().map(|x| x["kind"].as_str().unwrap()).collect();
-        assert!(kinds.contains(&"reference") && kinds.contains(&"vat_id"), "{kinds:?}");
+        let kinds: Vec<&str> = e
+            .evidence
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["kind"].as_str().unwrap())
+            .collect();
+        assert!(
+            kinds.contains(&"reference") && kinds.contains(&"vat_id"),
+            "{kinds:?}"
+        );
     }
     // …and the invoice's cluster is exactly invoice, PO and delivery note.
-    let cluster = state(&pool, inv).await.cluster_id.expect("invoice clustered");
-    let members: Vec<Uuid> = sqlx::query_scalar("SELECT id FROM document WHERE cluster_id = $1 ORDER BY id")
-        .bind(cluster)
-        .fetch_all(&pool)
+    let cluster = state(&pool, inv)
         .await
-        .unwrap();
+        .cluster_id
+        .expect("invoice clustered");
+    let members: Vec<Uuid> =
+        sqlx::query_scalar("SELECT id FROM document WHERE cluster_id = $1 ORDER BY id")
+            .bind(cluster)
+            .fetch_all(&pool)
+            .await
+            .unwrap();
     let mut want = vec![inv, po, dn];
     want.sort();
     assert_eq!(members, want);
-    let distractor_cluster = state(&pool, other_po).await.cluster_id.expect("distractors clustered");
+    let distractor_cluster = state(&pool, other_po)
+        .await
+        .cluster_id
+        .expect("distractors clustered");
     assert_ne!(distractor_cluster, cluster);
-    assert_eq!(state(&pool, other_dn).await.cluster_id, Some(distractor_cluster));
+    assert_eq!(
+        state(&pool, other_dn).await.cluster_id,
+        Some(distractor_cluster)
+    );
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -90,7 +147,10 @@ async fn normalised_fields_are_persisted_on_the_document(pool: PgPool) {
     run_matching(&pool, None, inv).await.unwrap();
 
     let s = state(&pool, inv).await;
-    assert_eq!(s.normalized_counterparty.as_deref(), Some("mueller buerobedarf"));
+    assert_eq!(
+        s.normalized_counterparty.as_deref(),
+        Some("mueller buerobedarf")
+    );
     assert_eq!(s.normalized_references, vec!["LS107", "PO42", "RE2024815"]);
     let (vat, iban, text): (Option<String>, Option<String>, Option<String>) = sqlx::query_as(
         "SELECT normalized_vat_id, normalized_iban, searchable_text FROM document WHERE id = $1",
@@ -109,7 +169,13 @@ async fn other_tenants_and_unmatchable_types_are_never_linked(pool: PgPool) {
     let t = tenant(&pool, "Acme AG").await;
     let other_tenant = tenant(&pool, "Beta GmbH").await;
     let data = purchase_order("PO-2024-0042", "2024-03-01", 1190.0);
-    let foreign_po = matched_document(&pool, other_tenant, DocumentType::PurchaseOrder, data.clone()).await;
+    let foreign_po = matched_document(
+        &pool,
+        other_tenant,
+        DocumentType::PurchaseOrder,
+        data.clone(),
+    )
+    .await;
     let credit_note = matched_document(&pool, t, DocumentType::CreditNote, data.clone()).await;
     let other_invoice = matched_document(
         &pool,
@@ -128,7 +194,10 @@ async fn other_tenants_and_unmatchable_types_are_never_linked(pool: PgPool) {
 
     let report = run_matching(&pool, None, inv).await.unwrap();
 
-    assert_eq!(report.candidates, 0, "{foreign_po} {credit_note} {other_invoice} are not candidates");
+    assert_eq!(
+        report.candidates, 0,
+        "{foreign_po} {credit_note} {other_invoice} are not candidates"
+    );
     assert!(pairs(&pool).await.is_empty());
     assert_eq!(state(&pool, inv).await.cluster_id, None);
 }
@@ -144,21 +213,42 @@ async fn an_ambiguous_candidate_is_decided_by_the_llm_with_its_reasoning(pool: P
         .await;
     let client = llm_client(&llm);
     let t = tenant(&pool, "Acme AG").await;
-    let po = matched_document(&pool, t, DocumentType::PurchaseOrder, purchase_order("PO-2024-0042", "2024-03-01", 1190.0)).await;
-    let inv = document(&pool, t, DocumentType::Invoice, invoice_without_references("RE-77", "2024-03-08", 1190.0)).await;
+    let po = matched_document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
+    )
+    .await;
+    let inv = document(
+        &pool,
+        t,
+        DocumentType::Invoice,
+        invoice_without_references("RE-77", "2024-03-08", 1190.0),
+    )
+    .await;
 
     run_matching(&pool, Some(&client), inv).await.unwrap();
 
     let e = edges(&pool).await;
     assert_eq!(e.len(), 1);
     assert_eq!((e[0].document_a_id, e[0].document_b_id), pair(inv, po));
-    assert_eq!((e[0].confidence.as_str(), e[0].decided_by.as_str()), ("medium", "llm"));
-    assert_eq!(e[0].reasoning.as_deref(), Some("Same supplier, same total, ordered a week before."));
+    assert_eq!(
+        (e[0].confidence.as_str(), e[0].decided_by.as_str()),
+        ("medium", "llm")
+    );
+    assert_eq!(
+        e[0].reasoning.as_deref(),
+        Some("Same supplier, same total, ordered a week before.")
+    );
     // The prompt carried the source and the candidate with its evidence.
     let request = &llm.received_requests().await.unwrap()[0];
     let body: Value = serde_json::from_slice(&request.body).unwrap();
     let prompt = body["messages"][0]["content"].as_str().unwrap();
-    assert!(prompt.contains("RE-77") && prompt.contains("PO-2024-0042"), "{prompt}");
+    assert!(
+        prompt.contains("RE-77") && prompt.contains("PO-2024-0042"),
+        "{prompt}"
+    );
     assert!(prompt.contains("\"kind\": \"amount\""), "{prompt}");
     assert_eq!(request.headers.get("x-api-key").unwrap(), "sk-ant-test");
 }
@@ -166,11 +256,26 @@ async fn an_ambiguous_candidate_is_decided_by_the_llm_with_its_reasoning(pool: P
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn an_llm_that_rejects_the_ambiguous_candidate_leaves_the_document_unlinked(pool: PgPool) {
     let llm = MockServer::start().await;
-    messages().respond_with(anthropic_text(r#"{"matches": []}"#)).mount(&llm).await;
+    messages()
+        .respond_with(anthropic_text(r#"{"matches": []}"#))
+        .mount(&llm)
+        .await;
     let client = llm_client(&llm);
     let t = tenant(&pool, "Acme AG").await;
-    matched_document(&pool, t, DocumentType::PurchaseOrder, purchase_order("PO-2024-0042", "2024-03-01", 1190.0)).await;
-    let inv = document(&pool, t, DocumentType::Invoice, invoice_without_references("RE-77", "2024-03-08", 1190.0)).await;
+    matched_document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
+    )
+    .await;
+    let inv = document(
+        &pool,
+        t,
+        DocumentType::Invoice,
+        invoice_without_references("RE-77", "2024-03-08", 1190.0),
+    )
+    .await;
 
     let report = run_matching(&pool, Some(&client), inv).await.unwrap();
 
@@ -182,8 +287,20 @@ async fn an_llm_that_rejects_the_ambiguous_candidate_leaves_the_document_unlinke
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn without_an_llm_the_ambiguous_band_is_decided_by_the_score_alone(pool: PgPool) {
     let t = tenant(&pool, "Acme AG").await;
-    let po = matched_document(&pool, t, DocumentType::PurchaseOrder, purchase_order("PO-2024-0042", "2024-03-01", 1190.0)).await;
-    let inv = document(&pool, t, DocumentType::Invoice, invoice_without_references("RE-77", "2024-03-08", 1190.0)).await;
+    let po = matched_document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
+    )
+    .await;
+    let inv = document(
+        &pool,
+        t,
+        DocumentType::Invoice,
+        invoice_without_references("RE-77", "2024-03-08", 1190.0),
+    )
+    .await;
 
     let report = run_matching(&pool, None, inv).await.unwrap();
 
@@ -191,26 +308,50 @@ async fn without_an_llm_the_ambiguous_band_is_decided_by_the_score_alone(pool: P
     assert_eq!(report.decisions[0].decided_by, DecidedBy::Score);
     let e = edges(&pool).await;
     assert_eq!((e[0].document_a_id, e[0].document_b_id), pair(inv, po));
-    assert_eq!((e[0].confidence.as_str(), e[0].decided_by.as_str()), ("low", "score"));
-    assert!((0.5..0.75).contains(&e[0].score), "ambiguous band: {}", e[0].score);
+    assert_eq!(
+        (e[0].confidence.as_str(), e[0].decided_by.as_str()),
+        ("low", "score")
+    );
+    assert!(
+        (0.5..0.75).contains(&e[0].score),
+        "ambiguous band: {}",
+        e[0].score
+    );
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn an_unusable_llm_answer_is_an_error_and_never_an_empty_match_list(pool: PgPool) {
     let llm = MockServer::start().await;
     messages()
-        .respond_with(anthropic_text("I think candidate 1 might match, but I am not sure."))
+        .respond_with(anthropic_text(
+            "I think candidate 1 might match, but I am not sure.",
+        ))
         .mount(&llm)
         .await;
     let client = llm_client(&llm);
     let t = tenant(&pool, "Acme AG").await;
-    matched_document(&pool, t, DocumentType::PurchaseOrder, purchase_order("PO-2024-0042", "2024-03-01", 1190.0)).await;
-    let inv = document(&pool, t, DocumentType::Invoice, invoice_without_references("RE-77", "2024-03-08", 1190.0)).await;
+    matched_document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
+    )
+    .await;
+    let inv = document(
+        &pool,
+        t,
+        DocumentType::Invoice,
+        invoice_without_references("RE-77", "2024-03-08", 1190.0),
+    )
+    .await;
 
     let err = run_matching(&pool, Some(&client), inv).await.unwrap_err();
 
     assert!(matches!(err, MatchingError::Llm { .. }), "{err:?}");
-    assert!(err.is_transient(), "a non-JSON answer may be fine next time");
+    assert!(
+        err.is_transient(),
+        "a non-JSON answer may be fine next time"
+    );
     assert_eq!(llm_calls(&llm).await, 3, "retried in process");
     assert!(pairs(&pool).await.is_empty());
 }
@@ -220,11 +361,26 @@ async fn normalised_fields_are_kept_when_the_llm_fails_since_they_are_written_be
     pool: PgPool,
 ) {
     let llm = MockServer::start().await;
-    messages().respond_with(context_window_exceeded()).mount(&llm).await;
+    messages()
+        .respond_with(context_window_exceeded())
+        .mount(&llm)
+        .await;
     let client = llm_client(&llm);
     let t = tenant(&pool, "Acme AG").await;
-    matched_document(&pool, t, DocumentType::PurchaseOrder, purchase_order("PO-2024-0042", "2024-03-01", 1190.0)).await;
-    let inv = document(&pool, t, DocumentType::Invoice, invoice_without_references("RE-77", "2024-03-08", 1190.0)).await;
+    matched_document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
+    )
+    .await;
+    let inv = document(
+        &pool,
+        t,
+        DocumentType::Invoice,
+        invoice_without_references("RE-77", "2024-03-08", 1190.0),
+    )
+    .await;
 
     let err = run_matching(&pool, Some(&client), inv).await.unwrap_err();
 
@@ -239,12 +395,24 @@ async fn a_failure_after_the_edges_are_inserted_leaves_the_previous_edges_and_cl
 ) {
     // Arrange: the invoice is linked to its purchase order (one cluster of two)…
     let t = tenant(&pool, "Acme AG").await;
-    let po = document(&pool, t, DocumentType::PurchaseOrder, purchase_order("PO-2024-0042", "2024-03-01", 1190.0)).await;
+    let po = document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
+    )
+    .await;
     let inv = document(
         &pool,
         t,
         DocumentType::Invoice,
-        invoice("RE-2024-0815", "PO-2024-0042", "LS-2024-0107", "2024-03-10", 1190.0),
+        invoice(
+            "RE-2024-0815",
+            "PO-2024-0042",
+            "LS-2024-0107",
+            "2024-03-10",
+            1190.0,
+        ),
     )
     .await;
     run_matching(&pool, None, po).await.unwrap();
@@ -256,7 +424,13 @@ async fn a_failure_after_the_edges_are_inserted_leaves_the_previous_edges_and_cl
     // …then its delivery note arrives, so re-matching the invoice would add an edge and
     // move the delivery note into the cluster. Postgres refuses any cluster change: a
     // real failure after the edge inserts, reporting how many edges the transaction saw.
-    let dn = matched_document(&pool, t, DocumentType::DeliveryNote, delivery_note("LS-2024-0107", "PO-2024-0042", "2024-03-05")).await;
+    let dn = matched_document(
+        &pool,
+        t,
+        DocumentType::DeliveryNote,
+        delivery_note("LS-2024-0107", "PO-2024-0042", "2024-03-05"),
+    )
+    .await;
     sqlx::raw_sql(
         r#"
         CREATE FUNCTION refuse_cluster_change() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -291,13 +465,31 @@ async fn a_failure_after_the_edges_are_inserted_leaves_the_previous_edges_and_cl
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn rematching_an_edited_document_replaces_its_edges_and_splits_the_cluster(pool: PgPool) {
     let t = tenant(&pool, "Acme AG").await;
-    let po = document(&pool, t, DocumentType::PurchaseOrder, purchase_order("PO-2024-0042", "2024-03-01", 1190.0)).await;
-    let dn = document(&pool, t, DocumentType::DeliveryNote, delivery_note("LS-2024-0107", "PO-2024-0042", "2024-03-05")).await;
+    let po = document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
+    )
+    .await;
+    let dn = document(
+        &pool,
+        t,
+        DocumentType::DeliveryNote,
+        delivery_note("LS-2024-0107", "PO-2024-0042", "2024-03-05"),
+    )
+    .await;
     let inv = document(
         &pool,
         t,
         DocumentType::Invoice,
-        invoice("RE-2024-0815", "PO-2024-0042", "LS-2024-0107", "2024-03-10", 1190.0),
+        invoice(
+            "RE-2024-0815",
+            "PO-2024-0042",
+            "LS-2024-0107",
+            "2024-03-10",
+            1190.0,
+        ),
     )
     .await;
     for id in [po, dn, inv] {

@@ -56,7 +56,13 @@ async fn slack_receives_document_tenant_error_attempts_and_the_admin_link() {
 
     let delivery = notifier.notify(&n).await;
 
-    assert_eq!(delivery, Delivery { sent: vec!["slack"], failed: vec![] });
+    assert_eq!(
+        delivery,
+        Delivery {
+            sent: vec!["slack"],
+            failed: vec![]
+        }
+    );
     let bodies = slack_bodies(&slack).await;
     assert_eq!(bodies.len(), 1);
     let link = format!("{ADMIN_BASE_URL}/admin/documents/{}", n.document_id);
@@ -77,7 +83,10 @@ async fn slack_receives_document_tenant_error_attempts_and_the_admin_link() {
         })
     );
     let request = &slack.received_requests().await.unwrap()[0];
-    assert_eq!(request.headers.get("content-type").unwrap(), "application/json");
+    assert_eq!(
+        request.headers.get("content-type").unwrap(),
+        "application/json"
+    );
 }
 
 #[tokio::test]
@@ -97,7 +106,10 @@ async fn ses_sends_the_email_with_subject_body_and_recipients() {
     let email = &emails[0];
     assert_eq!(
         email["subject"],
-        format!("[docflow] Document matching failed: document {}", n.document_id)
+        format!(
+            "[docflow] Document matching failed: document {}",
+            n.document_id
+        )
     );
     assert_eq!(email["destinations"]["ToAddresses"], json!(to));
     let body = email["body"].as_str().unwrap();
@@ -106,7 +118,10 @@ async fn ses_sends_the_email_with_subject_body_and_recipients() {
         format!("Tenant: Acme AG ({})", n.tenant_id.unwrap()),
         "Attempts: 3".to_owned(),
         format!("Error: {}", n.error),
-        format!("Admin page: {ADMIN_BASE_URL}/admin/documents/{}", n.document_id),
+        format!(
+            "Admin page: {ADMIN_BASE_URL}/admin/documents/{}",
+            n.document_id
+        ),
     ] {
         assert!(body.contains(&part), "{part:?} missing in {body}");
     }
@@ -126,11 +141,21 @@ async fn a_failing_channel_is_reported_and_the_other_still_delivers() {
             reqwest::Client::new(),
             format!("{}/services/gone", broken_slack.uri()).into(),
         ))
-        .with_channel(SesChannel::new(ses, from.clone(), vec!["ops@docflow.test".into()]));
+        .with_channel(SesChannel::new(
+            ses,
+            from.clone(),
+            vec!["ops@docflow.test".into()],
+        ));
 
     let delivery = notifier.notify(&notice()).await;
 
-    assert_eq!(delivery, Delivery { sent: vec!["email"], failed: vec!["slack"] });
+    assert_eq!(
+        delivery,
+        Delivery {
+            sent: vec!["email"],
+            failed: vec!["slack"]
+        }
+    );
     assert_eq!(sent_emails(&from).await.len(), 1);
 }
 
@@ -145,7 +170,13 @@ async fn an_unverified_sender_fails_only_its_channel() {
 
     let delivery = notifier.notify(&notice()).await;
 
-    assert_eq!(delivery, Delivery { sent: vec![], failed: vec!["email"] });
+    assert_eq!(
+        delivery,
+        Delivery {
+            sent: vec![],
+            failed: vec!["email"]
+        }
+    );
 }
 
 #[tokio::test]
@@ -180,8 +211,12 @@ async fn channels_are_enabled_only_by_their_configuration() {
         ..email.clone()
     };
 
-    let none = Notifier::from_settings(&only_from, &store(&without), &config).await.unwrap();
-    let both = Notifier::from_settings(&email, &store(&with), &config).await.unwrap();
+    let none = Notifier::from_settings(&only_from, &store(&without), &config)
+        .await
+        .unwrap();
+    let both = Notifier::from_settings(&email, &store(&with), &config)
+        .await
+        .unwrap();
 
     assert!(none.channel_names().is_empty());
     assert_eq!(both.channel_names(), vec!["slack", "email"]);

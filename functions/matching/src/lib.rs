@@ -134,7 +134,10 @@ async fn on_failure(deps: &Deps, msg: &Message, id: DocumentId, error: MatchingE
         error.cause_chain = ?error,
         "matching failed"
     );
-    match (class, deps.receive_policy.matching_schedule(msg.receive_count)) {
+    match (
+        class,
+        deps.receive_policy.matching_schedule(msg.receive_count),
+    ) {
         (RetryClass::Transient, TransientSchedule::RetryAfter(after)) => {
             if let Err(e) = status::record_error(&deps.pool, id.0, &text).await {
                 tracing::warn!(error.message = %e, error.cause_chain = ?e, "could not record the error");

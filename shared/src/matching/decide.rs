@@ -257,7 +257,10 @@ mod tests {
             .collect();
         assert_eq!(
             picked,
-            vec![(strong.id, Confidence::High), (mid_high.id, Confidence::Low)]
+            vec![
+                (strong.id, Confidence::High),
+                (mid_high.id, Confidence::Low)
+            ]
         );
         assert!(decisions.iter().all(|d| d.decided_by == DecidedBy::Score));
     }

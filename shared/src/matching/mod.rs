@@ -279,7 +279,10 @@ pub async fn match_document(
         source,
     })?;
 
-    let mut tx = pool.begin().await.map_err(db("begin the write transaction"))?;
+    let mut tx = pool
+        .begin()
+        .await
+        .map_err(db("begin the write transaction"))?;
     let written = write::write_matches(&mut tx, doc.tenant_id, doc.id, &decisions)
         .await
         .map_err(db("write the matches"))?;

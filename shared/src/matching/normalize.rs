@@ -297,7 +297,10 @@ mod tests {
 
     #[test]
     fn case_and_whitespace_do_not_matter() {
-        assert_eq!(name("  ACME   gmbh ").as_deref(), name("Acme GmbH").as_deref());
+        assert_eq!(
+            name("  ACME   gmbh ").as_deref(),
+            name("Acme GmbH").as_deref()
+        );
     }
 
     #[test]
@@ -307,7 +310,10 @@ mod tests {
 
     #[test]
     fn eszett_is_folded() {
-        assert_eq!(name("Großhandel Weiß AG").as_deref(), Some("grosshandel weiss"));
+        assert_eq!(
+            name("Großhandel Weiß AG").as_deref(),
+            Some("grosshandel weiss")
+        );
     }
 
     #[test]
@@ -342,7 +348,10 @@ mod tests {
 
     #[test]
     fn accented_letters_are_folded() {
-        assert_eq!(name("Société Générale S.A.").as_deref(), Some("societe generale"));
+        assert_eq!(
+            name("Société Générale S.A.").as_deref(),
+            Some("societe generale")
+        );
     }
 
     #[test]
@@ -376,12 +385,18 @@ mod tests {
             normalize_reference("PO-2024/0042"),
             normalize_reference("po 2024-042")
         );
-        assert_eq!(normalize_reference("0004500123").as_deref(), Some("4500123"));
+        assert_eq!(
+            normalize_reference("0004500123").as_deref(),
+            Some("4500123")
+        );
     }
 
     #[test]
     fn references_keep_their_letter_prefix_and_zero_runs() {
-        assert_ne!(normalize_reference("INV-1001"), normalize_reference("PO-1001"));
+        assert_ne!(
+            normalize_reference("INV-1001"),
+            normalize_reference("PO-1001")
+        );
         assert_eq!(normalize_reference("LS-000-A").as_deref(), Some("LS0A"));
     }
 

@@ -44,13 +44,37 @@ pub struct Side<'a> {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Evidence {
-    Reference { references: Vec<String>, weight: f64 },
-    VatId { vat_id: String, weight: f64 },
-    VatIdMismatch { source: String, candidate: String, weight: f64 },
-    Iban { iban: String, weight: f64 },
-    Amount { source: f64, candidate: f64, currency: Option<String>, weight: f64 },
-    Date { days_apart: i64, weight: f64 },
-    NameSimilarity { similarity: f64, weight: f64 },
+    Reference {
+        references: Vec<String>,
+        weight: f64,
+    },
+    VatId {
+        vat_id: String,
+        weight: f64,
+    },
+    VatIdMismatch {
+        source: String,
+        candidate: String,
+        weight: f64,
+    },
+    Iban {
+        iban: String,
+        weight: f64,
+    },
+    Amount {
+        source: f64,
+        candidate: f64,
+        currency: Option<String>,
+        weight: f64,
+    },
+    Date {
+        days_apart: i64,
+        weight: f64,
+    },
+    NameSimilarity {
+        similarity: f64,
+        weight: f64,
+    },
 }
 
 impl Evidence {
@@ -185,10 +209,15 @@ fn number(value: &Value) -> Option<f64> {
 /// The document's own date: `invoice_date` in the extraction contract (purchase orders
 /// and delivery notes use it for their date too), or the common variants.
 fn document_date(structured: &Value) -> Option<NaiveDate> {
-    ["invoice_date", "document_date", "order_date", "delivery_date"]
-        .iter()
-        .filter_map(|key| structured.get(*key).and_then(Value::as_str))
-        .find_map(|raw| NaiveDate::parse_from_str(raw.get(..10)?, "%Y-%m-%d").ok())
+    [
+        "invoice_date",
+        "document_date",
+        "order_date",
+        "delivery_date",
+    ]
+    .iter()
+    .filter_map(|key| structured.get(*key).and_then(Value::as_str))
+    .find_map(|raw| NaiveDate::parse_from_str(raw.get(..10)?, "%Y-%m-%d").ok())
 }
 
 fn round3(x: f64) -> f64 {
@@ -200,11 +229,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn side<'a>(
-        vat: Option<&'a str>,
-        refs: &'a [String],
-        structured: &'a Value,
-    ) -> Side<'a> {
+    fn side<'a>(vat: Option<&'a str>, refs: &'a [String], structured: &'a Value) -> Side<'a> {
         Side {
             vat_id: vat,
             iban: None,
@@ -236,7 +261,11 @@ mod tests {
         let a = json!({"total": 100.0, "invoice_date": "2024-03-10"});
         let b = json!({"total": 250.0, "invoice_date": "2024-03-12"});
 
-        let s = score(&side(Some("DE1"), &none, &a), &side(Some("DE1"), &none, &b), 1.0);
+        let s = score(
+            &side(Some("DE1"), &none, &a),
+            &side(Some("DE1"), &none, &b),
+            1.0,
+        );
 
         assert_eq!(s.score, 0.4);
     }
@@ -246,7 +275,11 @@ mod tests {
         let refs = vec!["PO42".to_owned()];
         let a = json!({});
 
-        let s = score(&side(Some("DE1"), &refs, &a), &side(Some("DE2"), &refs, &a), 0.0);
+        let s = score(
+            &side(Some("DE1"), &refs, &a),
+            &side(Some("DE2"), &refs, &a),
+            0.0,
+        );
 
         assert_eq!(s.score, 0.15);
     }

@@ -50,10 +50,12 @@ pub async fn write_matches(
     document_id: Uuid,
     decisions: &[Decision],
 ) -> Result<Written, sqlx::Error> {
-    sqlx::query(r#"SELECT pg_advisory_xact_lock(hashtextextended('docflow.matching:' || $1::text, 0))"#)
-        .bind(tenant_id)
-        .execute(&mut *conn)
-        .await?;
+    sqlx::query(
+        r#"SELECT pg_advisory_xact_lock(hashtextextended('docflow.matching:' || $1::text, 0))"#,
+    )
+    .bind(tenant_id)
+    .execute(&mut *conn)
+    .await?;
 
     sqlx::query(
         r#"
@@ -125,8 +127,7 @@ pub async fn write_matches(
     .fetch_all(&mut *conn)
     .await?;
 
-    let current: Vec<(Uuid, Option<Uuid>)> =
-        members.iter().map(|m| (m.id, m.cluster_id)).collect();
+    let current: Vec<(Uuid, Option<Uuid>)> = members.iter().map(|m| (m.id, m.cluster_id)).collect();
     let pairs: Vec<(Uuid, Uuid)> = edges
         .iter()
         .map(|e| (e.document_a_id, e.document_b_id))

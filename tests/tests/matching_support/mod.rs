@@ -25,14 +25,12 @@ pub async fn tenant(pool: &PgPool, name: &str) -> Uuid {
             .fetch_one(pool)
             .await
             .unwrap();
-    sqlx::query_scalar(
-        r#"INSERT INTO tenant (organization_id, name) VALUES ($1, $2) RETURNING id"#,
-    )
-    .bind(organization)
-    .bind(name)
-    .fetch_one(pool)
-    .await
-    .unwrap()
+    sqlx::query_scalar(r#"INSERT INTO tenant (organization_id, name) VALUES ($1, $2) RETURNING id"#)
+        .bind(organization)
+        .bind(name)
+        .fetch_one(pool)
+        .await
+        .unwrap()
 }
 
 /// A document as ingestion leaves it: typed, with structured data, `pending`.
@@ -231,7 +229,11 @@ pub fn overloaded() -> ResponseTemplate {
 }
 
 pub fn rate_limited() -> ResponseTemplate {
-    anthropic_error(429, "rate_limit_error", "Number of requests has exceeded your rate limit")
+    anthropic_error(
+        429,
+        "rate_limit_error",
+        "Number of requests has exceeded your rate limit",
+    )
 }
 
 pub fn messages() -> wiremock::MockBuilder {
