@@ -371,7 +371,8 @@ impl Notifier {
             tenant = %notice.tenant(),
             attempts = notice.attempts,
             error = %notice.error,
-            "{}", notice.title
+            title = %notice.title,
+            "admin notice"
         );
         let rendered = &rendered;
         let results = futures::future::join_all(self.channels.iter().map(|channel| async move {
