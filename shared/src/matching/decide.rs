@@ -1,0 +1,303 @@
+//! Decisions: which scored candidates become match edges. Above the match threshold the
+//! score decides; in the ambiguous band the LLM decides (one call per source document
+//! with all its ambiguous candidates), or, without an LLM configured, the score alone
+//! against [`Thresholds::score_only`]; below the band nothing is linked.
+//!
+//! The LLM answer is `{"matches":[{"candidate":<n>,"confidence":"high|medium|low",
+//! "reasoning":"…"}]}`, validated (candidate numbers in range, no duplicates). A failed
+//! call is an error — transient ones are retried in process by the client — never a
+//! silent empty list (seed 000, task 3).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::score::{Evidence, Score};
+use super::{Confidence, DecidedBy, DocumentType, Thresholds};
+use crate::llm::{LlmClient, LlmError};
+
+/// A candidate after scoring.
+#[derive(Debug, Clone)]
+pub struct Scored {
+    pub id: Uuid,
+    pub doc_type: DocumentType,
+    pub structured_data: Value,
+    pub score: Score,
+}
+
+/// One edge to write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    pub candidate_id: Uuid,
+    pub score: f64,
+    pub confidence: Confidence,
+    pub decided_by: DecidedBy,
+    pub evidence: Vec<Evidence>,
+    pub reasoning: Option<String>,
+}
+
+/// Where a score falls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Band {
+    Match,
+    Ambiguous,
+    NoMatch,
+}
+
+impl Thresholds {
+    pub fn band(&self, score: f64) -> Band {
+        if score >= self.matched {
+            Band::Match
+        } else if score >= self.ambiguous {
+            Band::Ambiguous
+        } else {
+            Band::NoMatch
+        }
+    }
+}
+
+/// The LLM's answer.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+pub struct LlmAnswer {
+    pub matches: Vec<LlmMatch>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+pub struct LlmMatch {
+    /// 1-based number of the candidate in the prompt.
+    pub candidate: usize,
+    pub confidence: Confidence,
+    pub reasoning: String,
+}
+
+const SYSTEM_PROMPT: &str = "You match accounts-payable documents. Given a source document \
+and numbered candidate documents of the same company, decide which candidates belong to the \
+same purchase as the source: the purchase order an invoice bills, the delivery notes of the \
+goods it bills, the delivery notes of a purchase order. A same supplier alone is not enough; \
+look at references, amounts, dates and line items. Answer with JSON only, no prose: \
+{\"matches\":[{\"candidate\":<number>,\"confidence\":\"high\"|\"medium\"|\"low\",\
+\"reasoning\":\"<one sentence>\"}]}. List only candidates that belong to the source's \
+purchase; {\"matches\":[]} when none does.";
+
+/// Decides every scored candidate. The LLM (if any) is called once, for the ambiguous
+/// ones only, and before any database transaction.
+///
+/// Fails with the LLM's last error when the call fails after the client's in-process
+/// retries (transient) or at once (permanent: context window, authentication).
+pub async fn decide(
+    llm: Option<&LlmClient>,
+    thresholds: &Thresholds,
+    source_type: DocumentType,
+    source_data: &Value,
+    scored: &[Scored],
+) -> Result<Vec<Decision>, LlmError> {
+    let mut decisions = Vec::new();
+    let mut ambiguous = Vec::new();
+    for candidate in scored {
+        match thresholds.band(candidate.score.score) {
+            Band::Match => decisions.push(Decision {
+                candidate_id: candidate.id,
+                score: candidate.score.score,
+                confidence: Confidence::High,
+                decided_by: DecidedBy::Score,
+                evidence: candidate.score.evidence.clone(),
+                reasoning: None,
+            }),
+            Band::Ambiguous => ambiguous.push(candidate),
+            Band::NoMatch => {}
+        }
+    }
+    if ambiguous.is_empty() {
+        return Ok(decisions);
+    }
+    match llm {
+        None => decisions.extend(
+            ambiguous
+                .into_iter()
+                .filter(|c| c.score.score >= thresholds.score_only)
+                .map(|c| Decision {
+                    candidate_id: c.id,
+                    score: c.score.score,
+                    confidence: Confidence::Low,
+                    decided_by: DecidedBy::Score,
+                    evidence: c.score.evidence.clone(),
+                    reasoning: None,
+                }),
+        ),
+        Some(llm) => {
+            let user = user_prompt(source_type, source_data, &ambiguous);
+            let count = ambiguous.len();
+            let (answer, completion) = llm
+                .complete_json::<LlmAnswer, _>(SYSTEM_PROMPT, &user, |a| validate(a, count))
+                .await?;
+            tracing::info!(
+                candidates = count,
+                matches = answer.matches.len(),
+                model = %completion.model,
+                input_tokens = completion.input_tokens,
+                output_tokens = completion.output_tokens,
+                "LLM decided the ambiguous candidates"
+            );
+            decisions.extend(answer.matches.into_iter().map(|m| {
+                let c = ambiguous[m.candidate - 1];
+                Decision {
+                    candidate_id: c.id,
+                    score: c.score.score,
+                    confidence: m.confidence,
+                    decided_by: DecidedBy::Llm,
+                    evidence: c.score.evidence.clone(),
+                    reasoning: Some(m.reasoning),
+                }
+            }));
+        }
+    }
+    Ok(decisions)
+}
+
+/// Checks an answer against the candidates it was asked about.
+pub fn validate(answer: &LlmAnswer, candidates: usize) -> Result<(), String> {
+    let mut seen = Vec::new();
+    for m in &answer.matches {
+        if m.candidate == 0 || m.candidate > candidates {
+            return Err(format!(
+                "candidate {} does not exist (1..={candidates})",
+                m.candidate
+            ));
+        }
+        if seen.contains(&m.candidate) {
+            return Err(format!("candidate {} is listed twice", m.candidate));
+        }
+        seen.push(m.candidate);
+    }
+    Ok(())
+}
+
+/// The fields of a document the model needs; line items cut to 20.
+fn summary(doc_type: DocumentType, data: &Value) -> Value {
+    let mut out = serde_json::Map::new();
+    out.insert("type".into(), json!(doc_type.as_str()));
+    for key in [
+        "invoice_number",
+        "invoice_date",
+        "due_date",
+        "supplier_name",
+        "supplier_vat_id",
+        "customer_name",
+        "currency",
+        "subtotal",
+        "vat_amount",
+        "total",
+        "po_reference",
+        "delivery_note_reference",
+    ] {
+        if let Some(v) = data.get(key).filter(|v| !v.is_null()) {
+            out.insert(key.into(), v.clone());
+        }
+    }
+    if let Some(items) = data.get("line_items").and_then(Value::as_array) {
+        out.insert(
+            "line_items".into(),
+            Value::Array(items.iter().take(20).cloned().collect()),
+        );
+    }
+    Value::Object(out)
+}
+
+fn user_prompt(source_type: DocumentType, source: &Value, candidates: &[&Scored]) -> String {
+    let listed: Vec<Value> = candidates
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            json!({
+                "candidate": i + 1,
+                "score": c.score.score,
+                "evidence": c.score.evidence,
+                "document": summary(c.doc_type, &c.structured_data),
+            })
+        })
+        .collect();
+    format!(
+        "Source document:\n{}\n\nCandidates:\n{}",
+        serde_json::to_string_pretty(&summary(source_type, source)).unwrap_or_default(),
+        serde_json::to_string_pretty(&listed).unwrap_or_default(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::parse_json_answer;
+
+    fn scored(score: f64) -> Scored {
+        Scored {
+            id: Uuid::new_v4(),
+            doc_type: DocumentType::PurchaseOrder,
+            structured_data: json!({}),
+            score: Score {
+                score,
+                evidence: vec![],
+            },
+        }
+    }
+
+    #[tokio::test]
+    async fn without_an_llm_the_score_alone_decides_the_ambiguous_band() {
+        let t = Thresholds::default();
+        let (strong, mid_high, mid_low, weak) =
+            (scored(0.9), scored(0.65), scored(0.55), scored(0.3));
+        let all = vec![strong.clone(), mid_high.clone(), mid_low, weak];
+
+        let decisions = decide(None, &t, DocumentType::Invoice, &json!({}), &all)
+            .await
+            .unwrap();
+
+        let picked: Vec<(Uuid, Confidence)> = decisions
+            .iter()
+            .map(|d| (d.candidate_id, d.confidence))
+            .collect();
+        assert_eq!(
+            picked,
+            vec![
+                (strong.id, Confidence::High),
+                (mid_high.id, Confidence::Low)
+            ]
+        );
+        assert!(decisions.iter().all(|d| d.decided_by == DecidedBy::Score));
+    }
+
+    #[test]
+    fn an_answer_naming_a_missing_candidate_is_rejected() {
+        let answer: LlmAnswer = parse_json_answer(
+            r#"{"matches":[{"candidate":3,"confidence":"high","reasoning":"x"}]}"#,
+        )
+        .unwrap();
+        assert!(validate(&answer, 2).unwrap_err().contains("does not exist"));
+    }
+
+    #[test]
+    fn an_answer_listing_a_candidate_twice_is_rejected() {
+        let answer: LlmAnswer = parse_json_answer(
+            r#"{"matches":[{"candidate":1,"confidence":"high","reasoning":"x"},
+                           {"candidate":1,"confidence":"low","reasoning":"y"}]}"#,
+        )
+        .unwrap();
+        assert!(validate(&answer, 2).unwrap_err().contains("twice"));
+    }
+
+    #[test]
+    fn an_unknown_confidence_is_a_transient_schema_failure() {
+        let err = parse_json_answer::<LlmAnswer>(
+            r#"{"matches":[{"candidate":1,"confidence":"certain","reasoning":"x"}]}"#,
+        )
+        .unwrap_err();
+        assert!(matches!(err, LlmError::Schema(_)));
+        use crate::retry::Classify;
+        assert!(err.is_transient());
+    }
+
+    #[test]
+    fn an_empty_match_list_is_a_valid_answer() {
+        let answer: LlmAnswer = parse_json_answer(r#"{"matches": []}"#).unwrap();
+        assert!(validate(&answer, 1).is_ok());
+    }
+}

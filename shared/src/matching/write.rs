@@ -1,0 +1,292 @@
+//! The write phase: replace a document's match edges and recompute the clusters they
+//! touch, inside the caller's transaction (one transaction for the whole phase, so a
+//! failure at any step leaves the previous edges and clusters intact).
+//!
+//! Clusters are the connected components of the match graph: after the document's edges
+//! are replaced, every document reachable from it, from its old cluster and from its new
+//! partners gets the cluster id of its component. A component keeps the existing id most
+//! of its members already carry (so merged clusters keep the bigger one's id and links
+//! from the app stay valid); a split-off part gets a fresh id; a document left without
+//! edges gets no cluster.
+
+use std::collections::HashMap;
+
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use super::decide::Decision;
+
+/// What the write phase changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    pub edges: usize,
+    /// The document's cluster after the write (`None`: no edges).
+    pub cluster_id: Option<Uuid>,
+    /// Documents whose cluster id changed.
+    pub reassigned: usize,
+}
+
+#[derive(Debug, sqlx::FromRow)]
+struct Member {
+    id: Uuid,
+    cluster_id: Option<Uuid>,
+}
+
+#[derive(Debug, sqlx::FromRow)]
+struct Edge {
+    document_a_id: Uuid,
+    document_b_id: Uuid,
+}
+
+/// Replaces the edges of `document_id` with `decisions` and reassigns clusters. Run it
+/// inside a transaction (`&mut *tx`); the caller commits. Matching write phases of one
+/// tenant are serialised with a transaction-scoped advisory lock, so two documents of
+/// one cluster matched at once cannot interleave their cluster updates.
+///
+/// Fails with the first database error; nothing is committed then.
+pub async fn write_matches(
+    conn: &mut PgConnection,
+    tenant_id: Uuid,
+    document_id: Uuid,
+    decisions: &[Decision],
+) -> Result<Written, sqlx::Error> {
+    sqlx::query(
+        r#"SELECT pg_advisory_xact_lock(hashtextextended('docflow.matching:' || $1::text, 0))"#,
+    )
+    .bind(tenant_id)
+    .execute(&mut *conn)
+    .await?;
+
+    sqlx::query(
+        r#"
+        DELETE FROM document_match
+         WHERE document_a_id = $1 OR document_b_id = $1
+        "#,
+    )
+    .bind(document_id)
+    .execute(&mut *conn)
+    .await?;
+
+    for d in decisions {
+        sqlx::query(
+            r#"
+            INSERT INTO document_match
+                   (tenant_id, document_a_id, document_b_id, score, confidence, decided_by, evidence, reasoning)
+            VALUES ($1, LEAST($2::uuid, $3::uuid), GREATEST($2::uuid, $3::uuid), $4, $5, $6, $7, $8)
+            "#,
+        )
+        .bind(tenant_id)
+        .bind(document_id)
+        .bind(d.candidate_id)
+        .bind(d.score)
+        .bind(d.confidence.as_str())
+        .bind(d.decided_by.as_str())
+        .bind(sqlx::types::Json(&d.evidence))
+        .bind(d.reasoning.as_deref())
+        .execute(&mut *conn)
+        .await?;
+    }
+
+    // Everything whose cluster may change: the document, its old cluster, its new
+    // partners and their clusters, closed under the match edges.
+    let mut start: Vec<Uuid> = decisions.iter().map(|d| d.candidate_id).collect();
+    start.push(document_id);
+    let members = sqlx::query_as::<_, Member>(
+        r#"
+        WITH RECURSIVE start AS (
+            SELECT d.id
+              FROM document d
+             WHERE d.id = ANY($1)
+                OR d.cluster_id IN (SELECT cluster_id FROM document
+                                     WHERE id = ANY($1) AND cluster_id IS NOT NULL)
+        ), reach(id) AS (
+            SELECT id FROM start
+            UNION
+            SELECT CASE WHEN m.document_a_id = r.id THEN m.document_b_id ELSE m.document_a_id END
+              FROM reach r
+              JOIN document_match m ON r.id IN (m.document_a_id, m.document_b_id)
+        )
+        SELECT d.id, d.cluster_id
+          FROM document d
+          JOIN reach r ON r.id = d.id
+         ORDER BY d.id
+        "#,
+    )
+    .bind(&start)
+    .fetch_all(&mut *conn)
+    .await?;
+    let ids: Vec<Uuid> = members.iter().map(|m| m.id).collect();
+    let edges = sqlx::query_as::<_, Edge>(
+        r#"
+        SELECT document_a_id, document_b_id
+          FROM document_match
+         WHERE document_a_id = ANY($1) OR document_b_id = ANY($1)
+        "#,
+    )
+    .bind(&ids)
+    .fetch_all(&mut *conn)
+    .await?;
+
+    let current: Vec<(Uuid, Option<Uuid>)> = members.iter().map(|m| (m.id, m.cluster_id)).collect();
+    let pairs: Vec<(Uuid, Uuid)> = edges
+        .iter()
+        .map(|e| (e.document_a_id, e.document_b_id))
+        .collect();
+    let assigned = assign_clusters(&current, &pairs, Uuid::new_v4);
+
+    let changed: Vec<(Uuid, Option<Uuid>)> = current
+        .iter()
+        .filter_map(|(id, old)| {
+            let new = assigned.get(id).copied().flatten();
+            (new != *old).then_some((*id, new))
+        })
+        .collect();
+    if !changed.is_empty() {
+        let (ids, clusters): (Vec<Uuid>, Vec<Option<Uuid>>) = changed.iter().copied().unzip();
+        sqlx::query(
+            r#"
+            UPDATE document AS d
+               SET cluster_id = v.cluster_id,
+                   updated_at = now()
+              FROM unnest($1::uuid[], $2::uuid[]) AS v(id, cluster_id)
+             WHERE d.id = v.id
+            "#,
+        )
+        .bind(&ids)
+        .bind(&clusters)
+        .execute(&mut *conn)
+        .await?;
+    }
+
+    Ok(Written {
+        edges: decisions.len(),
+        cluster_id: assigned.get(&document_id).copied().flatten(),
+        reassigned: changed.len(),
+    })
+}
+
+/// The cluster of every document: connected components of `edges`; a component of one
+/// document has none. Components are served largest first, each taking the existing id
+/// most of its members carry (ties: the smallest id) unless a larger component took it.
+pub fn assign_clusters(
+    documents: &[(Uuid, Option<Uuid>)],
+    edges: &[(Uuid, Uuid)],
+    mut fresh: impl FnMut() -> Uuid,
+) -> HashMap<Uuid, Option<Uuid>> {
+    let index: HashMap<Uuid, usize> = documents
+        .iter()
+        .enumerate()
+        .map(|(i, (id, _))| (*id, i))
+        .collect();
+    let mut parent: Vec<usize> = (0..documents.len()).collect();
+    fn root(parent: &mut [usize], mut i: usize) -> usize {
+        while parent[i] != i {
+            parent[i] = parent[parent[i]];
+            i = parent[i];
+        }
+        i
+    }
+    for (a, b) in edges {
+        if let (Some(&a), Some(&b)) = (index.get(a), index.get(b)) {
+            let (ra, rb) = (root(&mut parent, a), root(&mut parent, b));
+            if ra != rb {
+                parent[ra.max(rb)] = ra.min(rb);
+            }
+        }
+    }
+    let mut components: HashMap<usize, Vec<usize>> = HashMap::new();
+    for i in 0..documents.len() {
+        let r = root(&mut parent, i);
+        components.entry(r).or_default().push(i);
+    }
+    let mut components: Vec<Vec<usize>> = components.into_values().collect();
+    components.sort_by(|a, b| b.len().cmp(&a.len()).then(a[0].cmp(&b[0])));
+
+    let mut taken: Vec<Uuid> = Vec::new();
+    let mut out = HashMap::new();
+    for component in components {
+        if component.len() == 1 {
+            out.insert(documents[component[0]].0, None);
+            continue;
+        }
+        let mut counts: HashMap<Uuid, usize> = HashMap::new();
+        for &i in &component {
+            if let Some(c) = documents[i].1 {
+                *counts.entry(c).or_default() += 1;
+            }
+        }
+        let keep = counts
+            .into_iter()
+            .filter(|(c, _)| !taken.contains(c))
+            .max_by(|(ca, na), (cb, nb)| na.cmp(nb).then(cb.cmp(ca)))
+            .map(|(c, _)| c);
+        let cluster = keep.unwrap_or_else(&mut fresh);
+        taken.push(cluster);
+        for &i in &component {
+            out.insert(documents[i].0, Some(cluster));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(n: u128) -> Vec<Uuid> {
+        (1..=n).map(Uuid::from_u128).collect()
+    }
+
+    #[test]
+    fn connected_documents_share_one_new_cluster_and_loners_have_none() {
+        let d = ids(4);
+        let fresh = Uuid::from_u128(100);
+
+        let out = assign_clusters(
+            &[(d[0], None), (d[1], None), (d[2], None), (d[3], None)],
+            &[(d[0], d[1]), (d[1], d[2])],
+            || fresh,
+        );
+
+        assert_eq!(out[&d[0]], Some(fresh));
+        assert_eq!(out[&d[1]], Some(fresh));
+        assert_eq!(out[&d[2]], Some(fresh));
+        assert_eq!(out[&d[3]], None);
+    }
+
+    #[test]
+    fn merged_clusters_keep_the_id_most_members_carry() {
+        let d = ids(5);
+        let (big, small) = (Uuid::from_u128(200), Uuid::from_u128(300));
+
+        let out = assign_clusters(
+            &[
+                (d[0], Some(big)),
+                (d[1], Some(big)),
+                (d[2], Some(big)),
+                (d[3], Some(small)),
+                (d[4], Some(small)),
+            ],
+            &[(d[0], d[1]), (d[1], d[2]), (d[3], d[4]), (d[2], d[3])],
+            Uuid::new_v4,
+        );
+
+        assert!(d.iter().all(|id| out[id] == Some(big)));
+    }
+
+    #[test]
+    fn a_split_cluster_keeps_its_id_on_the_larger_part_and_the_other_gets_a_fresh_one() {
+        let d = ids(5);
+        let (old, fresh) = (Uuid::from_u128(200), Uuid::from_u128(999));
+        let all_old: Vec<(Uuid, Option<Uuid>)> = d.iter().map(|id| (*id, Some(old))).collect();
+
+        // d[2] lost its edges: {d0, d1} and {d3, d4} remain, d2 is alone.
+        let out = assign_clusters(&all_old, &[(d[0], d[1]), (d[3], d[4])], || fresh);
+
+        let first = out[&d[0]].unwrap();
+        let second = out[&d[3]].unwrap();
+        assert_ne!(first, second);
+        assert!([first, second].contains(&old) && [first, second].contains(&fresh));
+        assert_eq!(out[&d[2]], None);
+    }
+}

@@ -1,0 +1,471 @@
+//! The matching Lambda end to end: the sample events, real moto queues with the redrive
+//! policy driven by the local event source mapping, Postgres, a wiremock LLM answering
+//! like Anthropic's Messages API and a wiremock Slack webhook.
+
+mod matching_support;
+
+use std::time::Duration;
+
+use aws_lambda_events::event::sqs::SqsEvent;
+use docflow::local::QueueSpec;
+use docflow::matching::DocumentType;
+use docflow_tests::{fresh_queue, lambda_event, mapping, poll_n, send, sqs, visible_bodies};
+use matching_support::*;
+use sqlx::PgPool;
+use uuid::Uuid;
+use wiremock::MockServer;
+
+fn sample(name: &str) -> SqsEvent {
+    let json = match name {
+        "valid" => include_str!("../../events/matching/valid.json"),
+        "batch" => include_str!("../../events/matching/batch.json"),
+        "poison" => include_str!("../../events/matching/poison.json"),
+        "missing-document" => include_str!("../../events/matching/missing-document.json"),
+        other => panic!("no sample event {other}"),
+    };
+    serde_json::from_str(json).expect("sample event is a Lambda SQS event")
+}
+
+/// The valid sample with its body replaced by `id`.
+fn valid_event_for(id: Uuid) -> SqsEvent {
+    let mut event = sample("valid");
+    event.records[0].body = Some(id.to_string());
+    event
+}
+
+/// A purchase order already matched, and an invoice that is ambiguous against it, so
+/// matching the invoice calls the LLM.
+async fn ambiguous_invoice(pool: &PgPool) -> (Uuid, Uuid) {
+    let t = tenant(pool, "Acme AG").await;
+    let po = matched_document(
+        pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
+    )
+    .await;
+    let inv = document(
+        pool,
+        t,
+        DocumentType::Invoice,
+        invoice_without_references("RE-77", "2024-03-08", 1190.0),
+    )
+    .await;
+    (inv, po)
+}
+
+const LLM_SAYS_MATCH: &str =
+    r#"{"matches":[{"candidate":1,"confidence":"high","reasoning":"Same supplier and total."}]}"#;
+
+fn queue_spec() -> QueueSpec {
+    // A short queue visibility timeout: a message hidden for longer than 1 s was hidden
+    // by the function's Retry, not by the queue.
+    QueueSpec {
+        visibility_timeout: Duration::from_secs(1),
+        max_receive_count: 3,
+        fifo: false,
+    }
+}
+
+async fn reset_visibility(sqs: &aws_sdk_sqs::Client, url: &str, event: &SqsEvent) {
+    sqs.change_message_visibility()
+        .queue_url(url)
+        .receipt_handle(event.records[0].receipt_handle.clone().unwrap())
+        .visibility_timeout(0)
+        .send()
+        .await
+        .expect("reset visibility");
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn poison_and_missing_document_samples_are_discarded(pool: PgPool) {
+    let slack = slack_server().await;
+    let deps = deps(&pool, None, slack_notifier(&slack)).await;
+
+    for name in ["poison", "missing-document"] {
+        let response = matching::handler(&deps, lambda_event(sample(name), None))
+            .await
+            .unwrap();
+        assert!(response.batch_item_failures.is_empty(), "{name} is deleted");
+    }
+
+    let documents: i64 = sqlx::query_scalar("SELECT count(*) FROM document")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(documents, 0);
+    assert!(slack_bodies(&slack).await.is_empty(), "no one is notified");
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn the_batch_sample_matches_its_valid_record_and_discards_the_others(pool: PgPool) {
+    let t = tenant(&pool, "Acme AG").await;
+    let po = matched_document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
+    )
+    .await;
+    let inv = document(
+        &pool,
+        t,
+        DocumentType::Invoice,
+        invoice("RE-1", "PO-2024-0042", "LS-1", "2024-03-05", 1190.0),
+    )
+    .await;
+    let mut event = sample("batch");
+    event.records[0].body = Some(inv.to_string());
+    let deps = deps(&pool, None, slack_notifier(&slack_server().await)).await;
+
+    let response = matching::handler(&deps, lambda_event(event, None))
+        .await
+        .unwrap();
+
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(pairs(&pool).await, vec![pair(inv, po)]);
+    let s = state(&pool, inv).await;
+    assert_eq!(
+        (s.matching_status.as_deref(), s.matching_attempts),
+        (Some("succeeded"), 1)
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_document_without_structured_data_is_discarded_and_left_untouched(pool: PgPool) {
+    let t = tenant(&pool, "Acme AG").await;
+    let id: Uuid = sqlx::query_scalar(
+        "INSERT INTO document (tenant_id, type, file_path, matching_status) VALUES ($1, 'invoice', 'documents/x.pdf', 'pending') RETURNING id",
+    )
+    .bind(t)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    let deps = deps(&pool, None, slack_notifier(&slack_server().await)).await;
+
+    let response = matching::handler(&deps, lambda_event(valid_event_for(id), None))
+        .await
+        .unwrap();
+
+    assert!(response.batch_item_failures.is_empty());
+    let s = state(&pool, id).await;
+    assert_eq!(
+        (s.matching_status.as_deref(), s.matching_attempts),
+        (Some("pending"), 0)
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn status_is_in_progress_while_matching_and_succeeded_after(pool: PgPool) {
+    let llm = MockServer::start().await;
+    messages()
+        .respond_with(anthropic_text(LLM_SAYS_MATCH).set_delay(Duration::from_millis(1500)))
+        .mount(&llm)
+        .await;
+    let (inv, po) = ambiguous_invoice(&pool).await;
+    let deps = deps(
+        &pool,
+        Some(llm_client(&llm)),
+        slack_notifier(&slack_server().await),
+    )
+    .await;
+
+    let (response, during) = tokio::join!(
+        matching::handler(&deps, lambda_event(valid_event_for(inv), None)),
+        async {
+            // The LLM is still thinking.
+            tokio::time::sleep(Duration::from_millis(700)).await;
+            state(&pool, inv).await
+        }
+    );
+
+    assert_eq!(during.matching_status.as_deref(), Some("in-progress"));
+    assert_eq!(during.matching_attempts, 1);
+    assert!(response.unwrap().batch_item_failures.is_empty());
+    let after = state(&pool, inv).await;
+    assert_eq!(after.matching_status.as_deref(), Some("succeeded"));
+    assert_eq!(pairs(&pool).await, vec![pair(inv, po)]);
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn attempts_count_deliveries_not_llm_retries(pool: PgPool) {
+    let llm = MockServer::start().await;
+    messages()
+        .respond_with(overloaded())
+        .up_to_n_times(2)
+        .mount(&llm)
+        .await;
+    messages()
+        .respond_with(anthropic_text(LLM_SAYS_MATCH))
+        .mount(&llm)
+        .await;
+    let (inv, _) = ambiguous_invoice(&pool).await;
+    let deps = deps(
+        &pool,
+        Some(llm_client(&llm)),
+        slack_notifier(&slack_server().await),
+    )
+    .await;
+
+    matching::handler(&deps, lambda_event(valid_event_for(inv), None))
+        .await
+        .unwrap();
+    assert_eq!(llm_calls(&llm).await, 3, "two 503s, then the answer");
+    assert_eq!(state(&pool, inv).await.matching_attempts, 1);
+
+    matching::handler(&deps, lambda_event(valid_event_for(inv), None))
+        .await
+        .unwrap();
+    assert_eq!(llm_calls(&llm).await, 4);
+    let s = state(&pool, inv).await;
+    assert_eq!(s.matching_attempts, 2, "one per delivery");
+    assert_eq!(s.matching_status.as_deref(), Some("succeeded"));
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_rate_limited_llm_call_is_retried_in_process_and_the_match_is_written(pool: PgPool) {
+    let llm = MockServer::start().await;
+    messages()
+        .respond_with(rate_limited())
+        .up_to_n_times(1)
+        .mount(&llm)
+        .await;
+    messages()
+        .respond_with(anthropic_text(LLM_SAYS_MATCH))
+        .mount(&llm)
+        .await;
+    let (inv, po) = ambiguous_invoice(&pool).await;
+    let deps = deps(
+        &pool,
+        Some(llm_client(&llm)),
+        slack_notifier(&slack_server().await),
+    )
+    .await;
+
+    let response = matching::handler(&deps, lambda_event(valid_event_for(inv), None))
+        .await
+        .unwrap();
+
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(llm_calls(&llm).await, 2);
+    let e = edges(&pool).await;
+    assert_eq!((e[0].document_a_id, e[0].document_b_id), pair(inv, po));
+    assert_eq!(e[0].decided_by, "llm");
+    let s = state(&pool, inv).await;
+    assert_eq!(
+        (s.matching_status.as_deref(), s.matching_attempts),
+        (Some("succeeded"), 1)
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_context_window_error_fails_at_once_notifies_the_admins_and_deletes_the_message(
+    pool: PgPool,
+) {
+    let llm = MockServer::start().await;
+    messages()
+        .respond_with(context_window_exceeded())
+        .mount(&llm)
+        .await;
+    let slack = slack_server().await;
+    let (inv, _) = ambiguous_invoice(&pool).await;
+    let deps = deps(&pool, Some(llm_client(&llm)), slack_notifier(&slack)).await;
+    let sqs = sqs().await;
+    let queue = fresh_queue(&sqs, "matching-cw", queue_spec()).await;
+    send(&sqs, &queue.url, &inv.to_string()).await;
+    let esm = mapping(&sqs, &queue.url).await;
+
+    let event = poll_n(&esm, 1).await;
+    let response = matching::handler(&deps, lambda_event(event.clone(), None))
+        .await
+        .unwrap();
+    let completion = esm.complete(&event, &response).await.unwrap();
+
+    assert_eq!(llm_calls(&llm).await, 1, "a permanent error is not retried");
+    assert_eq!(completion.deleted.len(), 1, "Done: the message is deleted");
+    let s = state(&pool, inv).await;
+    assert_eq!(s.matching_status.as_deref(), Some("failed"));
+    assert!(s.failed, "matching_failed_at is set");
+    assert!(
+        s.matching_error
+            .as_deref()
+            .unwrap()
+            .contains("prompt is too long"),
+        "{:?}",
+        s.matching_error
+    );
+    let notes = slack_bodies(&slack).await;
+    assert_eq!(notes.len(), 1);
+    let text = notes[0].to_string();
+    assert!(
+        text.contains(&inv.to_string()) && text.contains("prompt is too long"),
+        "{text}"
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(visible_bodies(&sqs, &queue.url).await.is_empty());
+    assert!(visible_bodies(&sqs, &queue.dlq_url).await.is_empty());
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_persistent_503_waits_300_s_then_1800_s_then_fails_notifies_and_reaches_the_dlq(
+    pool: PgPool,
+) {
+    // Arrange
+    let llm = MockServer::start().await;
+    messages().respond_with(overloaded()).mount(&llm).await;
+    let slack = slack_server().await;
+    let (inv, _) = ambiguous_invoice(&pool).await;
+    let deps = deps(&pool, Some(llm_client(&llm)), slack_notifier(&slack)).await;
+    let sqs = sqs().await;
+    let queue = fresh_queue(&sqs, "matching-503", queue_spec()).await;
+    let message_id = send(&sqs, &queue.url, &inv.to_string()).await;
+    let esm = mapping(&sqs, &queue.url).await;
+
+    for (receive, hidden) in [(1, 300), (2, 1800)] {
+        // Act: one delivery.
+        let event = poll_n(&esm, 1).await;
+        assert_eq!(
+            event.records[0].attributes["ApproximateReceiveCount"],
+            receive.to_string()
+        );
+        let response = matching::handler(&deps, lambda_event(event.clone(), None))
+            .await
+            .unwrap();
+        let completion = esm.complete(&event, &response).await.unwrap();
+
+        // Assert: three LLM calls, kept and hidden for the schedule's time.
+        assert_eq!(llm_calls(&llm).await, 3 * receive);
+        assert_eq!(completion.kept, vec![message_id.clone()]);
+        let left = hidden_for(&message_id).await;
+        assert!(
+            left > Duration::from_secs(hidden - 15) && left <= Duration::from_secs(hidden),
+            "receive {receive}: hidden for {left:?}, expected {hidden} s"
+        );
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert!(
+            visible_bodies(&sqs, &queue.url).await.is_empty(),
+            "receive {receive}: still hidden after the queue's 1 s"
+        );
+        let s = state(&pool, inv).await;
+        assert_eq!(s.matching_status.as_deref(), Some("in-progress"));
+        assert_eq!(s.matching_attempts, receive as i32);
+        assert!(s.matching_error.as_deref().unwrap().contains("503"));
+        assert!(
+            slack_bodies(&slack).await.is_empty(),
+            "no notice before the final receive"
+        );
+        // Skip the wait.
+        reset_visibility(&sqs, &queue.url, &event).await;
+    }
+
+    // The final receive: failed, notified, released.
+    let event = poll_n(&esm, 1).await;
+    assert_eq!(event.records[0].attributes["ApproximateReceiveCount"], "3");
+    let response = matching::handler(&deps, lambda_event(event.clone(), None))
+        .await
+        .unwrap();
+    let completion = esm.complete(&event, &response).await.unwrap();
+
+    assert_eq!(llm_calls(&llm).await, 9);
+    assert_eq!(completion.kept, vec![message_id.clone()]);
+    assert!(
+        hidden_for(&message_id).await <= Duration::from_secs(1),
+        "Release leaves the queue's visibility timeout in charge"
+    );
+    let s = state(&pool, inv).await;
+    assert_eq!(s.matching_status.as_deref(), Some("failed"));
+    assert_eq!(s.matching_attempts, 3);
+    assert!(s.failed);
+    let notes = slack_bodies(&slack).await;
+    assert_eq!(notes.len(), 1);
+    assert!(
+        notes[0].to_string().contains("*Attempts*\\n3"),
+        "{}",
+        notes[0]
+    );
+    // The next receive moves it to the DLQ (as in AWS).
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(esm.poll().await.unwrap().is_none());
+    assert_eq!(
+        visible_bodies(&sqs, &queue.dlq_url).await,
+        vec![inv.to_string()]
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn an_unusable_llm_answer_is_retried_later_never_recorded_as_no_match(pool: PgPool) {
+    let llm = MockServer::start().await;
+    messages()
+        .respond_with(anthropic_text("Candidate 1 looks plausible."))
+        .mount(&llm)
+        .await;
+    let (inv, _) = ambiguous_invoice(&pool).await;
+    let deps = deps(
+        &pool,
+        Some(llm_client(&llm)),
+        slack_notifier(&slack_server().await),
+    )
+    .await;
+    let sqs = sqs().await;
+    let queue = fresh_queue(&sqs, "matching-prose", queue_spec()).await;
+    let message_id = send(&sqs, &queue.url, &inv.to_string()).await;
+    let esm = mapping(&sqs, &queue.url).await;
+
+    let event = poll_n(&esm, 1).await;
+    let response = matching::handler(&deps, lambda_event(event.clone(), None))
+        .await
+        .unwrap();
+    esm.complete(&event, &response).await.unwrap();
+
+    assert_eq!(llm_calls(&llm).await, 3);
+    assert_eq!(response.batch_item_failures.len(), 1);
+    assert!(hidden_for(&message_id).await > Duration::from_secs(280));
+    let s = state(&pool, inv).await;
+    assert_eq!(s.matching_status.as_deref(), Some("in-progress"));
+    assert!(
+        s.matching_error
+            .as_deref()
+            .unwrap()
+            .contains("not valid JSON")
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_failing_notification_channel_does_not_change_the_outcome(pool: PgPool) {
+    let llm = MockServer::start().await;
+    messages()
+        .respond_with(context_window_exceeded())
+        .mount(&llm)
+        .await;
+    let slack = MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(wiremock::ResponseTemplate::new(500).set_body_string("rollup_error"))
+        .mount(&slack)
+        .await;
+    let (inv, _) = ambiguous_invoice(&pool).await;
+    let deps = deps(&pool, Some(llm_client(&llm)), slack_notifier(&slack)).await;
+
+    let response = matching::handler(&deps, lambda_event(valid_event_for(inv), None))
+        .await
+        .unwrap();
+
+    assert_eq!(slack_bodies(&slack).await.len(), 1, "Slack was tried");
+    assert!(response.batch_item_failures.is_empty(), "still Done");
+    assert_eq!(
+        state(&pool, inv).await.matching_status.as_deref(),
+        Some("failed")
+    );
+}
+
+#[test]
+fn every_sample_event_names_the_matching_queue() {
+    for name in ["valid", "batch", "poison", "missing-document"] {
+        for record in sample(name).records {
+            assert_eq!(
+                record.event_source_arn.as_deref(),
+                Some("arn:aws:sqs:eu-central-1:123456789012:docflow-matching")
+            );
+            assert!(record.attributes.contains_key("ApproximateReceiveCount"));
+        }
+    }
+}

@@ -1,0 +1,338 @@
+//! Fixtures shared by the matching tests: tenants and documents in the test database, a
+//! wiremock server answering like Anthropic's Messages API, Slack, moto's internals.
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use docflow::llm::{LlmClient, LlmSettings, Provider};
+use docflow::matching::{DocumentType, normalize, status};
+use docflow::notify::{Notifier, SlackChannel};
+use docflow::retry::{ReceivePolicy, RetryPolicy};
+use docflow::sqs::{BatchConfig, BatchRuntime};
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use uuid::Uuid;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+pub const ADMIN_BASE_URL: &str = "https://admin.docflow.test";
+
+pub async fn tenant(pool: &PgPool, name: &str) -> Uuid {
+    let organization: Uuid =
+        sqlx::query_scalar(r#"INSERT INTO organization (name) VALUES ($1) RETURNING id"#)
+            .bind(format!("{name} group"))
+            .fetch_one(pool)
+            .await
+            .unwrap();
+    sqlx::query_scalar(r#"INSERT INTO tenant (organization_id, name) VALUES ($1, $2) RETURNING id"#)
+        .bind(organization)
+        .bind(name)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+/// A document as ingestion leaves it: typed, with structured data, `pending`.
+pub async fn document(pool: &PgPool, tenant_id: Uuid, doc_type: DocumentType, data: Value) -> Uuid {
+    sqlx::query_scalar(
+        r#"
+        INSERT INTO document (tenant_id, type, file_path, structured_data, matching_status)
+        VALUES ($1, $2, 'documents/test.pdf', $3, 'pending')
+        RETURNING id
+        "#,
+    )
+    .bind(tenant_id)
+    .bind(doc_type)
+    .bind(data)
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
+/// A document that was matched before: its normalised fields are on the row.
+pub async fn matched_document(
+    pool: &PgPool,
+    tenant_id: Uuid,
+    doc_type: DocumentType,
+    data: Value,
+) -> Uuid {
+    let id = document(pool, tenant_id, doc_type, data.clone()).await;
+    status::save_normalized(pool, id, &normalize::normalize(&data))
+        .await
+        .unwrap();
+    id
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct DocState {
+    pub matching_status: Option<String>,
+    pub matching_attempts: i32,
+    pub matching_error: Option<String>,
+    pub failed: bool,
+    pub cluster_id: Option<Uuid>,
+    pub normalized_counterparty: Option<String>,
+    pub normalized_references: Vec<String>,
+}
+
+pub async fn state(pool: &PgPool, id: Uuid) -> DocState {
+    sqlx::query_as(
+        r#"
+        SELECT matching_status, matching_attempts, matching_error,
+               matching_failed_at IS NOT NULL AS failed, cluster_id,
+               normalized_counterparty, normalized_references
+          FROM document WHERE id = $1
+        "#,
+    )
+    .bind(id)
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct EdgeRow {
+    pub id: Uuid,
+    pub document_a_id: Uuid,
+    pub document_b_id: Uuid,
+    pub score: f64,
+    pub confidence: String,
+    pub decided_by: String,
+    pub evidence: Value,
+    pub reasoning: Option<String>,
+}
+
+pub async fn edges(pool: &PgPool) -> Vec<EdgeRow> {
+    sqlx::query_as(
+        r#"
+        SELECT id, document_a_id, document_b_id, score, confidence, decided_by, evidence, reasoning
+          FROM document_match
+         ORDER BY document_a_id, document_b_id
+        "#,
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap()
+}
+
+/// The unordered pairs of the edges.
+pub async fn pairs(pool: &PgPool) -> Vec<(Uuid, Uuid)> {
+    edges(pool)
+        .await
+        .into_iter()
+        .map(|e| (e.document_a_id, e.document_b_id))
+        .collect()
+}
+
+pub fn pair(a: Uuid, b: Uuid) -> (Uuid, Uuid) {
+    (a.min(b), a.max(b))
+}
+
+// ---- structured data (extraction contract) ----
+
+pub const SUPPLIER: &str = "Müller Bürobedarf GmbH & Co. KG";
+pub const SUPPLIER_VAT: &str = "DE 123 456 789";
+
+pub fn purchase_order(number: &str, date: &str, total: f64) -> Value {
+    json!({
+        "document_type": "purchase_order",
+        "invoice_number": number,
+        "invoice_date": date,
+        "supplier_name": SUPPLIER,
+        "supplier_vat_id": SUPPLIER_VAT,
+        "customer_name": "Acme AG",
+        "currency": "EUR",
+        "total": total,
+        "line_items": [{"description": "Toner cartridges", "quantity": 10}]
+    })
+}
+
+pub fn delivery_note(number: &str, po: &str, date: &str) -> Value {
+    json!({
+        "document_type": "delivery_note",
+        "invoice_number": number,
+        "invoice_date": date,
+        "supplier_name": "MUELLER BUEROBEDARF GMBH & CO KG",
+        "supplier_vat_id": "DE123456789",
+        "customer_name": "Acme AG",
+        "po_reference": po,
+        "line_items": [{"description": "Toner cartridges", "quantity": 10}]
+    })
+}
+
+pub fn invoice(number: &str, po: &str, dn: &str, date: &str, total: f64) -> Value {
+    json!({
+        "document_type": "invoice",
+        "invoice_number": number,
+        "invoice_date": date,
+        "due_date": "2024-04-10",
+        "supplier_name": "Müller Bürobedarf GmbH & Co. KG",
+        "supplier_address": "Hauptstr. 1, 10115 Berlin",
+        "supplier_vat_id": "de123456789",
+        "supplier_iban": "DE89 3704 0044 0532 0130 00",
+        "customer_name": "Acme AG",
+        "currency": "EUR",
+        "subtotal": total / 1.19,
+        "vat_amount": total - total / 1.19,
+        "total": total,
+        "po_reference": po,
+        "delivery_note_reference": dn,
+        "line_items": [{"description": "Toner cartridges", "quantity": 10}]
+    })
+}
+
+/// An invoice that shares supplier, amount and date with a purchase order but cites no
+/// reference: an ambiguous pair (score 0.6).
+pub fn invoice_without_references(number: &str, date: &str, total: f64) -> Value {
+    json!({
+        "document_type": "invoice",
+        "invoice_number": number,
+        "invoice_date": date,
+        "supplier_name": SUPPLIER,
+        "supplier_vat_id": SUPPLIER_VAT,
+        "currency": "EUR",
+        "total": total
+    })
+}
+
+// ---- LLM (Anthropic Messages API on wiremock) ----
+
+pub fn anthropic_text(text: &str) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(json!({
+        "id": "msg_test",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 812, "output_tokens": 64}
+    }))
+}
+
+pub fn anthropic_error(status: u16, kind: &str, message: &str) -> ResponseTemplate {
+    ResponseTemplate::new(status).set_body_json(json!({
+        "type": "error",
+        "error": {"type": kind, "message": message}
+    }))
+}
+
+pub fn context_window_exceeded() -> ResponseTemplate {
+    anthropic_error(
+        400,
+        "invalid_request_error",
+        "prompt is too long: 215345 tokens > 200000 maximum",
+    )
+}
+
+pub fn overloaded() -> ResponseTemplate {
+    anthropic_error(503, "overloaded_error", "Overloaded")
+}
+
+pub fn rate_limited() -> ResponseTemplate {
+    anthropic_error(
+        429,
+        "rate_limit_error",
+        "Number of requests has exceeded your rate limit",
+    )
+}
+
+pub fn messages() -> wiremock::MockBuilder {
+    Mock::given(method("POST")).and(path("/v1/messages"))
+}
+
+/// A client for the wiremock server, retrying in process with millisecond waits.
+pub fn llm_client(server: &MockServer) -> LlmClient {
+    let settings = LlmSettings {
+        provider: Some(Provider::Anthropic),
+        model: "claude-sonnet-4-5".into(),
+        base_url: server.uri(),
+        timeout: Duration::from_secs(10),
+        max_tokens: 1024,
+        retry: RetryPolicy::with_base_delay(Duration::from_millis(1)),
+    };
+    LlmClient::new(&settings, Some("sk-ant-test".to_owned().into()))
+        .unwrap()
+        .expect("a provider is configured")
+}
+
+pub async fn llm_calls(server: &MockServer) -> usize {
+    server
+        .received_requests()
+        .await
+        .unwrap_or_default()
+        .iter()
+        .filter(|r| r.url.path() == "/v1/messages")
+        .count()
+}
+
+// ---- Slack (incoming webhook on wiremock) ----
+
+pub async fn slack_server() -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/services/T000/B000/XXXX"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
+        .mount(&server)
+        .await;
+    server
+}
+
+pub fn slack_notifier(server: &MockServer) -> Notifier {
+    let url = format!("{}/services/T000/B000/XXXX", server.uri());
+    Notifier::new(Some(ADMIN_BASE_URL.into()), Duration::from_secs(5))
+        .with_channel(SlackChannel::new(reqwest::Client::new(), url.into()))
+}
+
+/// The JSON bodies Slack received.
+pub async fn slack_bodies(server: &MockServer) -> Vec<Value> {
+    server
+        .received_requests()
+        .await
+        .unwrap_or_default()
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).expect("Slack body is JSON"))
+        .collect()
+}
+
+// ---- the function ----
+
+pub async fn deps(pool: &PgPool, llm: Option<LlmClient>, notifier: Notifier) -> matching::Deps {
+    matching::Deps {
+        pool: pool.clone(),
+        runtime: BatchRuntime::new(docflow_tests::sqs().await, BatchConfig::default()),
+        llm,
+        notifier,
+        receive_policy: ReceivePolicy::default(),
+        config: Default::default(),
+    }
+}
+
+// ---- moto internals ----
+
+/// moto's model dump (`/moto-api/data.json`): every SQS message and SES email it holds.
+pub async fn moto_data() -> Value {
+    reqwest::get(format!("{}/moto-api/data.json", docflow_tests::endpoint()))
+        .await
+        .expect("moto-api reachable")
+        .json()
+        .await
+        .expect("moto-api answers JSON")
+}
+
+/// How long from now an SQS message stays hidden, from moto's `visible_at`.
+pub async fn hidden_for(message_id: &str) -> Duration {
+    let data = moto_data().await;
+    let message = data["sqs"]["Message"]
+        .as_array()
+        .expect("moto has SQS messages")
+        .iter()
+        .find(|m| m["id"] == message_id)
+        .unwrap_or_else(|| panic!("moto has no message {message_id}"))
+        .clone();
+    let visible_at_ms = message["visible_at"].as_f64().expect("visible_at");
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as f64;
+    Duration::from_millis((visible_at_ms - now_ms).max(0.0) as u64)
+}
