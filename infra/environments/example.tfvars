@@ -1,0 +1,27 @@
+# Copy to environments/<env>.tfvars and adjust; then
+#   terraform plan -var-file=environments/<env>.tfvars
+# Nothing secret belongs here: credentials go into the Secrets Manager secret.
+
+environment = "staging"
+aws_region  = "eu-central-1"
+
+documents_bucket_name = "example-staging-docflow-documents"
+
+vpc_id                     = "vpc-0123456789abcdef0"
+subnet_ids                 = ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"]
+database_security_group_id = "sg-0123456789abcdef0"
+rds_proxy_endpoint         = "docflow.proxy-abcdefghijkl.eu-central-1.rds.amazonaws.com"
+
+ses_identity_arn      = "arn:aws:ses:eu-central-1:123456789012:identity/example.com"
+alarm_email_addresses = ["oncall@example.com"]
+
+max_receive_count = 3
+maximum_concurrency = {
+  ingestion         = 5
+  matching          = 5
+  "document-output" = 2
+}
+
+tags = {
+  CostCenter = "accounts-payable"
+}

@@ -1,0 +1,124 @@
+# docflow on AWS: one queue-function instance per SQS-triggered Lambda, the scheduled
+# sweeper (sweeper.tf), the documents bucket (documents.tf), the credentials secret
+# (secret.tf), the functions' network access (network.tf) and the alarm topic (alarms.tf).
+#
+# Message flow: ingestion -> matching; document-output is fed by the application; the
+# sweeper re-sends lost messages to all three queues.
+
+locals {
+  name_prefix = "${var.environment}-"
+
+  tags = merge(var.tags, {
+    Project     = "docflow"
+    Environment = var.environment
+    ManagedBy   = "terraform"
+  })
+
+  llm_settings = merge(
+    { LLM_PROVIDER = var.llm_provider },
+    var.llm_model == null ? {} : { LLM_MODEL = var.llm_model },
+  )
+}
+
+module "ingestion" {
+  source = "./modules/queue-function"
+
+  name         = "ingestion"
+  name_prefix  = local.name_prefix
+  package_path = "${var.lambda_package_dir}/ingestion/bootstrap.zip"
+
+  # OCR + LLM extraction of a batch of documents.
+  timeout_seconds     = 300
+  memory_mb           = 1024
+  batch_size          = 10
+  maximum_concurrency = var.maximum_concurrency["ingestion"]
+
+  max_receive_count         = var.max_receive_count
+  message_retention_seconds = var.message_retention_seconds
+  # Backoff is at most 600 s between attempts.
+  oldest_message_age_alarm_seconds = 1800
+
+  secret_arn            = aws_secretsmanager_secret.app.arn
+  documents_bucket_name = aws_s3_bucket.documents.id
+  documents_bucket_arn  = aws_s3_bucket.documents.arn
+  s3_read_prefixes      = ["documents/", "ingestions/"]
+  s3_write_prefixes     = ["ingestions/"]
+  sends_to = {
+    MATCHING_QUEUE_URL = { arn = module.matching.queue_arn, url = module.matching.queue_url }
+  }
+  settings = merge(local.llm_settings, { OCR_PROVIDER = var.ocr_provider })
+  textract = var.ocr_provider == "textract"
+
+  subnet_ids         = var.subnet_ids
+  security_group_ids = [aws_security_group.functions.id]
+  kms_key_arn        = var.kms_key_arn
+  alarm_topic_arn    = aws_sns_topic.alarms.arn
+  log_level          = var.log_level
+  log_retention_days = var.log_retention_days
+
+  database_max_connections = var.database_max_connections
+}
+
+module "matching" {
+  source = "./modules/queue-function"
+
+  name         = "matching"
+  name_prefix  = local.name_prefix
+  package_path = "${var.lambda_package_dir}/matching/bootstrap.zip"
+
+  timeout_seconds     = 120
+  memory_mb           = 512
+  batch_size          = 10
+  maximum_concurrency = var.maximum_concurrency["matching"]
+
+  max_receive_count         = var.max_receive_count
+  message_retention_seconds = var.message_retention_seconds
+  # Transient failures retry after 300 s, then 1800 s: a message can be 2100 s old
+  # while everything works as designed.
+  oldest_message_age_alarm_seconds = 3600
+
+  secret_arn        = aws_secretsmanager_secret.app.arn
+  ses_identity_arns = var.ses_identity_arn == null ? [] : [var.ses_identity_arn]
+  settings          = local.llm_settings
+
+  subnet_ids         = var.subnet_ids
+  security_group_ids = [aws_security_group.functions.id]
+  kms_key_arn        = var.kms_key_arn
+  alarm_topic_arn    = aws_sns_topic.alarms.arn
+  log_level          = var.log_level
+  log_retention_days = var.log_retention_days
+
+  database_max_connections = var.database_max_connections
+}
+
+module "document_output" {
+  source = "./modules/queue-function"
+
+  name         = "document-output"
+  name_prefix  = local.name_prefix
+  package_path = "${var.lambda_package_dir}/document-output/bootstrap.zip"
+
+  # DATEV export through Maesn; a running job extends its visibility every 60 s.
+  timeout_seconds     = 120
+  memory_mb           = 512
+  batch_size          = 10
+  maximum_concurrency = var.maximum_concurrency["document-output"]
+
+  max_receive_count                = var.max_receive_count
+  message_retention_seconds        = var.message_retention_seconds
+  oldest_message_age_alarm_seconds = 1800
+
+  secret_arn            = aws_secretsmanager_secret.app.arn
+  documents_bucket_name = aws_s3_bucket.documents.id
+  documents_bucket_arn  = aws_s3_bucket.documents.arn
+  s3_read_prefixes      = ["documents/"]
+
+  subnet_ids         = var.subnet_ids
+  security_group_ids = [aws_security_group.functions.id]
+  kms_key_arn        = var.kms_key_arn
+  alarm_topic_arn    = aws_sns_topic.alarms.arn
+  log_level          = var.log_level
+  log_retention_days = var.log_retention_days
+
+  database_max_connections = var.database_max_connections
+}

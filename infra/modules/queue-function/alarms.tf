@@ -1,0 +1,89 @@
+# Four alarms per function, all to var.alarm_topic_arn (alarm and OK). The README's
+# "Alarms" section says what each one means and what to do.
+
+resource "aws_cloudwatch_metric_alarm" "dlq_not_empty" {
+  alarm_name        = "${local.dlq_name}-not-empty"
+  alarm_description = "Messages of ${local.queue_name} exhausted ${var.max_receive_count} receives and wait in ${local.dlq_name}. Inspect them (docflow dlq) and redrive or discard."
+
+  namespace           = "AWS/SQS"
+  metric_name         = "ApproximateNumberOfMessagesVisible"
+  dimensions          = { QueueName = aws_sqs_queue.dlq.name }
+  statistic           = "Maximum"
+  period              = 300
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = 0
+  treat_missing_data  = "notBreaching"
+
+  alarm_actions = [var.alarm_topic_arn]
+  ok_actions    = [var.alarm_topic_arn]
+
+  tags = var.tags
+}
+
+resource "aws_cloudwatch_metric_alarm" "oldest_message_age" {
+  alarm_name        = "${local.queue_name}-oldest-message-age"
+  alarm_description = "The oldest message of ${local.queue_name} is older than ${var.oldest_message_age_alarm_seconds} s: the function is failing, throttled or too slow for the load."
+
+  namespace           = "AWS/SQS"
+  metric_name         = "ApproximateAgeOfOldestMessage"
+  dimensions          = { QueueName = aws_sqs_queue.source.name }
+  statistic           = "Maximum"
+  period              = 300
+  evaluation_periods  = 2
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = var.oldest_message_age_alarm_seconds
+  treat_missing_data  = "notBreaching"
+
+  alarm_actions = [var.alarm_topic_arn]
+  ok_actions    = [var.alarm_topic_arn]
+
+  tags = var.tags
+
+  lifecycle {
+    precondition {
+      condition     = var.oldest_message_age_alarm_seconds < var.message_retention_seconds
+      error_message = "oldest_message_age_alarm_seconds must be below the queue's retention, or messages expire before the alarm fires."
+    }
+  }
+}
+
+resource "aws_cloudwatch_metric_alarm" "errors" {
+  alarm_name        = "${local.function_name}-errors"
+  alarm_description = "Invocations of ${local.function_name} failed as a whole (crash, timeout, handler error): the whole batch returns to the queue."
+
+  namespace           = "AWS/Lambda"
+  metric_name         = "Errors"
+  dimensions          = { FunctionName = aws_lambda_function.this.function_name }
+  statistic           = "Sum"
+  period              = 300
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = var.errors_alarm_threshold
+  treat_missing_data  = "notBreaching"
+
+  alarm_actions = [var.alarm_topic_arn]
+  ok_actions    = [var.alarm_topic_arn]
+
+  tags = var.tags
+}
+
+resource "aws_cloudwatch_metric_alarm" "throttles" {
+  alarm_name        = "${local.function_name}-throttles"
+  alarm_description = "Invocations of ${local.function_name} were throttled. Each throttled receive counts toward maxReceiveCount and can send healthy messages to the DLQ."
+
+  namespace           = "AWS/Lambda"
+  metric_name         = "Throttles"
+  dimensions          = { FunctionName = aws_lambda_function.this.function_name }
+  statistic           = "Sum"
+  period              = 300
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = 0
+  treat_missing_data  = "notBreaching"
+
+  alarm_actions = [var.alarm_topic_arn]
+  ok_actions    = [var.alarm_topic_arn]
+
+  tags = var.tags
+}

@@ -1,0 +1,139 @@
+# The function's role: its own queue, the queues it feeds, its secret, its S3 prefixes,
+# SES only where it notifies, its own log group. No statement uses "*" as a resource.
+
+data "aws_iam_policy_document" "assume_role" {
+  statement {
+    sid     = "LambdaAssumesRole"
+    actions = ["sts:AssumeRole"]
+
+    principals {
+      type        = "Service"
+      identifiers = ["lambda.amazonaws.com"]
+    }
+  }
+}
+
+resource "aws_iam_role" "this" {
+  name               = "${local.function_name}-function"
+  description        = "Execution role of the docflow ${var.name} function"
+  assume_role_policy = data.aws_iam_policy_document.assume_role.json
+
+  tags = var.tags
+}
+
+data "aws_iam_policy_document" "permissions" {
+  statement {
+    sid = "ConsumeOwnQueue"
+    actions = [
+      "sqs:ReceiveMessage",
+      "sqs:DeleteMessage",
+      "sqs:ChangeMessageVisibility",
+      "sqs:GetQueueAttributes",
+    ]
+    resources = [aws_sqs_queue.source.arn]
+  }
+
+  statement {
+    sid       = "ReadAppSecret"
+    actions   = ["secretsmanager:GetSecretValue"]
+    resources = [var.secret_arn]
+  }
+
+  statement {
+    sid       = "WriteOwnLogs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = ["${aws_cloudwatch_log_group.this.arn}:*"]
+  }
+
+  dynamic "statement" {
+    for_each = length(var.sends_to) > 0 ? [[for queue in values(var.sends_to) : queue.arn]] : []
+
+    content {
+      sid       = "SendToDownstreamQueues"
+      actions   = ["sqs:SendMessage"]
+      resources = statement.value
+    }
+  }
+
+  dynamic "statement" {
+    for_each = length(var.s3_read_prefixes) > 0 ? [local.s3_read_object_arns] : []
+
+    content {
+      sid       = "ReadDocumentPrefixes"
+      actions   = ["s3:GetObject"]
+      resources = statement.value
+    }
+  }
+
+  dynamic "statement" {
+    for_each = length(var.s3_write_prefixes) > 0 ? [local.s3_write_object_arns] : []
+
+    content {
+      sid       = "WriteDocumentPrefixes"
+      actions   = ["s3:PutObject"]
+      resources = statement.value
+    }
+  }
+
+  # Without s3:ListBucket a GetObject/HeadObject on a missing key answers 403 instead of
+  # 404, and "reuse the stored transcription if present" could not tell the two apart.
+  dynamic "statement" {
+    for_each = local.uses_s3 ? [[var.documents_bucket_arn]] : []
+
+    content {
+      sid       = "TellMissingKeysFromDenied"
+      actions   = ["s3:ListBucket"]
+      resources = statement.value
+    }
+  }
+
+  dynamic "statement" {
+    for_each = length(var.ses_identity_arns) > 0 ? [var.ses_identity_arns] : []
+
+    content {
+      sid       = "SendNotificationEmail"
+      actions   = ["ses:SendEmail"]
+      resources = statement.value
+    }
+  }
+
+  dynamic "statement" {
+    for_each = var.textract ? [["*"]] : []
+
+    content {
+      sid       = "TranscribeWithTextract"
+      actions   = ["textract:DetectDocumentText"]
+      resources = statement.value
+    }
+  }
+
+  dynamic "statement" {
+    for_each = var.kms_key_arn == null ? [] : [[var.kms_key_arn]]
+
+    content {
+      sid       = "UseDataKey"
+      actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
+      resources = statement.value
+    }
+  }
+}
+
+resource "aws_iam_role_policy" "this" {
+  name   = "${local.function_name}-least-privilege"
+  role   = aws_iam_role.this.id
+  policy = data.aws_iam_policy_document.permissions.json
+
+  lifecycle {
+    precondition {
+      condition     = !local.uses_s3 || (var.documents_bucket_name != null && var.documents_bucket_arn != null)
+      error_message = "documents_bucket_name and documents_bucket_arn are required when S3 prefixes are granted."
+    }
+  }
+}
+
+# Lambda creates the function's network interfaces with the execution role; the
+# EC2 network-interface actions it needs cannot be scoped to a resource.
+resource "aws_iam_role_policy_attachment" "vpc_access" {
+  role       = aws_iam_role.this.name
+  policy_arn = "arn:${data.aws_partition.current.partition}:iam::aws:policy/service-role/AWSLambdaENIManagementAccess"
+}

@@ -1,0 +1,167 @@
+# One SQS-triggered docflow function: source queue, dead-letter queue, the Lambda
+# function, the event source mapping between them, a least-privilege role, the log
+# group and the alarms. See ../../README.md for what each alarm means.
+
+locals {
+  function_name = "${var.name_prefix}docflow-${var.name}"
+  queue_name    = "${var.name_prefix}docflow-${var.name}"
+  dlq_name      = "${local.queue_name}-dlq"
+
+  # AWS: visibility timeout >= 6 x function timeout (+ batching window), so a batch that
+  # Lambda retries after a throttle is not delivered a second time while it still runs.
+  minimum_visibility_timeout_seconds = 6 * var.timeout_seconds + var.maximum_batching_window_seconds
+  visibility_timeout_seconds         = var.visibility_timeout_seconds == null ? local.minimum_visibility_timeout_seconds : var.visibility_timeout_seconds
+
+  uses_s3              = length(var.s3_read_prefixes) + length(var.s3_write_prefixes) > 0
+  s3_read_object_arns  = [for prefix in var.s3_read_prefixes : "${var.documents_bucket_arn}/${prefix}*"]
+  s3_write_object_arns = [for prefix in var.s3_write_prefixes : "${var.documents_bucket_arn}/${prefix}*"]
+
+  # Names, ARNs and settings only: credentials are read from the secret at cold start.
+  # The derived variables come last, so var.settings cannot override them.
+  environment = merge(
+    var.settings,
+    {
+      RUST_LOG          = var.log_level
+      DOCFLOW_SECRET_ID = var.secret_arn
+      MAX_RECEIVE_COUNT = tostring(var.max_receive_count)
+      BATCH_CONCURRENCY = tostring(var.batch_concurrency)
+
+      DATABASE_MAX_CONNECTIONS = tostring(var.database_max_connections)
+    },
+    local.uses_s3 ? { DOCUMENTS_BUCKET = var.documents_bucket_name } : {},
+    { for env_name, queue in var.sends_to : env_name => queue.url },
+  )
+}
+
+data "aws_partition" "current" {}
+
+# --- queues ---------------------------------------------------------------------------
+
+resource "aws_sqs_queue" "dlq" {
+  name                      = local.dlq_name
+  message_retention_seconds = var.dlq_message_retention_seconds
+
+  sqs_managed_sse_enabled           = var.kms_key_arn == null ? true : null
+  kms_master_key_id                 = var.kms_key_arn
+  kms_data_key_reuse_period_seconds = var.kms_key_arn == null ? null : 300
+
+  tags = var.tags
+}
+
+resource "aws_sqs_queue" "source" {
+  name                       = local.queue_name
+  visibility_timeout_seconds = local.visibility_timeout_seconds
+  message_retention_seconds  = var.message_retention_seconds
+  receive_wait_time_seconds  = 20
+
+  redrive_policy = jsonencode({
+    deadLetterTargetArn = aws_sqs_queue.dlq.arn
+    maxReceiveCount     = var.max_receive_count
+  })
+
+  sqs_managed_sse_enabled           = var.kms_key_arn == null ? true : null
+  kms_master_key_id                 = var.kms_key_arn
+  kms_data_key_reuse_period_seconds = var.kms_key_arn == null ? null : 300
+
+  tags = var.tags
+
+  lifecycle {
+    precondition {
+      condition     = local.visibility_timeout_seconds >= local.minimum_visibility_timeout_seconds
+      error_message = "The visibility timeout of ${local.queue_name} must be at least 6 x the function timeout + the batching window (${local.minimum_visibility_timeout_seconds} s)."
+    }
+
+    precondition {
+      condition     = var.dlq_message_retention_seconds > var.message_retention_seconds
+      error_message = "The DLQ of ${local.queue_name} must keep messages longer than the queue itself: a message keeps its original enqueue time when it moves to the DLQ."
+    }
+  }
+}
+
+# Only this function's source queue may use the DLQ, and an operator can move messages
+# back to it (StartMessageMoveTask).
+resource "aws_sqs_queue_redrive_allow_policy" "dlq" {
+  queue_url = aws_sqs_queue.dlq.id
+
+  redrive_allow_policy = jsonencode({
+    redrivePermission = "byQueue"
+    sourceQueueArns   = [aws_sqs_queue.source.arn]
+  })
+}
+
+# --- function ---------------------------------------------------------------------------
+
+resource "aws_cloudwatch_log_group" "this" {
+  #checkov:skip=CKV_AWS_338:operational logs; retention is var.log_retention_days (default 90), the audit trail lives in the database
+  name              = "/aws/lambda/${local.function_name}"
+  retention_in_days = var.log_retention_days
+  kms_key_id        = var.kms_key_arn
+
+  tags = var.tags
+}
+
+resource "aws_lambda_function" "this" {
+  #checkov:skip=CKV_AWS_116:invoked synchronously by the SQS event source mapping; failed records go to the source queue's DLQ through its redrive policy
+  #checkov:skip=CKV_AWS_115:concurrency is capped per queue by the event source mapping's scaling_config.maximum_concurrency
+  #checkov:skip=CKV_AWS_272:code signing is not used; the zip is built and deployed by the same pipeline
+  function_name = local.function_name
+  description   = "docflow ${var.name}: consumes ${local.queue_name}"
+  role          = aws_iam_role.this.arn
+
+  filename         = var.package_path
+  source_code_hash = filebase64sha256(var.package_path)
+  runtime          = "provided.al2023"
+  handler          = "bootstrap"
+  architectures    = ["arm64"]
+  memory_size      = var.memory_mb
+  timeout          = var.timeout_seconds
+  kms_key_arn      = var.kms_key_arn
+
+  environment {
+    variables = local.environment
+  }
+
+  vpc_config {
+    subnet_ids         = var.subnet_ids
+    security_group_ids = var.security_group_ids
+  }
+
+  tracing_config {
+    mode = "PassThrough"
+  }
+
+  tags = var.tags
+
+  # The log group must exist before the first invocation creates it without retention.
+  depends_on = [
+    aws_cloudwatch_log_group.this,
+    aws_iam_role_policy.this,
+    aws_iam_role_policy_attachment.vpc_access,
+  ]
+}
+
+resource "aws_lambda_event_source_mapping" "this" {
+  event_source_arn                   = aws_sqs_queue.source.arn
+  function_name                      = aws_lambda_function.this.arn
+  batch_size                         = var.batch_size
+  maximum_batching_window_in_seconds = var.maximum_batching_window_seconds
+
+  # Without this Lambda ignores batchItemFailures and retries the whole batch.
+  function_response_types = ["ReportBatchItemFailures"]
+
+  scaling_config {
+    maximum_concurrency = var.maximum_concurrency
+  }
+
+  tags = var.tags
+
+  # Lambda checks the role's SQS permissions when the mapping is created.
+  depends_on = [aws_iam_role_policy.this]
+
+  lifecycle {
+    precondition {
+      condition     = var.batch_size <= 10 || var.maximum_batching_window_seconds >= 1
+      error_message = "A batch_size above 10 needs maximum_batching_window_seconds >= 1."
+    }
+  }
+}

@@ -1,0 +1,64 @@
+output "function_name" {
+  description = "Name of the Lambda function."
+  value       = aws_lambda_function.this.function_name
+}
+
+output "function_arn" {
+  description = "ARN of the Lambda function."
+  value       = aws_lambda_function.this.arn
+}
+
+output "role_arn" {
+  description = "ARN of the function's execution role."
+  value       = aws_iam_role.this.arn
+}
+
+output "queue_name" {
+  description = "Name of the source queue."
+  value       = aws_sqs_queue.source.name
+}
+
+output "queue_arn" {
+  description = "ARN of the source queue (for the sends_to of the functions that feed it)."
+  value       = aws_sqs_queue.source.arn
+}
+
+output "queue_url" {
+  description = "URL of the source queue (for the sends_to of the functions that feed it)."
+  value       = aws_sqs_queue.source.url
+}
+
+output "dlq_name" {
+  description = "Name of the dead-letter queue."
+  value       = aws_sqs_queue.dlq.name
+}
+
+output "dlq_arn" {
+  description = "ARN of the dead-letter queue."
+  value       = aws_sqs_queue.dlq.arn
+}
+
+output "dlq_url" {
+  description = "URL of the dead-letter queue."
+  value       = aws_sqs_queue.dlq.url
+}
+
+output "log_group_name" {
+  description = "CloudWatch log group of the function."
+  value       = aws_cloudwatch_log_group.this.name
+}
+
+output "event_source_mapping_uuid" {
+  description = "UUID of the SQS event source mapping (to disable consumption during an incident)."
+  value       = aws_lambda_event_source_mapping.this.uuid
+}
+
+output "alarm_names" {
+  description = "Names of the alarms of this instance."
+  value = [
+    aws_cloudwatch_metric_alarm.dlq_not_empty.alarm_name,
+    aws_cloudwatch_metric_alarm.oldest_message_age.alarm_name,
+    aws_cloudwatch_metric_alarm.errors.alarm_name,
+    aws_cloudwatch_metric_alarm.throttles.alarm_name,
+  ]
+}

@@ -1,0 +1,61 @@
+output "queue_urls" {
+  description = "Source queue URL per function (for the application's enqueue side and `docflow` operations)."
+  value = {
+    ingestion         = module.ingestion.queue_url
+    matching          = module.matching.queue_url
+    "document-output" = module.document_output.queue_url
+  }
+}
+
+output "dlq_urls" {
+  description = "Dead-letter queue URL per function."
+  value = {
+    ingestion         = module.ingestion.dlq_url
+    matching          = module.matching.dlq_url
+    "document-output" = module.document_output.dlq_url
+  }
+}
+
+output "function_names" {
+  description = "Lambda function name per function."
+  value = {
+    ingestion         = module.ingestion.function_name
+    matching          = module.matching.function_name
+    "document-output" = module.document_output.function_name
+    sweeper           = aws_lambda_function.sweeper.function_name
+  }
+}
+
+output "event_source_mapping_uuids" {
+  description = "Event source mapping per queue function (aws lambda update-event-source-mapping --uuid ... --no-enabled pauses consumption)."
+  value = {
+    ingestion         = module.ingestion.event_source_mapping_uuid
+    matching          = module.matching.event_source_mapping_uuid
+    "document-output" = module.document_output.event_source_mapping_uuid
+  }
+}
+
+output "documents_bucket" {
+  description = "Name of the documents bucket."
+  value       = aws_s3_bucket.documents.id
+}
+
+output "secret_arn" {
+  description = "ARN of the credentials secret; fill it with `aws secretsmanager put-secret-value --secret-id <this>`."
+  value       = aws_secretsmanager_secret.app.arn
+}
+
+output "alarm_topic_arn" {
+  description = "SNS topic of every alarm; subscribe on-call here."
+  value       = aws_sns_topic.alarms.arn
+}
+
+output "functions_security_group_id" {
+  description = "Security group of the functions (admit it on the database or RDS Proxy when manage_database_ingress is false)."
+  value       = aws_security_group.functions.id
+}
+
+output "database_host" {
+  description = "The RDS Proxy endpoint, when one is given: the host to use in the secret's database_url."
+  value       = var.rds_proxy_endpoint
+}

@@ -1,0 +1,254 @@
+# Inputs of one docflow environment. environments/example.tfvars shows a complete set.
+
+variable "environment" {
+  description = "Environment name, used as the prefix of every resource name (prod -> prod-docflow-ingestion)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{0,14}$", var.environment))
+    error_message = "environment must be lower-case letters, digits and dashes, starting with a letter, at most 15 characters."
+  }
+}
+
+variable "aws_region" {
+  description = "Region of the whole stack."
+  type        = string
+  default     = "eu-central-1"
+}
+
+variable "tags" {
+  description = "Tags added to every resource, on top of Project, Environment and ManagedBy."
+  type        = map(string)
+  default     = {}
+}
+
+variable "lambda_package_dir" {
+  description = "Directory with the zips of `cargo lambda build --release --arm64 --output-format zip` (<dir>/<function>/bootstrap.zip). Relative paths are relative to infra/, where terraform runs."
+  type        = string
+  default     = "../target/lambda"
+}
+
+variable "log_level" {
+  description = "RUST_LOG of every function."
+  type        = string
+  default     = "info"
+}
+
+variable "log_retention_days" {
+  description = "Retention of the functions' log groups."
+  type        = number
+  default     = 90
+}
+
+variable "llm_provider" {
+  description = "LLM_PROVIDER of ingestion and matching: anthropic or openai (their API key comes from the secret), or rules (no model)."
+  type        = string
+  default     = "anthropic"
+
+  validation {
+    condition     = contains(["anthropic", "openai", "rules"], var.llm_provider)
+    error_message = "llm_provider must be anthropic, openai or rules."
+  }
+}
+
+variable "llm_model" {
+  description = "LLM_MODEL; null = the code's default for the provider."
+  type        = string
+  default     = null
+}
+
+variable "ocr_provider" {
+  description = "OCR_PROVIDER of ingestion: native (text layer and local OCR) or textract (AWS Textract; grants textract:DetectDocumentText)."
+  type        = string
+  default     = "native"
+
+  validation {
+    condition     = contains(["native", "textract"], var.ocr_provider)
+    error_message = "ocr_provider must be native or textract."
+  }
+}
+
+# --- queues -------------------------------------------------------------------------------
+
+variable "max_receive_count" {
+  description = "Receives before a message moves to its DLQ; also MAX_RECEIVE_COUNT of every queue function. AWS suggests >= 5 when throttling is possible; docflow keeps its workers' 3 and caps concurrency so throttled receives are rare."
+  type        = number
+  default     = 3
+
+  validation {
+    condition     = var.max_receive_count >= 1 && var.max_receive_count <= 1000 && floor(var.max_receive_count) == var.max_receive_count
+    error_message = "max_receive_count must be a whole number from 1 to 1000."
+  }
+}
+
+variable "message_retention_seconds" {
+  description = "Retention of the source queues (the DLQs keep messages 14 days, which must be longer)."
+  type        = number
+  default     = 345600 # 4 days
+
+  validation {
+    condition     = var.message_retention_seconds >= 3600 && var.message_retention_seconds < 1209600
+    error_message = "message_retention_seconds must be at least one hour and shorter than the DLQ's 14 days (1209600)."
+  }
+}
+
+variable "maximum_concurrency" {
+  description = "Most concurrent invocations per queue (event source mapping scaling_config). Each invocation can hold database connections, so the sum bounds the load on the database."
+  type        = map(number)
+  default = {
+    ingestion         = 5
+    matching          = 5
+    "document-output" = 2
+  }
+
+  validation {
+    condition     = alltrue([for name in ["ingestion", "matching", "document-output"] : contains(keys(var.maximum_concurrency), name)])
+    error_message = "maximum_concurrency needs an entry for ingestion, matching and document-output."
+  }
+
+  validation {
+    condition     = alltrue([for value in values(var.maximum_concurrency) : value >= 2 && value <= 1000])
+    error_message = "Each maximum_concurrency must be between 2 and 1000."
+  }
+}
+
+variable "database_max_connections" {
+  description = "Database connections per function instance (DATABASE_MAX_CONNECTIONS). Peak connections = (sum of maximum_concurrency + 1 for the sweeper) x this."
+  type        = number
+  default     = 2
+
+  validation {
+    condition     = var.database_max_connections >= 1 && var.database_max_connections <= 20
+    error_message = "database_max_connections must be between 1 and 20."
+  }
+}
+
+# --- data -----------------------------------------------------------------------------------
+
+variable "documents_bucket_name" {
+  description = "Name of the S3 bucket for documents and ingestion artefacts (globally unique)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", var.documents_bucket_name))
+    error_message = "documents_bucket_name must be a valid S3 bucket name."
+  }
+}
+
+variable "noncurrent_version_retention_days" {
+  description = "Days an overwritten or deleted document version is kept before S3 expires it."
+  type        = number
+  default     = 90
+
+  validation {
+    condition     = var.noncurrent_version_retention_days >= 1
+    error_message = "noncurrent_version_retention_days must be at least 1."
+  }
+}
+
+variable "secret_recovery_window_days" {
+  description = "Days a deleted secret can still be restored."
+  type        = number
+  default     = 30
+
+  validation {
+    condition     = var.secret_recovery_window_days == 0 || (var.secret_recovery_window_days >= 7 && var.secret_recovery_window_days <= 30)
+    error_message = "secret_recovery_window_days must be 0 (delete at once) or between 7 and 30."
+  }
+}
+
+variable "kms_key_arn" {
+  description = "Optional customer managed KMS key for queues, logs, function environments, the secret, the bucket and the alarm topic. null = AWS managed encryption everywhere. Its key policy must allow cloudwatch.amazonaws.com (alarms to SNS) and logs.<region>.amazonaws.com."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.kms_key_arn == null ? true : can(regex("^arn:[a-z-]+:kms:", var.kms_key_arn))
+    error_message = "kms_key_arn must be a KMS key ARN or null."
+  }
+}
+
+variable "ses_identity_arn" {
+  description = "SES identity (verified domain or address) that matching sends admin notifications from. null = no email permission."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.ses_identity_arn == null ? true : can(regex("^arn:[a-z-]+:ses:[a-z0-9-]+:[0-9]{12}:identity/.+$", var.ses_identity_arn))
+    error_message = "ses_identity_arn must be an SES identity ARN or null."
+  }
+}
+
+# --- network --------------------------------------------------------------------------------
+
+variable "vpc_id" {
+  description = "VPC of the database. The functions run in it."
+  type        = string
+
+  validation {
+    condition     = can(regex("^vpc-[0-9a-f]+$", var.vpc_id))
+    error_message = "vpc_id must look like vpc-0123456789abcdef0."
+  }
+}
+
+variable "subnet_ids" {
+  description = "Private subnets for the functions, at least two for availability. They need a route to the AWS APIs (NAT gateway or VPC endpoints) and, for the LLM, OCR, Maesn and Slack APIs, a NAT gateway."
+  type        = list(string)
+
+  validation {
+    condition     = length(var.subnet_ids) >= 1 && alltrue([for id in var.subnet_ids : can(regex("^subnet-[0-9a-f]+$", id))])
+    error_message = "subnet_ids must be one or more subnet ids (subnet-...)."
+  }
+}
+
+variable "database_security_group_id" {
+  description = "Security group of the PostgreSQL database, or of its RDS Proxy when one is used. The functions' security group may reach it on database_port."
+  type        = string
+
+  validation {
+    condition     = can(regex("^sg-[0-9a-f]+$", var.database_security_group_id))
+    error_message = "database_security_group_id must look like sg-0123456789abcdef0."
+  }
+}
+
+variable "manage_database_ingress" {
+  description = "Add an ingress rule to database_security_group_id that admits the functions. false when the database's owners manage that group."
+  type        = bool
+  default     = true
+}
+
+variable "database_port" {
+  description = "Port of the database (or RDS Proxy)."
+  type        = number
+  default     = 5432
+}
+
+variable "rds_proxy_endpoint" {
+  description = "Optional RDS Proxy endpoint in front of the database. Terraform does not write it anywhere secret: it is echoed as the database_host output, the host an operator puts into the secret's database_url."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.rds_proxy_endpoint == null ? true : can(regex("\\.proxy-[a-z0-9]+\\.[a-z0-9-]+\\.rds\\.amazonaws\\.com$", var.rds_proxy_endpoint))
+    error_message = "rds_proxy_endpoint must be an RDS Proxy host name (<name>.proxy-<id>.<region>.rds.amazonaws.com) or null."
+  }
+}
+
+# --- operations -----------------------------------------------------------------------------
+
+variable "alarm_email_addresses" {
+  description = "Addresses subscribed to the alarm topic (each must confirm the subscription email). Other subscribers (PagerDuty, Slack via Chatbot) can subscribe to the alarm_topic_arn output."
+  type        = list(string)
+  default     = []
+}
+
+variable "sweeper_schedule_expression" {
+  description = "EventBridge schedule of the sweeper, which re-enqueues work whose message was lost."
+  type        = string
+  default     = "rate(5 minutes)"
+
+  validation {
+    condition     = can(regex("^(rate|cron)\\(.+\\)$", var.sweeper_schedule_expression))
+    error_message = "sweeper_schedule_expression must be a rate(...) or cron(...) expression."
+  }
+}

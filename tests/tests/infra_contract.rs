@@ -1,0 +1,620 @@
+//! Contract tests for the Terraform under `infra/`, with no network and no AWS account.
+//!
+//! The real `infra/` is parsed with `hcl-rs` and evaluated as far as Terraform could
+//! before `apply` (see `infra_contract/terraform.rs`); `infra_contract/contract.rs`
+//! checks every queue-function instance, the module's own resources and the sweeper
+//! against the invariants the Lambda code relies on. Every negative test breaks a copy of
+//! the real files in one way and asserts that the checker names exactly that fault.
+
+// A test crate's root resolves `mod x;` beside itself; the helpers live in infra_contract/.
+#[path = "infra_contract/contract.rs"]
+mod contract;
+#[path = "infra_contract/terraform.rs"]
+mod terraform;
+
+use std::path::PathBuf;
+
+use contract::check;
+use terraform::{Infra, Sources};
+
+const MODULE_MAIN: &str = "modules/queue-function/main.tf";
+const MODULE_IAM: &str = "modules/queue-function/iam.tf";
+const MODULE_ALARMS: &str = "modules/queue-function/alarms.tf";
+const MODULE_VARIABLES: &str = "modules/queue-function/variables.tf";
+
+fn real_infra() -> Sources {
+    Sources::read(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../infra"))
+}
+
+fn violations(sources: &Sources) -> Vec<String> {
+    let infra = Infra::evaluate(sources).expect("infra/ parses");
+    check(&infra)
+}
+
+/// Asserts that some violation mentions every fragment, and shows them all if not.
+fn assert_reported(violations: &[String], fragments: &[&str]) {
+    assert!(
+        violations
+            .iter()
+            .any(|v| fragments.iter().all(|f| v.contains(f))),
+        "expected a violation mentioning {fragments:?}, got:\n{}",
+        violations.join("\n")
+    );
+}
+
+// --- the real configuration ----------------------------------------------------------------
+
+#[test]
+fn the_real_infra_satisfies_every_invariant() {
+    let found = violations(&real_infra());
+    assert!(found.is_empty(), "violations:\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_checker_sees_three_queue_functions_and_the_scheduled_sweeper() {
+    let infra = Infra::evaluate(&real_infra()).expect("infra/ parses");
+
+    let mut names: Vec<String> = infra
+        .instances
+        .iter()
+        .map(|i| i.vars["name"].as_str().unwrap_or_default().to_string())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["document-output", "ingestion", "matching"]);
+    for instance in &infra.instances {
+        let count = |kind| instance.of_kind(kind).count();
+        assert_eq!(count("aws_sqs_queue"), 2, "{}", instance.address);
+        assert_eq!(count("aws_lambda_function"), 1, "{}", instance.address);
+        assert_eq!(
+            count("aws_lambda_event_source_mapping"),
+            1,
+            "{}",
+            instance.address
+        );
+        assert_eq!(
+            count("aws_cloudwatch_metric_alarm"),
+            4,
+            "{}",
+            instance.address
+        );
+    }
+    assert!(infra.root.resource("aws_lambda_function.sweeper").is_some());
+    assert!(
+        infra
+            .root
+            .resource("aws_cloudwatch_event_rule.sweeper")
+            .is_some()
+    );
+}
+
+#[test]
+fn instances_get_the_documented_names_timeouts_and_derived_visibility() {
+    let infra = Infra::evaluate(&real_infra()).expect("infra/ parses");
+    let expected = [
+        ("module.ingestion", "staging-docflow-ingestion", 300, 1800),
+        ("module.matching", "staging-docflow-matching", 120, 720),
+        (
+            "module.document_output",
+            "staging-docflow-document-output",
+            120,
+            720,
+        ),
+    ];
+    for (address, name, timeout, visibility) in expected {
+        let instance = infra
+            .instances
+            .iter()
+            .find(|i| i.address == address)
+            .expect(address);
+        let queue = instance
+            .resource("aws_sqs_queue.source")
+            .expect("source queue");
+        let dlq = instance.resource("aws_sqs_queue.dlq").expect("dlq");
+        let function = instance
+            .resource("aws_lambda_function.this")
+            .expect("function");
+        assert_eq!(queue.attr("name"), Some(name.into()), "{address}");
+        assert_eq!(
+            dlq.attr("name"),
+            Some(format!("{name}-dlq").into()),
+            "{address}"
+        );
+        assert_eq!(
+            function.attr("function_name"),
+            Some(name.into()),
+            "{address}"
+        );
+        assert_eq!(function.attr("timeout"), Some(timeout.into()), "{address}");
+        assert_eq!(
+            queue.attr("visibility_timeout_seconds"),
+            Some(visibility.into()),
+            "{address}"
+        );
+        assert_eq!(
+            dlq.attr("message_retention_seconds"),
+            Some(1_209_600.into()),
+            "{address}"
+        );
+        assert_eq!(
+            queue.attr("message_retention_seconds"),
+            Some(345_600.into()),
+            "{address}"
+        );
+    }
+}
+
+// --- event source mappings ------------------------------------------------------------------
+
+#[test]
+fn a_mapping_without_report_batch_item_failures_is_reported_for_every_instance() {
+    let broken = real_infra().replace(
+        MODULE_MAIN,
+        r#"function_response_types = ["ReportBatchItemFailures"]"#,
+        "function_response_types = []",
+    );
+    let found = violations(&broken);
+    for instance in [
+        "module.ingestion",
+        "module.matching",
+        "module.document_output",
+    ] {
+        assert_reported(&found, &[instance, "lacks ReportBatchItemFailures"]);
+    }
+}
+
+#[test]
+fn a_mapping_without_maximum_concurrency_is_reported() {
+    let broken = real_infra().replace(
+        MODULE_MAIN,
+        "  scaling_config {\n    maximum_concurrency = var.maximum_concurrency\n  }\n",
+        "",
+    );
+    assert_reported(
+        &violations(&broken),
+        &[
+            "aws_lambda_event_source_mapping.this",
+            "maximum_concurrency is not set",
+        ],
+    );
+}
+
+#[test]
+fn a_batch_above_ten_without_a_batching_window_is_reported() {
+    let broken = real_infra().replace(
+        "main.tf",
+        "  timeout_seconds     = 300\n  memory_mb           = 1024\n  batch_size          = 10\n",
+        "  timeout_seconds     = 300\n  memory_mb           = 1024\n  batch_size          = 50\n",
+    );
+    assert_reported(
+        &violations(&broken),
+        &["module.ingestion", "batch_size 50 above 10"],
+    );
+}
+
+// --- visibility timeout ------------------------------------------------------------------------
+
+#[test]
+fn a_visibility_of_30_s_with_a_timeout_of_60_s_is_reported() {
+    let broken = real_infra().replace(
+        "main.tf",
+        "  timeout_seconds     = 120\n  memory_mb           = 512\n  batch_size          = 10\n  maximum_concurrency = var.maximum_concurrency[\"matching\"]\n",
+        "  timeout_seconds     = 60\n  visibility_timeout_seconds = 30\n  memory_mb           = 512\n  batch_size          = 10\n  maximum_concurrency = var.maximum_concurrency[\"matching\"]\n",
+    );
+    let found = violations(&broken);
+    assert_reported(
+        &found,
+        &[
+            "module.matching",
+            "aws_sqs_queue.source",
+            "visibility timeout 30 s is below",
+            "= 360 s",
+        ],
+    );
+    assert!(
+        !found.iter().any(|v| v.starts_with("module.ingestion")),
+        "only matching was broken:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn a_module_that_derives_visibility_from_one_timeout_is_reported() {
+    let broken = real_infra().replace(
+        MODULE_MAIN,
+        "minimum_visibility_timeout_seconds = 6 * var.timeout_seconds",
+        "minimum_visibility_timeout_seconds = var.timeout_seconds",
+    );
+    assert_reported(
+        &violations(&broken),
+        &[
+            "module.ingestion",
+            "visibility timeout 300 s is below",
+            "= 1800 s",
+        ],
+    );
+}
+
+// --- dead-letter queues and maxReceiveCount ---------------------------------------------------
+
+#[test]
+fn a_dlq_that_keeps_messages_no_longer_than_its_queue_is_reported() {
+    let broken = real_infra().replace(
+        MODULE_VARIABLES,
+        "default     = 1209600 # 14 days, the SQS maximum",
+        "default     = 345600",
+    );
+    assert_reported(
+        &violations(&broken),
+        &["aws_sqs_queue.dlq", "DLQ retention 345600 s must be longer"],
+    );
+}
+
+#[test]
+fn a_queue_without_a_redrive_policy_is_reported() {
+    let broken = real_infra().replace(
+        MODULE_MAIN,
+        "  redrive_policy = jsonencode({\n    deadLetterTargetArn = aws_sqs_queue.dlq.arn\n    maxReceiveCount     = var.max_receive_count\n  })\n",
+        "",
+    );
+    assert_reported(
+        &violations(&broken),
+        &["aws_sqs_queue.source", "has no redrive policy"],
+    );
+}
+
+#[test]
+fn a_hard_coded_max_receive_count_in_the_environment_is_reported() {
+    // Equal to the variable today, so only re-evaluating with another value catches it.
+    let broken = real_infra().replace(
+        MODULE_MAIN,
+        "MAX_RECEIVE_COUNT = tostring(var.max_receive_count)",
+        r#"MAX_RECEIVE_COUNT = "3""#,
+    );
+    let found = violations(&broken);
+    assert_reported(
+        &found,
+        &[
+            "aws_lambda_function.this",
+            "MAX_RECEIVE_COUNT does not follow var.max_receive_count",
+        ],
+    );
+}
+
+#[test]
+fn a_redrive_policy_with_its_own_receive_count_is_reported() {
+    let broken = real_infra().replace(
+        MODULE_MAIN,
+        "maxReceiveCount     = var.max_receive_count",
+        "maxReceiveCount     = 5",
+    );
+    let found = violations(&broken);
+    assert_reported(
+        &found,
+        &[
+            "MAX_RECEIVE_COUNT Some(3.0) does not match",
+            "maxReceiveCount Some(5.0)",
+        ],
+    );
+    assert_reported(
+        &found,
+        &[
+            "aws_sqs_queue.source",
+            "does not follow var.max_receive_count",
+        ],
+    );
+}
+
+// --- encryption and secrets -----------------------------------------------------------------------
+
+#[test]
+fn an_unencrypted_dlq_is_reported() {
+    let broken = real_infra().replace(
+        MODULE_MAIN,
+        "message_retention_seconds = var.dlq_message_retention_seconds\n\n  sqs_managed_sse_enabled           = var.kms_key_arn == null ? true : null\n",
+        "message_retention_seconds = var.dlq_message_retention_seconds\n\n",
+    );
+    assert_reported(
+        &violations(&broken),
+        &["aws_sqs_queue.dlq", "is not encrypted"],
+    );
+}
+
+#[test]
+fn a_secret_value_in_terraform_or_in_an_environment_is_reported() {
+    let broken = real_infra()
+        .append(
+            "secret.tf",
+            "\nresource \"aws_secretsmanager_secret_version\" \"app\" {\n  secret_id     = aws_secretsmanager_secret.app.id\n  secret_string = \"{}\"\n}\n",
+        )
+        .replace(
+            "sweeper.tf",
+            "      RUST_LOG                  = var.log_level\n",
+            "      RUST_LOG                  = var.log_level\n      APP_CONFIG                = aws_secretsmanager_secret_version.app.secret_string\n      MAESN_API_KEY             = \"mk_live_123\"\n",
+        );
+    let found = violations(&broken);
+    assert_reported(
+        &found,
+        &["aws_secretsmanager_secret_version.app", "Terraform state"],
+    );
+    assert_reported(
+        &found,
+        &[
+            "aws_lambda_function.sweeper",
+            "APP_CONFIG is read from a secret's value",
+        ],
+    );
+    assert_reported(
+        &found,
+        &[
+            "aws_lambda_function.sweeper",
+            "MAESN_API_KEY looks like a credential",
+        ],
+    );
+}
+
+#[test]
+fn a_secret_id_that_is_not_an_arn_is_reported() {
+    let broken = real_infra().replace(
+        "sweeper.tf",
+        "DOCFLOW_SECRET_ID         = aws_secretsmanager_secret.app.arn",
+        "DOCFLOW_SECRET_ID         = \"docflow/app\"",
+    );
+    assert_reported(
+        &violations(&broken),
+        &[
+            "aws_lambda_function.sweeper",
+            "DOCFLOW_SECRET_ID must carry the secret's ARN",
+        ],
+    );
+}
+
+// --- IAM ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a_wildcard_resource_for_sqs_actions_is_reported() {
+    let broken = real_infra().replace(
+        MODULE_IAM,
+        "resources = [aws_sqs_queue.source.arn]",
+        r#"resources = ["*"]"#,
+    );
+    let found = violations(&broken);
+    assert_reported(
+        &found,
+        &[
+            "data.aws_iam_policy_document.permissions",
+            "sqs:ReceiveMessage",
+            "\"*\" (every resource)",
+        ],
+    );
+    assert_reported(&found, &["sqs:ReceiveMessage is granted on {\"*\"}"]);
+}
+
+#[test]
+fn a_wildcard_secret_arn_is_reported() {
+    let broken = real_infra().replace(
+        "sweeper.tf",
+        "resources = [aws_secretsmanager_secret.app.arn]",
+        r#"resources = ["arn:aws:secretsmanager:eu-central-1:123456789012:secret:*"]"#,
+    );
+    assert_reported(
+        &violations(&broken),
+        &[
+            "root: data.aws_iam_policy_document.sweeper",
+            "secretsmanager:GetSecretValue",
+            "a wildcard ARN",
+        ],
+    );
+}
+
+#[test]
+fn s3_access_to_the_whole_bucket_is_reported() {
+    let broken = real_infra().replace(
+        MODULE_MAIN,
+        r#"s3_read_object_arns  = [for prefix in var.s3_read_prefixes : "${var.documents_bucket_arn}/${prefix}*"]"#,
+        r#"s3_read_object_arns  = [for prefix in var.s3_read_prefixes : "${var.documents_bucket_arn}/*"]"#,
+    );
+    let found = violations(&broken);
+    assert_reported(
+        &found,
+        &["module.ingestion", "s3:GetObject", "not one prefix"],
+    );
+    assert_reported(
+        &found,
+        &["module.document_output", "s3:GetObject is granted on"],
+    );
+}
+
+#[test]
+fn a_function_sending_to_a_queue_it_does_not_feed_is_reported() {
+    let broken = real_infra().replace(
+        "main.tf",
+        "  s3_read_prefixes      = [\"documents/\"]\n",
+        "  s3_read_prefixes      = [\"documents/\"]\n  sends_to = {\n    INGESTION_QUEUE_URL = { arn = module.ingestion.queue_arn, url = module.ingestion.queue_url }\n  }\n",
+    );
+    let found = violations(&broken);
+    assert_reported(
+        &found,
+        &["module.document_output", "sqs:SendMessage is granted on"],
+    );
+    assert_reported(
+        &found,
+        &["module.document_output", "queue URLs in the environment"],
+    );
+}
+
+#[test]
+fn email_permission_outside_matching_is_reported() {
+    let broken = real_infra().replace(
+        "main.tf",
+        "  s3_write_prefixes     = [\"ingestions/\"]\n",
+        "  s3_write_prefixes     = [\"ingestions/\"]\n  ses_identity_arns     = [\"arn:aws:ses:eu-central-1:123456789012:identity/example.com\"]\n",
+    );
+    assert_reported(
+        &violations(&broken),
+        &[
+            "module.ingestion",
+            "ses:SendEmail is granted",
+            "sends no email",
+        ],
+    );
+}
+
+#[test]
+fn an_action_outside_the_contract_is_reported() {
+    let broken = real_infra().replace(
+        MODULE_IAM,
+        "actions   = [\"secretsmanager:GetSecretValue\"]",
+        "actions   = [\"secretsmanager:GetSecretValue\", \"secretsmanager:PutSecretValue\"]",
+    );
+    assert_reported(
+        &violations(&broken),
+        &["\"ReadAppSecret\" grants secretsmanager:PutSecretValue"],
+    );
+}
+
+#[test]
+fn a_broad_managed_policy_on_a_function_role_is_reported() {
+    let broken = real_infra().replace(
+        MODULE_IAM,
+        "service-role/AWSLambdaENIManagementAccess",
+        "AmazonSQSFullAccess",
+    );
+    assert_reported(&violations(&broken), &["attaches", "AmazonSQSFullAccess"]);
+}
+
+#[test]
+fn choosing_textract_grants_it_to_ingestion_only_and_keeps_the_contract() {
+    let sources = real_infra().append(
+        "environments/example.tfvars",
+        "ocr_provider = \"textract\"\n",
+    );
+    let found = violations(&sources);
+    assert!(found.is_empty(), "violations:\n{}", found.join("\n"));
+
+    let infra = Infra::evaluate(&sources).expect("infra/ parses");
+    let granted: Vec<&str> = infra
+        .instances
+        .iter()
+        .filter(|i| {
+            let policy = i
+                .resource("data.aws_iam_policy_document.permissions")
+                .expect("policy");
+            hcl::to_string(&policy.body)
+                .unwrap()
+                .contains("textract:DetectDocumentText")
+        })
+        .map(|i| i.address.as_str())
+        .collect();
+    assert_eq!(granted, ["module.ingestion"]);
+}
+
+#[test]
+fn textract_permission_outside_ingestion_is_reported() {
+    let broken = real_infra().replace(
+        "main.tf",
+        "  settings          = local.llm_settings\n",
+        "  settings          = local.llm_settings\n  textract          = true\n",
+    );
+    assert_reported(
+        &violations(&broken),
+        &["module.matching", "textract:DetectDocumentText is granted"],
+    );
+}
+
+#[test]
+fn a_setting_cannot_override_max_receive_count() {
+    // The module merges var.settings first, so the derived value wins.
+    let sources = real_infra().replace(
+        "main.tf",
+        "  settings          = local.llm_settings\n",
+        "  settings          = merge(local.llm_settings, { MAX_RECEIVE_COUNT = \"9\" })\n",
+    );
+    let found = violations(&sources);
+    assert!(found.is_empty(), "violations:\n{}", found.join("\n"));
+}
+
+// --- alarms, schedule and the set of functions ------------------------------------------------
+
+#[test]
+fn a_missing_dlq_alarm_is_reported() {
+    let broken = real_infra().replace(
+        MODULE_ALARMS,
+        r#"metric_name         = "ApproximateNumberOfMessagesVisible""#,
+        r#"metric_name         = "NumberOfMessagesSent""#,
+    );
+    assert_reported(
+        &violations(&broken),
+        &[
+            "module.matching",
+            "no alarm with actions on AWS/SQS ApproximateNumberOfMessagesVisible",
+        ],
+    );
+}
+
+#[test]
+fn a_sweeper_without_its_schedule_target_is_reported() {
+    let broken = real_infra().replace(
+        "sweeper.tf",
+        "resource \"aws_cloudwatch_event_target\" \"sweeper\" {\n  rule = aws_cloudwatch_event_rule.sweeper.name\n  arn  = aws_lambda_function.sweeper.arn\n}\n",
+        "",
+    );
+    assert_reported(
+        &violations(&broken),
+        &[
+            "aws_lambda_function.sweeper",
+            "not invoked by an EventBridge schedule",
+        ],
+    );
+}
+
+#[test]
+fn a_missing_queue_function_instance_is_reported() {
+    let broken = real_infra().replace(
+        "main.tf",
+        r#"name         = "matching""#,
+        r#"name         = "matcher""#,
+    );
+    let found = violations(&broken);
+    assert_reported(
+        &found,
+        &["expected one Queue-triggered function \"matching\", found 0"],
+    );
+    assert_reported(&found, &["instance \"matcher\" is not in the contract"]);
+}
+
+#[test]
+fn a_small_configuration_breaking_several_rules_is_reported_rule_by_rule() {
+    // A standalone root module, unrelated to infra/: the checks are not tied to its names.
+    let snippet = r#"
+resource "aws_sqs_queue" "jobs" {
+  name                       = "jobs"
+  visibility_timeout_seconds = 30
+}
+
+resource "aws_lambda_function" "worker" {
+  function_name = "worker"
+  runtime       = "provided.al2023"
+  handler       = "bootstrap"
+  architectures = ["x86_64"]
+  timeout       = 60
+}
+
+resource "aws_lambda_event_source_mapping" "jobs" {
+  event_source_arn = aws_sqs_queue.jobs.arn
+  function_name    = aws_lambda_function.worker.arn
+}
+"#;
+    let sources = real_infra().append("snippet.tf", snippet);
+    let found = violations(&sources);
+    for fragment in [
+        "root: aws_lambda_event_source_mapping.jobs: function_response_types lacks ReportBatchItemFailures",
+        "root: aws_lambda_event_source_mapping.jobs: scaling_config.maximum_concurrency is not set",
+        "root: aws_sqs_queue.jobs: visibility timeout 30 s is below",
+        "root: aws_sqs_queue.jobs: has no redrive policy",
+        "root: aws_sqs_queue.jobs: is not encrypted",
+        "root: aws_lambda_function.worker: architectures must be [\"arm64\"]",
+        "root: aws_lambda_function.worker: DOCFLOW_SECRET_ID must carry the secret's ARN",
+    ] {
+        assert_reported(&found, &[fragment]);
+    }
+}

@@ -1,0 +1,995 @@
+//! The contract between `infra/` and docflow's code, as checks over an evaluated
+//! [`Infra`]. [`check`] returns every violation it finds, each starting with where it is
+//! (`module.matching: aws_sqs_queue.source: …`), so a test can assert that the list is
+//! empty, or that it names the fault planted in a broken copy.
+
+use std::collections::BTreeSet;
+use std::fmt::Display;
+
+use hcl::{Map, Value};
+
+use super::terraform::{Infra, Module, Resource, attr, blocks, reference};
+
+/// How a function is invoked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trigger {
+    /// By the SQS event source mapping of its own queue.
+    Queue,
+    /// By an EventBridge schedule.
+    Schedule,
+}
+
+/// What one Lambda function is allowed to reach (DESIGN.md, and what the code does).
+pub struct FunctionContract {
+    pub name: &'static str,
+    pub trigger: Trigger,
+    /// Queue functions it sends messages to.
+    pub sends_to: &'static [&'static str],
+    pub s3_reads: &'static [&'static str],
+    pub s3_writes: &'static [&'static str],
+    pub sends_email: bool,
+    /// May call Textract (OCR_PROVIDER = textract), which only accepts `"*"`.
+    pub may_use_textract: bool,
+}
+
+pub const FUNCTIONS: &[FunctionContract] = &[
+    FunctionContract {
+        name: "ingestion",
+        trigger: Trigger::Queue,
+        sends_to: &["matching"],
+        s3_reads: &["documents/", "ingestions/"],
+        s3_writes: &["ingestions/"],
+        sends_email: false,
+        may_use_textract: true,
+    },
+    FunctionContract {
+        name: "matching",
+        trigger: Trigger::Queue,
+        sends_to: &[],
+        s3_reads: &[],
+        s3_writes: &[],
+        sends_email: true,
+        may_use_textract: false,
+    },
+    FunctionContract {
+        name: "document-output",
+        trigger: Trigger::Queue,
+        sends_to: &[],
+        s3_reads: &["documents/"],
+        s3_writes: &[],
+        sends_email: false,
+        may_use_textract: false,
+    },
+    FunctionContract {
+        name: "sweeper",
+        trigger: Trigger::Schedule,
+        sends_to: &["ingestion", "matching", "document-output"],
+        s3_reads: &[],
+        s3_writes: &[],
+        sends_email: false,
+        may_use_textract: false,
+    },
+];
+
+/// The documents bucket every S3 grant must be scoped to.
+const DOCUMENTS_BUCKET_ARN: &str = "${aws_s3_bucket.documents.arn}";
+const SECRET_ENV: &str = "DOCFLOW_SECRET_ID";
+const CONSUME_ACTIONS: &[&str] = &[
+    "sqs:ReceiveMessage",
+    "sqs:DeleteMessage",
+    "sqs:ChangeMessageVisibility",
+    "sqs:GetQueueAttributes",
+];
+/// Services whose actions must never be granted on `"*"` or a wildcard ARN.
+const SCOPED_SERVICES: &[&str] = &["sqs", "s3", "secretsmanager"];
+/// Every action a function's role may be granted; each is checked below.
+const ALLOWED_ACTIONS: &[&str] = &[
+    "sqs:ReceiveMessage",
+    "sqs:DeleteMessage",
+    "sqs:ChangeMessageVisibility",
+    "sqs:GetQueueAttributes",
+    "sqs:SendMessage",
+    "secretsmanager:GetSecretValue",
+    "s3:GetObject",
+    "s3:PutObject",
+    "s3:ListBucket",
+    "ses:SendEmail",
+    "textract:DetectDocumentText",
+    "logs:CreateLogStream",
+    "logs:PutLogEvents",
+    "kms:Decrypt",
+    "kms:GenerateDataKey",
+];
+/// Managed policies a function's role may have: Lambda's VPC network interfaces only.
+const ALLOWED_MANAGED_POLICIES: &[&str] =
+    &[":iam::aws:policy/service-role/AWSLambdaENIManagementAccess"];
+/// What SQS and Lambda use when an attribute is not set.
+const DEFAULT_RETENTION_SECONDS: f64 = 345_600.0;
+const DEFAULT_VISIBILITY_SECONDS: f64 = 30.0;
+const DEFAULT_TIMEOUT_SECONDS: f64 = 3.0;
+const DEFAULT_BATCH_SIZE: f64 = 10.0;
+
+/// Every violation of the contract in `infra`, empty when there is none.
+pub fn check(infra: &Infra) -> Vec<String> {
+    let mut found = Violations::default();
+    check_every_function_exists(infra, &mut found);
+    for module in infra.modules() {
+        for mapping in module.of_kind("aws_lambda_event_source_mapping") {
+            check_event_source_mapping(module, mapping, &mut found);
+        }
+        for queue in module.of_kind("aws_sqs_queue") {
+            check_queue_is_encrypted(module, queue, &mut found);
+        }
+        for document in module.of_kind("aws_iam_policy_document") {
+            check_no_wildcard_resources(module, document, &mut found);
+        }
+        for version in module.of_kind("aws_secretsmanager_secret_version") {
+            found.add(
+                module,
+                version,
+                "puts a secret value into the Terraform state; create the secret empty and let an operator fill it",
+            );
+        }
+        for function in module.of_kind("aws_lambda_function") {
+            check_function(infra, module, function, &mut found);
+        }
+    }
+    for instance in &infra.instances {
+        check_instance_has_one_mapping(instance, &mut found);
+        check_max_receive_count_is_one_variable(infra, instance, &mut found);
+        check_queue_alarms(instance, &mut found);
+    }
+    found.0
+}
+
+#[derive(Default)]
+struct Violations(Vec<String>);
+
+impl Violations {
+    fn add(&mut self, module: &Module, resource: &Resource, message: impl Display) {
+        self.0.push(format!(
+            "{}: {}: {message}",
+            module.address, resource.address
+        ));
+    }
+
+    fn add_to(&mut self, place: &str, message: impl Display) {
+        self.0.push(format!("{place}: {message}"));
+    }
+}
+
+// --- which functions exist ---------------------------------------------------------------
+
+fn check_every_function_exists(infra: &Infra, found: &mut Violations) {
+    let instance_names: Vec<String> = infra
+        .instances
+        .iter()
+        .map(|i| text(i.vars.get("name")))
+        .collect();
+    for contract in FUNCTIONS {
+        let count = match contract.trigger {
+            Trigger::Queue => instance_names
+                .iter()
+                .filter(|n| *n == contract.name)
+                .count(),
+            Trigger::Schedule => infra
+                .root
+                .of_kind("aws_lambda_function")
+                .filter(|f| contract_name(f) == contract.name)
+                .count(),
+        };
+        if count != 1 {
+            found.add_to(
+                "infra",
+                format!(
+                    "expected one {:?}-triggered function {:?}, found {count}",
+                    contract.trigger, contract.name
+                ),
+            );
+        }
+    }
+    for name in &instance_names {
+        if !FUNCTIONS
+            .iter()
+            .any(|c| c.name == name && c.trigger == Trigger::Queue)
+        {
+            found.add_to(
+                "infra",
+                format!("queue-function instance {name:?} is not in the contract"),
+            );
+        }
+    }
+}
+
+/// `staging-docflow-ingestion` -> `ingestion`.
+fn contract_name(function: &Resource) -> String {
+    let name = text(function.attr("function_name").as_ref());
+    match name.split_once("docflow-") {
+        Some((_, short)) => short.to_string(),
+        None => name,
+    }
+}
+
+fn contract_for(function: &Resource) -> Option<&'static FunctionContract> {
+    let name = contract_name(function);
+    FUNCTIONS.iter().find(|c| c.name == name)
+}
+
+// --- SQS triggers ----------------------------------------------------------------------------
+
+/// The queue and function an event source mapping connects.
+struct SqsTrigger<'a> {
+    queue: &'a Resource,
+    function: &'a Resource,
+}
+
+fn sqs_trigger<'a>(module: &'a Module, mapping: &'a Resource) -> Result<SqsTrigger<'a>, String> {
+    let queue = referenced(module, mapping.attr("event_source_arn"), "aws_sqs_queue")
+        .ok_or("event_source_arn is not the ARN of a queue of this module")?;
+    let function = referenced(module, mapping.attr("function_name"), "aws_lambda_function")
+        .ok_or("function_name does not refer to a function of this module")?;
+    Ok(SqsTrigger { queue, function })
+}
+
+fn sqs_triggers(module: &Module) -> Vec<SqsTrigger<'_>> {
+    module
+        .of_kind("aws_lambda_event_source_mapping")
+        .filter_map(|mapping| sqs_trigger(module, mapping).ok())
+        .collect()
+}
+
+/// The resource of `kind` in `module` that `value` (`"${kind.name.attr}"`) refers to.
+fn referenced<'a>(module: &'a Module, value: Option<Value>, kind: &str) -> Option<&'a Resource> {
+    let value = value?;
+    let parts = reference(&value)?;
+    (parts.len() == 3 && parts[0] == kind)
+        .then(|| module.resource(&format!("{kind}.{}", parts[1])))
+        .flatten()
+}
+
+fn check_event_source_mapping(module: &Module, mapping: &Resource, found: &mut Violations) {
+    let response_types = strings(mapping.attr("function_response_types").as_ref());
+    if !response_types
+        .iter()
+        .any(|t| t == "ReportBatchItemFailures")
+    {
+        found.add(
+            module,
+            mapping,
+            "function_response_types lacks ReportBatchItemFailures: Lambda would ignore batchItemFailures and retry whole batches",
+        );
+    }
+
+    let concurrency = blocks(&mapping.body, "scaling_config")
+        .next()
+        .and_then(|b| number(attr(&b.body, "maximum_concurrency").as_ref()));
+    match concurrency {
+        Some(n) if (2.0..=1000.0).contains(&n) => {}
+        Some(n) => found.add(module, mapping, format!("scaling_config.maximum_concurrency is {n}, must be 2 to 1000")),
+        None => found.add(
+            module,
+            mapping,
+            "scaling_config.maximum_concurrency is not set: with ReportBatchItemFailures nothing else bounds the load on the database",
+        ),
+    }
+
+    let batch_size = number_or(mapping.attr("batch_size"), DEFAULT_BATCH_SIZE);
+    let window = number_or(mapping.attr("maximum_batching_window_in_seconds"), 0.0);
+    if batch_size > 10.0 && window < 1.0 {
+        found.add(
+            module,
+            mapping,
+            format!("batch_size {batch_size} above 10 needs a batching window of at least 1 s"),
+        );
+    }
+
+    let trigger = match sqs_trigger(module, mapping) {
+        Ok(trigger) => trigger,
+        Err(why) => return found.add(module, mapping, why),
+    };
+    check_visibility_timeout(module, &trigger, window, found);
+    check_redrive_policy(module, &trigger, found);
+}
+
+fn check_visibility_timeout(module: &Module, t: &SqsTrigger, window: f64, found: &mut Violations) {
+    let visibility = number_or(
+        t.queue.attr("visibility_timeout_seconds"),
+        DEFAULT_VISIBILITY_SECONDS,
+    );
+    let timeout = number_or(t.function.attr("timeout"), DEFAULT_TIMEOUT_SECONDS);
+    if visibility.is_nan() || timeout.is_nan() {
+        return found.add(
+            module,
+            t.queue,
+            "visibility timeout or function timeout cannot be evaluated before apply",
+        );
+    }
+    let minimum = 6.0 * timeout + window;
+    if visibility < minimum {
+        found.add(
+            module,
+            t.queue,
+            format!(
+                "visibility timeout {visibility} s is below 6 x the timeout of {} ({timeout} s) + batching window ({window} s) = {minimum} s",
+                t.function.address
+            ),
+        );
+    }
+}
+
+fn check_redrive_policy(module: &Module, t: &SqsTrigger, found: &mut Violations) {
+    let Some(policy) = redrive_policy(t.queue) else {
+        return found.add(
+            module,
+            t.queue,
+            "has no redrive policy: failing messages would never reach a dead-letter queue",
+        );
+    };
+    let dlq = policy
+        .get("deadLetterTargetArn")
+        .and_then(|arn| referenced(module, Some(json_to_value(arn)), "aws_sqs_queue"));
+    let Some(dlq) = dlq else {
+        return found.add(
+            module,
+            t.queue,
+            "redrive policy's deadLetterTargetArn is not a queue of this module",
+        );
+    };
+    let retention = number_or(
+        t.queue.attr("message_retention_seconds"),
+        DEFAULT_RETENTION_SECONDS,
+    );
+    let dlq_retention = number_or(
+        dlq.attr("message_retention_seconds"),
+        DEFAULT_RETENTION_SECONDS,
+    );
+    if dlq_retention.is_nan() || retention.is_nan() || dlq_retention <= retention {
+        found.add(
+            module,
+            dlq,
+            format!(
+                "DLQ retention {dlq_retention} s must be longer than the retention of {} ({retention} s): a message keeps its enqueue time when it moves",
+                t.queue.address
+            ),
+        );
+    }
+
+    let max_receive_count = policy
+        .get("maxReceiveCount")
+        .and_then(serde_json::Value::as_f64);
+    let env_count = environment(t.function)
+        .get("MAX_RECEIVE_COUNT")
+        .and_then(Value::as_str)
+        .and_then(|s| s.parse::<f64>().ok());
+    match (max_receive_count, env_count) {
+        (Some(redrive), Some(env)) if redrive == env && redrive >= 1.0 => {}
+        (redrive, env) => found.add(
+            module,
+            t.function,
+            format!(
+                "MAX_RECEIVE_COUNT {env:?} does not match the redrive policy's maxReceiveCount {redrive:?} of {}",
+                t.queue.address
+            ),
+        ),
+    }
+}
+
+fn redrive_policy(queue: &Resource) -> Option<serde_json::Map<String, serde_json::Value>> {
+    let text = queue.attr("redrive_policy")?;
+    serde_json::from_str(text.as_str()?).ok()
+}
+
+fn json_to_value(json: &serde_json::Value) -> Value {
+    match json {
+        serde_json::Value::String(s) => Value::from(s.as_str()),
+        other => Value::from(other.to_string()),
+    }
+}
+
+fn check_instance_has_one_mapping(instance: &Module, found: &mut Violations) {
+    let count = instance.of_kind("aws_lambda_event_source_mapping").count();
+    if count != 1 {
+        found.add_to(
+            &instance.address,
+            format!("has {count} SQS event source mappings, expected 1"),
+        );
+    }
+}
+
+/// Code and redrive policy must read the same variable: change it and both must follow.
+fn check_max_receive_count_is_one_variable(
+    infra: &Infra,
+    instance: &Module,
+    found: &mut Violations,
+) {
+    let probe = number(instance.vars.get("max_receive_count")).unwrap_or(3.0) + 4.0;
+    let changed = infra.with_inputs(
+        instance,
+        &[("max_receive_count", Value::from(probe as u64))],
+    );
+    for t in sqs_triggers(&changed) {
+        let redrive = redrive_policy(t.queue)
+            .and_then(|p| p.get("maxReceiveCount").and_then(serde_json::Value::as_f64));
+        let env = environment(t.function)
+            .get("MAX_RECEIVE_COUNT")
+            .and_then(Value::as_str)
+            .and_then(|s| s.parse::<f64>().ok());
+        if redrive != Some(probe) {
+            found.add(
+                instance,
+                t.queue,
+                "the redrive policy's maxReceiveCount does not follow var.max_receive_count",
+            );
+        }
+        if env != Some(probe) {
+            found.add(
+                instance,
+                t.function,
+                "MAX_RECEIVE_COUNT does not follow var.max_receive_count",
+            );
+        }
+    }
+}
+
+fn check_queue_is_encrypted(module: &Module, queue: &Resource, found: &mut Violations) {
+    let sse_sqs = queue.attr("sqs_managed_sse_enabled") == Some(Value::Bool(true));
+    let kms = queue
+        .attr("kms_master_key_id")
+        .is_some_and(|k| k.as_str().is_some_and(|s| !s.is_empty()));
+    if !sse_sqs && !kms {
+        found.add(
+            module,
+            queue,
+            "is not encrypted: set sqs_managed_sse_enabled = true or kms_master_key_id",
+        );
+    }
+}
+
+fn check_queue_alarms(instance: &Module, found: &mut Violations) {
+    for t in sqs_triggers(instance) {
+        let dlq = redrive_policy(t.queue)
+            .and_then(|p| p.get("deadLetterTargetArn").map(json_to_value))
+            .and_then(|arn| referenced(instance, Some(arn), "aws_sqs_queue"));
+        let queue_name = |q: &Resource| format!("${{{}.name}}", q.address);
+        let function_name = format!("${{{}.function_name}}", t.function.address);
+        let mut wanted = vec![
+            (
+                "AWS/SQS",
+                "ApproximateAgeOfOldestMessage",
+                "QueueName",
+                queue_name(t.queue),
+            ),
+            (
+                "AWS/Lambda",
+                "Errors",
+                "FunctionName",
+                function_name.clone(),
+            ),
+            ("AWS/Lambda", "Throttles", "FunctionName", function_name),
+        ];
+        if let Some(dlq) = dlq {
+            wanted.push((
+                "AWS/SQS",
+                "ApproximateNumberOfMessagesVisible",
+                "QueueName",
+                queue_name(dlq),
+            ));
+        }
+        for (namespace, metric, dimension, subject) in wanted {
+            match find_alarm(instance, namespace, metric, dimension, &subject) {
+                None => found.add_to(
+                    &instance.address,
+                    format!("no alarm with actions on {namespace} {metric} of {subject}"),
+                ),
+                Some(alarm) if metric == "ApproximateNumberOfMessagesVisible" => {
+                    let fires_on_first = number(alarm.attr("threshold").as_ref()) == Some(0.0)
+                        && text(alarm.attr("comparison_operator").as_ref())
+                            == "GreaterThanThreshold";
+                    if !fires_on_first {
+                        found.add(
+                            instance,
+                            alarm,
+                            "must fire on the first message in the DLQ (> 0)",
+                        );
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+    }
+}
+
+fn find_alarm<'a>(
+    module: &'a Module,
+    namespace: &str,
+    metric: &str,
+    dimension: &str,
+    subject: &str,
+) -> Option<&'a Resource> {
+    module.of_kind("aws_cloudwatch_metric_alarm").find(|alarm| {
+        text(alarm.attr("namespace").as_ref()) == namespace
+            && text(alarm.attr("metric_name").as_ref()) == metric
+            && alarm
+                .attr("dimensions")
+                .and_then(|d| d.as_object().and_then(|d| d.get(dimension)).cloned())
+                == Some(Value::from(subject))
+            && !strings(alarm.attr("alarm_actions").as_ref()).is_empty()
+    })
+}
+
+// --- functions, their environment and their permissions -----------------------------------
+
+fn environment(function: &Resource) -> Map<String, Value> {
+    blocks(&function.body, "environment")
+        .next()
+        .and_then(|env| attr(&env.body, "variables"))
+        .and_then(|vars| vars.as_object().cloned())
+        .unwrap_or_default()
+}
+
+fn check_function(infra: &Infra, module: &Module, function: &Resource, found: &mut Violations) {
+    for (key, expected) in [("runtime", "provided.al2023"), ("handler", "bootstrap")] {
+        if text(function.attr(key).as_ref()) != expected {
+            found.add(module, function, format!("{key} must be {expected:?}"));
+        }
+    }
+    if strings(function.attr("architectures").as_ref()) != ["arm64"] {
+        found.add(
+            module,
+            function,
+            "architectures must be [\"arm64\"] (cargo lambda build --arm64)",
+        );
+    }
+
+    let env = environment(function);
+    check_environment_holds_no_secret(module, function, &env, found);
+
+    let Some(contract) = contract_for(function) else {
+        return found.add(
+            module,
+            function,
+            format!(
+                "function {:?} is not in the contract",
+                contract_name(function)
+            ),
+        );
+    };
+    match contract.trigger {
+        Trigger::Queue => {}
+        Trigger::Schedule => check_scheduled(module, function, found),
+    }
+    check_queue_urls(infra, module, function, contract, &env, found);
+    check_errors_alarm(module, function, found);
+    match role_policies(module, function) {
+        Ok(statements) => {
+            check_permissions(infra, module, function, contract, &env, &statements, found)
+        }
+        Err(why) => found.add(module, function, why),
+    }
+}
+
+fn check_environment_holds_no_secret(
+    module: &Module,
+    function: &Resource,
+    env: &Map<String, Value>,
+    found: &mut Violations,
+) {
+    let secret_id = env.get(SECRET_ENV).cloned().unwrap_or(Value::Null);
+    let is_secret_arn = reference(&secret_id)
+        .is_some_and(|r| r.len() == 3 && r[0] == "aws_secretsmanager_secret" && r[2] == "arn")
+        || secret_id
+            .as_str()
+            .is_some_and(|s| s.starts_with("arn:") && s.contains(":secretsmanager:"));
+    if !is_secret_arn {
+        found.add(
+            module,
+            function,
+            format!("{SECRET_ENV} must carry the secret's ARN, found {secret_id}"),
+        );
+    }
+    const CREDENTIAL_NAMES: &[&str] = &[
+        "PASSWORD",
+        "API_KEY",
+        "TOKEN",
+        "DATABASE_URL",
+        "WEBHOOK",
+        "SECRET",
+    ];
+    const SECRET_VALUE_SOURCES: &[&str] = &[
+        "secret_string",
+        "secret_binary",
+        "aws_secretsmanager_secret_version",
+    ];
+    for (name, value) in env {
+        let value = value.to_string();
+        if name != SECRET_ENV && CREDENTIAL_NAMES.iter().any(|c| name.contains(c)) {
+            found.add(
+                module,
+                function,
+                format!("environment variable {name} looks like a credential; credentials belong in the secret"),
+            );
+        }
+        if SECRET_VALUE_SOURCES.iter().any(|s| value.contains(s)) {
+            found.add(
+                module,
+                function,
+                format!("environment variable {name} is read from a secret's value; pass the secret's ARN ({SECRET_ENV})"),
+            );
+        }
+    }
+}
+
+fn check_scheduled(module: &Module, function: &Resource, found: &mut Violations) {
+    let arn = format!("${{{}.arn}}", function.address);
+    let scheduled = module.of_kind("aws_cloudwatch_event_target").any(|target| {
+        target.attr("arn") == Some(Value::from(arn.as_str()))
+            && referenced(module, target.attr("rule"), "aws_cloudwatch_event_rule")
+                .is_some_and(|rule| rule.attr("schedule_expression").is_some())
+    });
+    let permitted = module.of_kind("aws_lambda_permission").any(|permission| {
+        text(permission.attr("principal").as_ref()) == "events.amazonaws.com"
+            && referenced(
+                module,
+                permission.attr("function_name"),
+                "aws_lambda_function",
+            )
+            .is_some_and(|f| f.address == function.address)
+    });
+    if !scheduled || !permitted {
+        found.add(
+            module,
+            function,
+            "is not invoked by an EventBridge schedule (rule with schedule_expression, target and lambda permission)",
+        );
+    }
+}
+
+fn check_errors_alarm(module: &Module, function: &Resource, found: &mut Violations) {
+    let subject = format!("${{{}.function_name}}", function.address);
+    if find_alarm(module, "AWS/Lambda", "Errors", "FunctionName", &subject).is_none() {
+        found.add(module, function, "has no Errors alarm with actions");
+    }
+}
+
+/// `document-output` -> `DOCUMENT_OUTPUT_QUEUE_URL`.
+fn queue_url_env(function: &str) -> String {
+    format!("{}_QUEUE_URL", function.to_uppercase().replace('-', "_"))
+}
+
+/// The `module.<x>` of the queue-function instance named `function`.
+fn instance_address<'a>(infra: &'a Infra, function: &str) -> Option<&'a str> {
+    infra
+        .instances
+        .iter()
+        .find(|i| text(i.vars.get("name")) == function)
+        .map(|i| i.address.as_str())
+}
+
+fn check_queue_urls(
+    infra: &Infra,
+    module: &Module,
+    function: &Resource,
+    contract: &FunctionContract,
+    env: &Map<String, Value>,
+    found: &mut Violations,
+) {
+    let actual: BTreeSet<(String, String)> = env
+        .iter()
+        .filter(|(name, _)| name.ends_with("_QUEUE_URL"))
+        .map(|(name, value)| (name.clone(), text(Some(value))))
+        .collect();
+    let expected: BTreeSet<(String, String)> = contract
+        .sends_to
+        .iter()
+        .map(|target| {
+            let url = instance_address(infra, target)
+                .map(|m| format!("${{{m}.queue_url}}"))
+                .unwrap_or_default();
+            (queue_url_env(target), url)
+        })
+        .collect();
+    if actual != expected {
+        found.add(
+            module,
+            function,
+            format!("queue URLs in the environment are {actual:?}, the contract says {expected:?}"),
+        );
+    }
+}
+
+/// One statement of an IAM policy document.
+struct Statement {
+    sid: String,
+    allow: bool,
+    actions: Vec<String>,
+    resources: Vec<String>,
+}
+
+impl Statement {
+    fn grants(&self, action: &str) -> bool {
+        self.allow && self.actions.iter().any(|a| a == action)
+    }
+}
+
+fn statements(document: &Resource) -> Vec<Statement> {
+    blocks(&document.body, "statement")
+        .map(|s| Statement {
+            sid: text(attr(&s.body, "sid").as_ref()),
+            allow: attr(&s.body, "effect").is_none_or(|e| e.as_str() == Some("Allow")),
+            actions: strings(attr(&s.body, "actions").as_ref()),
+            resources: strings(attr(&s.body, "resources").as_ref()),
+        })
+        .collect()
+}
+
+/// The statements of every inline policy of the function's role. Fails when the role or a
+/// policy cannot be read (not an `aws_iam_policy_document` of the same module), or when a
+/// managed policy other than the allowed ones is attached.
+fn role_policies(module: &Module, function: &Resource) -> Result<Vec<Statement>, String> {
+    let role = referenced(module, function.attr("role"), "aws_iam_role")
+        .ok_or("role is not an aws_iam_role of this module")?;
+    let of_role = |r: &Resource| {
+        r.attr("role")
+            .and_then(|v| {
+                reference(&v).map(|p| p.len() == 3 && format!("{}.{}", p[0], p[1]) == role.address)
+            })
+            .unwrap_or(false)
+    };
+    for attachment in module
+        .of_kind("aws_iam_role_policy_attachment")
+        .filter(|r| of_role(r))
+    {
+        let arn = text(attachment.attr("policy_arn").as_ref());
+        if !ALLOWED_MANAGED_POLICIES.iter().any(|p| arn.ends_with(p)) {
+            return Err(format!(
+                "{} attaches {arn}; only {ALLOWED_MANAGED_POLICIES:?} are allowed",
+                attachment.address
+            ));
+        }
+    }
+    let mut all = Vec::new();
+    for policy in module.of_kind("aws_iam_role_policy").filter(|r| of_role(r)) {
+        let document = policy
+            .attr("policy")
+            .and_then(|v| {
+                let parts = reference(&v)?;
+                (parts.len() == 4 && parts[0] == "data" && parts[3] == "json")
+                    .then(|| module.resource(&format!("data.{}.{}", parts[1], parts[2])))
+                    .flatten()
+            })
+            .ok_or_else(|| {
+                format!(
+                    "{}: policy is not an aws_iam_policy_document of this module",
+                    policy.address
+                )
+            })?;
+        all.extend(statements(document));
+    }
+    if all.is_empty() {
+        return Err(format!("{} has no inline policy", role.address));
+    }
+    Ok(all)
+}
+
+fn resources_of(
+    statements: &[Statement],
+    matches: impl Fn(&Statement) -> bool,
+) -> BTreeSet<String> {
+    statements
+        .iter()
+        .filter(|s| matches(s))
+        .flat_map(|s| s.resources.iter().cloned())
+        .collect()
+}
+
+fn check_permissions(
+    infra: &Infra,
+    module: &Module,
+    function: &Resource,
+    contract: &FunctionContract,
+    env: &Map<String, Value>,
+    statements: &[Statement],
+    found: &mut Violations,
+) {
+    let mut compare = |what: &str, actual: BTreeSet<String>, expected: BTreeSet<String>| {
+        if actual != expected {
+            found.add(
+                module,
+                function,
+                format!("{what} is granted on {actual:?}, the contract says {expected:?}"),
+            );
+        }
+    };
+
+    let own_queue: BTreeSet<String> = module
+        .of_kind("aws_lambda_event_source_mapping")
+        .filter_map(|m| sqs_trigger(module, m).ok())
+        .filter(|t| t.function.address == function.address)
+        .map(|t| format!("${{{}.arn}}", t.queue.address))
+        .collect();
+    for action in CONSUME_ACTIONS {
+        let actual = resources_of(statements, |s| s.grants(action));
+        compare(action, actual, own_queue.clone());
+    }
+
+    let targets = contract
+        .sends_to
+        .iter()
+        .map(|t| {
+            instance_address(infra, t)
+                .map(|m| format!("${{{m}.queue_arn}}"))
+                .unwrap_or_default()
+        })
+        .collect();
+    compare(
+        "sqs:SendMessage",
+        resources_of(statements, |s| s.grants("sqs:SendMessage")),
+        targets,
+    );
+
+    let secret = env
+        .get(SECRET_ENV)
+        .map(|v| text(Some(v)))
+        .into_iter()
+        .collect();
+    compare(
+        "secretsmanager:GetSecretValue",
+        resources_of(statements, |s| s.grants("secretsmanager:GetSecretValue")),
+        secret,
+    );
+
+    let objects = |prefixes: &[&str]| {
+        prefixes
+            .iter()
+            .map(|p| format!("{DOCUMENTS_BUCKET_ARN}/{p}*"))
+            .collect()
+    };
+    compare(
+        "s3:GetObject",
+        resources_of(statements, |s| s.grants("s3:GetObject")),
+        objects(contract.s3_reads),
+    );
+    compare(
+        "s3:PutObject",
+        resources_of(statements, |s| s.grants("s3:PutObject")),
+        objects(contract.s3_writes),
+    );
+    let uses_s3 = !contract.s3_reads.is_empty() || !contract.s3_writes.is_empty();
+    let bucket = uses_s3
+        .then(|| DOCUMENTS_BUCKET_ARN.to_string())
+        .into_iter()
+        .collect();
+    compare(
+        "s3:ListBucket",
+        resources_of(statements, |s| s.grants("s3:ListBucket")),
+        bucket,
+    );
+
+    let email = resources_of(statements, |s| s.grants("ses:SendEmail"));
+    if contract.sends_email {
+        for identity in &email {
+            if identity.contains('*') || !identity.contains(":identity/") {
+                found.add(
+                    module,
+                    function,
+                    format!("ses:SendEmail must name SES identities, found {identity:?}"),
+                );
+            }
+        }
+    } else if !email.is_empty() {
+        found.add(
+            module,
+            function,
+            format!("ses:SendEmail is granted on {email:?}, the contract says it sends no email"),
+        );
+    }
+
+    let textract = resources_of(statements, |s| s.grants("textract:DetectDocumentText"));
+    if !textract.is_empty() && !contract.may_use_textract {
+        found.add(
+            module,
+            function,
+            "textract:DetectDocumentText is granted, the contract says it does not use Textract",
+        );
+    }
+
+    for statement in statements.iter().filter(|s| s.allow) {
+        for action in &statement.actions {
+            if !ALLOWED_ACTIONS.contains(&action.as_str()) {
+                found.add(
+                    module,
+                    function,
+                    format!(
+                        "statement {:?} grants {action}, which the contract does not allow",
+                        statement.sid
+                    ),
+                );
+            }
+        }
+    }
+}
+
+fn check_no_wildcard_resources(module: &Module, document: &Resource, found: &mut Violations) {
+    for block in blocks(&document.body, "statement") {
+        let statement = &block.body;
+        let allow = attr(statement, "effect").is_none_or(|e| e.as_str() == Some("Allow"));
+        let actions = strings(attr(statement, "actions").as_ref());
+        let scoped: Vec<&String> = actions
+            .iter()
+            .filter(|a| SCOPED_SERVICES.contains(&a.split(':').next().unwrap_or_default()))
+            .collect();
+        if !allow || scoped.is_empty() {
+            continue;
+        }
+        if attr(statement, "not_resources").is_some() {
+            found.add(
+                module,
+                document,
+                format!("{scoped:?} granted with not_resources"),
+            );
+        }
+        let resources = strings(attr(statement, "resources").as_ref());
+        if resources.is_empty() {
+            found.add(
+                module,
+                document,
+                format!("{scoped:?} granted without resources"),
+            );
+        }
+        for resource in resources {
+            if let Some(problem) = wildcard(&resource) {
+                found.add(
+                    module,
+                    document,
+                    format!("{scoped:?} granted on {resource:?} ({problem})"),
+                );
+            }
+        }
+    }
+}
+
+/// Why a resource is too broad for sqs/s3/secretsmanager, if it is.
+fn wildcard(resource: &str) -> Option<&'static str> {
+    if resource == "*" {
+        return Some("every resource");
+    }
+    let (arn, path) = resource.split_once('/').unwrap_or((resource, ""));
+    if arn.contains('*') {
+        return Some("a wildcard ARN");
+    }
+    if path.starts_with('*') {
+        return Some("everything under the resource, not one prefix");
+    }
+    None
+}
+
+// --- values ------------------------------------------------------------------------------------
+
+fn number(value: Option<&Value>) -> Option<f64> {
+    value?.as_number()?.as_f64()
+}
+
+/// The number, the AWS default when the attribute is not set, NaN when it is not a number.
+fn number_or(value: Option<Value>, default: f64) -> f64 {
+    match value {
+        None | Some(Value::Null) => default,
+        Some(v) => number(Some(&v)).unwrap_or(f64::NAN),
+    }
+}
+
+fn text(value: Option<&Value>) -> String {
+    match value {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    }
+}
+
+/// A list of strings; a single string (an unevaluated reference) counts as one element.
+fn strings(value: Option<&Value>) -> Vec<String> {
+    match value {
+        Some(Value::Array(items)) => items.iter().map(|v| text(Some(v))).collect(),
+        Some(Value::String(s)) => vec![s.clone()],
+        _ => Vec::new(),
+    }
+}
