@@ -84,7 +84,7 @@ variable "max_receive_count" {
 variable "message_retention_seconds" {
   description = "Retention of the source queues (the DLQs keep messages 14 days, which must be longer)."
   type        = number
-  default     = 345600 # 4 days
+  default     = 604800 # 7 days (seed 002)
 
   validation {
     condition     = var.message_retention_seconds >= 3600 && var.message_retention_seconds < 1209600

@@ -137,7 +137,7 @@ fn instances_get_the_documented_names_timeouts_and_derived_visibility() {
         );
         assert_eq!(
             queue.attr("message_retention_seconds"),
-            Some(345_600.into()),
+            Some(604_800.into()),
             "{address}"
         );
     }
@@ -241,11 +241,11 @@ fn a_dlq_that_keeps_messages_no_longer_than_its_queue_is_reported() {
     let broken = real_infra().replace(
         MODULE_VARIABLES,
         "default     = 1209600 # 14 days, the SQS maximum",
-        "default     = 345600",
+        "default     = 604800",
     );
     assert_reported(
         &violations(&broken),
-        &["aws_sqs_queue.dlq", "DLQ retention 345600 s must be longer"],
+        &["aws_sqs_queue.dlq", "DLQ retention 604800 s must be longer"],
     );
 }
 

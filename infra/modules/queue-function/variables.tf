@@ -182,7 +182,7 @@ variable "visibility_timeout_seconds" {
 variable "message_retention_seconds" {
   description = "Retention of the source queue. Must be shorter than the DLQ's, because a message keeps its original enqueue time when it moves to the DLQ."
   type        = number
-  default     = 345600 # 4 days
+  default     = 604800 # 7 days (seed 002)
 
   validation {
     condition     = var.message_retention_seconds >= 60 && var.message_retention_seconds <= 1209600

@@ -104,7 +104,7 @@ const ALLOWED_ACTIONS: &[&str] = &[
 const ALLOWED_MANAGED_POLICIES: &[&str] =
     &[":iam::aws:policy/service-role/AWSLambdaENIManagementAccess"];
 /// What SQS and Lambda use when an attribute is not set.
-const DEFAULT_RETENTION_SECONDS: f64 = 345_600.0;
+const DEFAULT_RETENTION_SECONDS: f64 = 604_800.0;
 const DEFAULT_VISIBILITY_SECONDS: f64 = 30.0;
 const DEFAULT_TIMEOUT_SECONDS: f64 = 3.0;
 const DEFAULT_BATCH_SIZE: f64 = 10.0;
