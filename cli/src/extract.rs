@@ -78,7 +78,7 @@ fn print_summary(e: &Extraction, model: &str) {
     let rows = [
         (
             "document_type",
-            e.document_type.map(|k| k.as_db().to_owned()),
+            e.document_type.map(|k| k.as_str().to_owned()),
         ),
         ("invoice_number", e.invoice_number.clone()),
         ("invoice_date", e.invoice_date.map(|d| d.to_string())),

@@ -14,45 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::llm::{LlmClient, LlmError};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Confidence {
-    High,
-    Medium,
-    Low,
-}
-
-/// The document types of the contract; the same names as the `document_type` enum.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DocumentKind {
-    Invoice,
-    PurchaseOrder,
-    DeliveryNote,
-    CreditNote,
-    Other,
-}
-
-impl DocumentKind {
-    /// The `document_type` enum label in the database.
-    pub fn as_db(self) -> &'static str {
-        match self {
-            DocumentKind::Invoice => "invoice",
-            DocumentKind::PurchaseOrder => "purchase_order",
-            DocumentKind::DeliveryNote => "delivery_note",
-            DocumentKind::CreditNote => "credit_note",
-            DocumentKind::Other => "other",
-        }
-    }
-
-    /// Whether matching links this type to others (invoice ↔ PO ↔ delivery note).
-    pub fn is_matchable(self) -> bool {
-        matches!(
-            self,
-            DocumentKind::Invoice | DocumentKind::PurchaseOrder | DocumentKind::DeliveryNote
-        )
-    }
-}
+pub use crate::document::{Confidence, DocumentType};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LineItem {
@@ -73,7 +35,7 @@ pub struct Extraction {
     #[serde(default)]
     pub missing_fields: Vec<String>,
     #[serde(default)]
-    pub document_type: Option<DocumentKind>,
+    pub document_type: Option<DocumentType>,
     #[serde(default)]
     pub invoice_number: Option<String>,
     #[serde(default)]
@@ -227,7 +189,7 @@ mod tests {
         }"#;
         let extraction: Extraction = serde_json::from_str(json).unwrap();
         assert_eq!(extraction.invoice_date, NaiveDate::from_ymd_opt(2014, 5, 7));
-        assert_eq!(extraction.document_type, Some(DocumentKind::Invoice));
+        assert_eq!(extraction.document_type, Some(DocumentType::Invoice));
         assert!(extraction.validate().is_ok());
         assert!(extraction.passes_quality_gate());
         let again: Extraction =

@@ -12,6 +12,7 @@ pub mod aws;
 pub mod bootstrap;
 pub mod datev;
 pub mod db;
+pub mod document;
 pub mod extract;
 pub mod ids;
 pub mod llm;

@@ -177,25 +177,7 @@ pub async fn provision(
         queues.insert(name, ensure_queue_with_dlq(&sqs, name, spec).await?);
     }
 
-    let s3 = crate::aws::s3_client(config);
-    if s3
-        .head_bucket()
-        .bucket(DOCUMENTS_BUCKET)
-        .send()
-        .await
-        .is_err()
-    {
-        s3.create_bucket()
-            .bucket(DOCUMENTS_BUCKET)
-            .create_bucket_configuration(
-                aws_sdk_s3::types::CreateBucketConfiguration::builder()
-                    .location_constraint(aws_sdk_s3::types::BucketLocationConstraint::EuCentral1)
-                    .build(),
-            )
-            .send()
-            .await
-            .with_context(|| format!("failed to create bucket {DOCUMENTS_BUCKET}"))?;
-    }
+    ensure_bucket(&crate::aws::s3_client(config), DOCUMENTS_BUCKET).await?;
 
     let secrets = aws_sdk_secretsmanager::Client::new(config);
     if secrets
@@ -214,6 +196,24 @@ pub async fn provision(
             .with_context(|| format!("failed to create secret {SECRET_ID}"))?;
     }
     Ok(Stack { queues })
+}
+
+/// Creates the bucket (in eu-central-1) unless it exists.
+pub async fn ensure_bucket(s3: &aws_sdk_s3::Client, name: &str) -> anyhow::Result<()> {
+    if s3.head_bucket().bucket(name).send().await.is_ok() {
+        return Ok(());
+    }
+    s3.create_bucket()
+        .bucket(name)
+        .create_bucket_configuration(
+            aws_sdk_s3::types::CreateBucketConfiguration::builder()
+                .location_constraint(aws_sdk_s3::types::BucketLocationConstraint::EuCentral1)
+                .build(),
+        )
+        .send()
+        .await
+        .with_context(|| format!("failed to create bucket {name}"))?;
+    Ok(())
 }
 
 /// Lambda's SQS poller, locally: receive a batch, invoke, apply the partial response.

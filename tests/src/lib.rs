@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests: the local AWS emulator, unique names,
 //! Lambda events built from real received messages, text PDFs.
 
+pub mod llm;
 pub mod pdf;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -41,6 +42,15 @@ pub async fn fresh_queue(sqs: &aws_sdk_sqs::Client, prefix: &str, spec: QueueSpe
     docflow::local::ensure_queue_with_dlq(sqs, &name, spec)
         .await
         .expect("create test queue")
+}
+
+/// A fresh, empty bucket.
+pub async fn fresh_bucket(s3: &aws_sdk_s3::Client) -> String {
+    let bucket = unique("docflow-docs");
+    docflow::local::ensure_bucket(s3, &bucket)
+        .await
+        .expect("create test bucket");
+    bucket
 }
 
 pub async fn send(sqs: &aws_sdk_sqs::Client, url: &str, body: &str) -> String {

@@ -18,7 +18,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 use wiremock::MockServer;
 
-use crate::{aws, fresh_queue, lambda_event, mapping, poll_n, unique};
+use crate::{aws, fresh_bucket, fresh_queue, lambda_event, mapping, poll_n, unique};
 
 pub const API_KEY: &str = "maesn-api-key-test";
 pub const ACCOUNT_KEY: &str = "acct-key-4711";
@@ -77,17 +77,7 @@ pub async fn setup_with(pool: PgPool, options: Options) -> OutputEnv {
     let config = aws().await;
     let sqs = aws_sdk_sqs::Client::new(&config);
     let s3 = docflow::aws::s3_client(&config);
-    let bucket = unique("docflow-docs");
-    s3.create_bucket()
-        .bucket(&bucket)
-        .create_bucket_configuration(
-            aws_sdk_s3::types::CreateBucketConfiguration::builder()
-                .location_constraint(aws_sdk_s3::types::BucketLocationConstraint::EuCentral1)
-                .build(),
-        )
-        .send()
-        .await
-        .expect("create bucket");
+    let bucket = fresh_bucket(&s3).await;
     let queue = fresh_queue(
         &sqs,
         "document-output",

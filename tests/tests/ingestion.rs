@@ -10,6 +10,7 @@ use docflow::local::{EventSourceMapping, QueuePair, QueueSpec};
 use docflow::ocr::Transcriber;
 use docflow::retry::RetryPolicy;
 use docflow::sqs::{BatchConfig, BatchRuntime};
+use docflow_tests::llm::{anthropic_error, anthropic_text};
 use docflow_tests::pdf::text_pdf;
 use docflow_tests::*;
 use ingestion::{Deps, IngestionConfig};
@@ -44,26 +45,6 @@ fn invoice_json() -> Value {
     })
 }
 
-/// An Anthropic Messages API success answering `text`.
-fn anthropic_ok(text: &str) -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_json(json!({
-        "id": "msg_01XYZ",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-test-1",
-        "content": [{"type": "text", "text": text}],
-        "stop_reason": "end_turn",
-        "usage": {"input_tokens": 1234, "output_tokens": 321}
-    }))
-}
-
-fn anthropic_error(status: u16, kind: &str, message: &str) -> ResponseTemplate {
-    ResponseTemplate::new(status).set_body_json(json!({
-        "type": "error",
-        "error": {"type": kind, "message": message}
-    }))
-}
-
 /// A Textract DetectDocumentText answer with one LINE block per line at `confidence`.
 fn textract_ok(lines: &[&str], confidence: f64) -> ResponseTemplate {
     let mut blocks = vec![json!({"BlockType": "PAGE", "Id": "p1", "Page": 1, "Confidence": 99.0})];
@@ -94,17 +75,7 @@ async fn harness(pool: PgPool, ocr: Ocr) -> Harness {
     let config = aws().await;
     let sqs = aws_sdk_sqs::Client::new(&config);
     let s3 = docflow::aws::s3_client(&config);
-    let bucket = unique("docflow-docs");
-    s3.create_bucket()
-        .bucket(&bucket)
-        .create_bucket_configuration(
-            aws_sdk_s3::types::CreateBucketConfiguration::builder()
-                .location_constraint(aws_sdk_s3::types::BucketLocationConstraint::EuCentral1)
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
+    let bucket = fresh_bucket(&s3).await;
     let ingestion_queue = fresh_queue(&sqs, "ingestion", QueueSpec::default()).await;
     let matching_queue = fresh_queue(&sqs, "matching", QueueSpec::default()).await;
     let llm = MockServer::start().await;
@@ -271,7 +242,7 @@ async fn a_text_pdf_is_ingested_end_to_end_and_handed_to_matching(pool: PgPool) 
         .and(path("/v1/messages"))
         .and(header("x-api-key", "sk-ant-test"))
         .and(header("anthropic-version", "2023-06-01"))
-        .respond_with(anthropic_ok(&invoice_json().to_string()))
+        .respond_with(anthropic_text(&invoice_json().to_string()))
         .expect(1)
         .mount(&h.llm)
         .await;
@@ -318,7 +289,7 @@ async fn a_plain_text_file_is_ingested_end_to_end(pool: PgPool) {
     let document_id = h.seed(id, "txt", Some(text.as_bytes().to_vec())).await;
     Mock::given(method("POST"))
         .and(path("/v1/messages"))
-        .respond_with(anthropic_ok(&format!("```json\n{}\n```", invoice_json())))
+        .respond_with(anthropic_text(&format!("```json\n{}\n```", invoice_json())))
         .mount(&h.llm)
         .await;
 
@@ -361,7 +332,7 @@ async fn a_stored_transcription_is_reused_on_retry_so_ocr_runs_once(pool: PgPool
         .await;
     Mock::given(method("POST"))
         .and(path("/v1/messages"))
-        .respond_with(anthropic_ok(&invoice_json().to_string()))
+        .respond_with(anthropic_text(&invoice_json().to_string()))
         .mount(&h.llm)
         .await;
 
@@ -420,7 +391,7 @@ async fn low_quality_triggers_exactly_one_preprocessing_pass(pool: PgPool) {
         .await;
     Mock::given(method("POST"))
         .and(path("/v1/messages"))
-        .respond_with(anthropic_ok(&invoice_json().to_string()))
+        .respond_with(anthropic_text(&invoice_json().to_string()))
         .mount(&h.llm)
         .await;
 
@@ -463,7 +434,7 @@ async fn an_llm_rate_limit_is_retried_in_process_and_then_succeeds(pool: PgPool)
         .await;
     Mock::given(method("POST"))
         .and(path("/v1/messages"))
-        .respond_with(anthropic_ok(&invoice_json().to_string()))
+        .respond_with(anthropic_text(&invoice_json().to_string()))
         .mount(&h.llm)
         .await;
 
@@ -517,7 +488,7 @@ async fn invalid_json_from_the_llm_is_transient(pool: PgPool) {
     h.seed(id, "pdf", Some(invoice_pdf())).await;
     Mock::given(method("POST"))
         .and(path("/v1/messages"))
-        .respond_with(anthropic_ok(
+        .respond_with(anthropic_text(
             "Sure! Here is the invoice data: invoice number RE-2014-0815.",
         ))
         .expect(3)
@@ -573,7 +544,7 @@ async fn a_low_confidence_extraction_fails_the_quality_gate_and_is_retried(pool:
     low["missing_fields"] = json!(["total"]);
     Mock::given(method("POST"))
         .and(path("/v1/messages"))
-        .respond_with(anthropic_ok(&low.to_string()))
+        .respond_with(anthropic_text(&low.to_string()))
         .expect(1)
         .mount(&h.llm)
         .await;
@@ -604,7 +575,7 @@ async fn a_stale_claim_is_reclaimed_and_a_fresh_one_is_not(pool: PgPool) {
         .unwrap();
     Mock::given(method("POST"))
         .and(path("/v1/messages"))
-        .respond_with(anthropic_ok(&invoice_json().to_string()))
+        .respond_with(anthropic_text(&invoice_json().to_string()))
         .expect(1)
         .mount(&h.llm)
         .await;
@@ -635,7 +606,7 @@ async fn poison_bodies_and_unknown_ids_are_discarded_without_affecting_the_batch
     }
     Mock::given(method("POST"))
         .and(path("/v1/messages"))
-        .respond_with(anthropic_ok(&invoice_json().to_string()))
+        .respond_with(anthropic_text(&invoice_json().to_string()))
         .expect(3)
         .mount(&h.llm)
         .await;
@@ -694,7 +665,7 @@ async fn the_sample_valid_event_ingests_its_ingestion(pool: PgPool) {
     h.seed(id, "pdf", Some(invoice_pdf())).await;
     Mock::given(method("POST"))
         .and(path("/v1/messages"))
-        .respond_with(anthropic_ok(&invoice_json().to_string()))
+        .respond_with(anthropic_text(&invoice_json().to_string()))
         .mount(&h.llm)
         .await;
 
@@ -748,7 +719,7 @@ async fn a_failed_send_to_matching_leaves_the_document_pending_for_the_sweeper(p
     let document_id = h.seed(id, "pdf", Some(invoice_pdf())).await;
     Mock::given(method("POST"))
         .and(path("/v1/messages"))
-        .respond_with(anthropic_ok(&invoice_json().to_string()))
+        .respond_with(anthropic_text(&invoice_json().to_string()))
         .mount(&h.llm)
         .await;
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 use aws_lambda_events::event::sqs::SqsEvent;
 use docflow::local::QueueSpec;
 use docflow::matching::DocumentType;
+use docflow_tests::llm::anthropic_text;
 use docflow_tests::{fresh_queue, lambda_event, mapping, poll_n, send, sqs, visible_bodies};
 use matching_support::*;
 use sqlx::PgPool;

@@ -8,6 +8,7 @@ use docflow::matching::{
     self, DecidedBy, Document, DocumentType, MatchingConfig, MatchingError, status,
 };
 use docflow::retry::Classify;
+use docflow_tests::llm::anthropic_text;
 use matching_support::*;
 use serde_json::{Value, json};
 use sqlx::PgPool;

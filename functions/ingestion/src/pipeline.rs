@@ -5,7 +5,7 @@ use std::time::Duration;
 use anyhow::anyhow;
 use aws_sdk_s3::operation::get_object::GetObjectError;
 use docflow::Failure;
-use docflow::extract::{DocumentKind, Extraction, ExtractionRun};
+use docflow::extract::{DocumentType, Extraction, ExtractionRun};
 use docflow::ids::IngestionId;
 use docflow::ocr::{FileKind, Transcription};
 use sqlx::PgPool;
@@ -169,7 +169,7 @@ pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
     if kind.is_matchable() {
         send_to_matching(deps, claimed.document_id).await;
     }
-    tracing::info!(model = %run.model, document_type = kind.as_db(), "ingestion completed");
+    tracing::info!(model = %run.model, document_type = kind.as_str(), "ingestion completed");
     Ok(())
 }
 
@@ -369,9 +369,9 @@ async fn complete(
     pool: &PgPool,
     claimed: &Claimed,
     run: &ExtractionRun,
-) -> Result<Option<DocumentKind>, sqlx::Error> {
+) -> Result<Option<DocumentType>, sqlx::Error> {
     let data = serde_json::to_value(&run.extraction).expect("an Extraction always serializes");
-    let kind = run.extraction.document_type.unwrap_or(DocumentKind::Other);
+    let kind = run.extraction.document_type.unwrap_or(DocumentType::Other);
     let mut tx = pool.begin().await?;
     let updated = sqlx::query(
         r#"
@@ -408,7 +408,7 @@ async fn complete(
         "#,
     )
     .bind(claimed.document_id)
-    .bind(kind.as_db())
+    .bind(kind.as_str())
     .bind(kind.is_matchable())
     .execute(&mut *tx)
     .await?;

@@ -46,7 +46,7 @@ use regex::Regex;
 use self::amount::close;
 use self::parties::Parties;
 use self::text::{Doc, Lang, col_of};
-use super::{CORE_FIELDS, Confidence, DocumentKind, Extraction};
+use super::{CORE_FIELDS, Confidence, DocumentType, Extraction};
 
 /// Extracts the contract's fields from transcribed text. Never fails: what is not found
 /// is `None` and named in `missing_fields`.
@@ -55,8 +55,8 @@ pub fn extract(text: &str) -> Extraction {
     let mut kind = kind::classify(&doc);
     let items = items::line_items(&doc);
     let totals = totals::totals(&doc, &items.rows);
-    if kind == DocumentKind::Invoice && totals.total.is_some_and(|t| t < 0.0) {
-        kind = DocumentKind::CreditNote;
+    if kind == DocumentType::Invoice && totals.total.is_some_and(|t| t < 0.0) {
+        kind = DocumentType::CreditNote;
     }
     let has_amounts = totals.total.is_some()
         || totals.subtotal.is_some()
@@ -70,12 +70,12 @@ pub fn extract(text: &str) -> Extraction {
     let parties = parties::parties(&doc, kind);
     let (supplier_vat_id, supplier_iban) = supplier_ids(&doc, kind, &parties);
     let po_reference = match kind {
-        DocumentKind::PurchaseOrder => invoice_number.clone(),
+        DocumentType::PurchaseOrder => invoice_number.clone(),
         _ => labels::po_reference(&doc),
     };
     let delivery_note_reference = match kind {
-        DocumentKind::DeliveryNote => invoice_number.clone(),
-        DocumentKind::PurchaseOrder => None,
+        DocumentType::DeliveryNote => invoice_number.clone(),
+        DocumentType::PurchaseOrder => None,
         _ => labels::delivery_note_reference(&doc),
     };
 
@@ -117,20 +117,20 @@ pub fn extract(text: &str) -> Extraction {
         e.invoice_number.is_some(),
         e.invoice_date.is_some(),
         e.supplier_name.is_some(),
-        e.total.is_some() || kind == DocumentKind::DeliveryNote,
+        e.total.is_some() || kind == DocumentType::DeliveryNote,
     ];
     let found = core.iter().filter(|&&f| f).count();
-    let successful = kind != DocumentKind::Other
+    let successful = kind != DocumentType::Other
         || e.invoice_number.is_some()
         || (e.total.is_some() && (e.invoice_date.is_some() || e.supplier_name.is_some()));
-    let money_checked = checked || kind == DocumentKind::DeliveryNote && !contradicted;
+    let money_checked = checked || kind == DocumentType::DeliveryNote && !contradicted;
     let has_currency = e.currency.is_some();
     extraction.extraction_successful = successful;
     extraction.confidence = if !successful {
         Confidence::Low
     } else if found == 4
-        && kind != DocumentKind::Other
-        && (has_currency || kind == DocumentKind::DeliveryNote)
+        && kind != DocumentType::Other
+        && (has_currency || kind == DocumentType::DeliveryNote)
         && money_checked
         && !contradicted
     {
@@ -143,9 +143,9 @@ pub fn extract(text: &str) -> Extraction {
     extraction
 }
 
-fn missing_fields(e: &Extraction, kind: DocumentKind) -> Vec<String> {
+fn missing_fields(e: &Extraction, kind: DocumentType) -> Vec<String> {
     let present = |field: &str| match field {
-        "document_type" => kind != DocumentKind::Other,
+        "document_type" => kind != DocumentType::Other,
         "invoice_number" => e.invoice_number.is_some(),
         "invoice_date" => e.invoice_date.is_some(),
         "supplier_name" => e.supplier_name.is_some(),
@@ -155,7 +155,7 @@ fn missing_fields(e: &Extraction, kind: DocumentKind) -> Vec<String> {
         "vat_amount" => e.vat_amount.is_some(),
         _ => true,
     };
-    let booked = matches!(kind, DocumentKind::Invoice | DocumentKind::CreditNote);
+    let booked = matches!(kind, DocumentType::Invoice | DocumentType::CreditNote);
     let extra: &[&str] = if booked {
         &["subtotal", "vat_amount"]
     } else {
@@ -191,7 +191,7 @@ fn is_american(doc: &Doc, currency: Option<&str>) -> bool {
 /// purchase order the issuer is the customer, so only ids in the vendor block count.
 fn supplier_ids(
     doc: &Doc,
-    kind: DocumentKind,
+    kind: DocumentType,
     parties: &Parties,
 ) -> (Option<String>, Option<String>) {
     static CUSTOMER_MARK: LazyLock<Regex> = LazyLock::new(|| {
@@ -219,7 +219,7 @@ fn supplier_ids(
             });
         let in_block = parties.recipient_block.is_some_and(|b| b.contains(i, col));
         let marked = CUSTOMER_MARK.is_match(&before) || label_above;
-        if kind == DocumentKind::PurchaseOrder {
+        if kind == DocumentType::PurchaseOrder {
             !in_block
         } else {
             marked || in_block

@@ -32,60 +32,7 @@ use uuid::Uuid;
 use crate::llm::{LlmClient, LlmError};
 use crate::retry::{Classify, RetryClass};
 
-/// The `document_type` enum of the schema.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, sqlx::Type)]
-#[sqlx(type_name = "document_type", rename_all = "snake_case")]
-#[serde(rename_all = "snake_case")]
-pub enum DocumentType {
-    Invoice,
-    PurchaseOrder,
-    DeliveryNote,
-    CreditNote,
-    Other,
-}
-
-impl DocumentType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DocumentType::Invoice => "invoice",
-            DocumentType::PurchaseOrder => "purchase_order",
-            DocumentType::DeliveryNote => "delivery_note",
-            DocumentType::CreditNote => "credit_note",
-            DocumentType::Other => "other",
-        }
-    }
-
-    /// The types a document of this type can be linked to: invoice ↔ purchase order,
-    /// invoice ↔ delivery note, purchase order ↔ delivery note. Credit notes and other
-    /// documents are not matched.
-    pub fn matchable_with(self) -> &'static [DocumentType] {
-        match self {
-            DocumentType::Invoice => &[DocumentType::PurchaseOrder, DocumentType::DeliveryNote],
-            DocumentType::PurchaseOrder => &[DocumentType::Invoice, DocumentType::DeliveryNote],
-            DocumentType::DeliveryNote => &[DocumentType::Invoice, DocumentType::PurchaseOrder],
-            DocumentType::CreditNote | DocumentType::Other => &[],
-        }
-    }
-}
-
-/// How sure a match is (`document_match.confidence`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Confidence {
-    High,
-    Medium,
-    Low,
-}
-
-impl Confidence {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Confidence::High => "high",
-            Confidence::Medium => "medium",
-            Confidence::Low => "low",
-        }
-    }
-}
+pub use crate::document::{Confidence, DocumentType};
 
 /// Who decided a match (`document_match.decided_by`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -197,24 +197,7 @@ pub fn invoice_without_references(number: &str, date: &str, total: f64) -> Value
 
 // ---- LLM (Anthropic Messages API on wiremock) ----
 
-pub fn anthropic_text(text: &str) -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_json(json!({
-        "id": "msg_test",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-sonnet-4-5",
-        "content": [{"type": "text", "text": text}],
-        "stop_reason": "end_turn",
-        "usage": {"input_tokens": 812, "output_tokens": 64}
-    }))
-}
-
-pub fn anthropic_error(status: u16, kind: &str, message: &str) -> ResponseTemplate {
-    ResponseTemplate::new(status).set_body_json(json!({
-        "type": "error",
-        "error": {"type": kind, "message": message}
-    }))
-}
+use docflow_tests::llm::anthropic_error;
 
 pub fn context_window_exceeded() -> ResponseTemplate {
     anthropic_error(

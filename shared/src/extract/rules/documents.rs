@@ -4,7 +4,7 @@
 use chrono::NaiveDate;
 
 use super::extract;
-use crate::extract::{Confidence, DocumentKind, Extraction};
+use crate::extract::{Confidence, DocumentType, Extraction};
 
 fn d(y: i32, m: u32, day: u32) -> Option<NaiveDate> {
     NaiveDate::from_ymd_opt(y, m, day)
@@ -58,7 +58,7 @@ USt-IdNr.: DE 123 456 789 | Stadtsparkasse München | IBAN: DE89 3704 0044 0532 
 fn a_german_gmbh_invoice_with_items_and_19_percent_vat_is_read_completely() {
     let e = extracted(GERMAN_GMBH_INVOICE);
 
-    assert_eq!(e.document_type, Some(DocumentKind::Invoice));
+    assert_eq!(e.document_type, Some(DocumentType::Invoice));
     assert_eq!(e.invoice_number.as_deref(), Some("RE-2014-0815"));
     assert_eq!(e.invoice_date, d(2014, 5, 7));
     assert_eq!(e.due_date, d(2014, 5, 21));
@@ -119,7 +119,7 @@ IBAN NL91 ABNA 0417 1643 00 t.n.v. Jansen Installatietechniek B.V.
 fn a_dutch_bv_factuur_with_21_percent_btw_and_written_dates_is_read_completely() {
     let e = extracted(DUTCH_BV_FACTUUR);
 
-    assert_eq!(e.document_type, Some(DocumentKind::Invoice));
+    assert_eq!(e.document_type, Some(DocumentType::Invoice));
     assert_eq!(e.invoice_number.as_deref(), Some("2014-0417"));
     assert_eq!(e.invoice_date, d(2014, 4, 19));
     assert_eq!(e.due_date, d(2014, 5, 19));
@@ -176,7 +176,7 @@ Bank: Barclays   Sort code 20-00-00   IBAN GB29 NWBK 6016 1331 9268 19
 fn an_english_ltd_invoice_in_pounds_with_day_first_dates_is_read_completely() {
     let e = extracted(ENGLISH_LTD_INVOICE);
 
-    assert_eq!(e.document_type, Some(DocumentKind::Invoice));
+    assert_eq!(e.document_type, Some(DocumentType::Invoice));
     assert_eq!(e.invoice_number.as_deref(), Some("INV-1043"));
     assert_eq!(e.invoice_date, d(2014, 5, 7));
     assert_eq!(e.due_date, d(2014, 6, 6));
@@ -226,7 +226,7 @@ Thank you for your business!
 fn a_us_inc_invoice_in_dollars_with_month_first_dates_is_read_completely() {
     let e = extracted(US_INC_INVOICE);
 
-    assert_eq!(e.document_type, Some(DocumentKind::Invoice));
+    assert_eq!(e.document_type, Some(DocumentType::Invoice));
     assert_eq!(e.invoice_number.as_deref(), Some("GX-20877"));
     assert_eq!(e.invoice_date, d(2014, 4, 19));
     assert_eq!(e.due_date, d(2014, 5, 19));
@@ -280,7 +280,7 @@ USt-IdNr. DE 811 222 333
 fn a_german_gutschrift_with_negative_amounts_is_a_credit_note() {
     let e = extracted(GERMAN_GUTSCHRIFT);
 
-    assert_eq!(e.document_type, Some(DocumentKind::CreditNote));
+    assert_eq!(e.document_type, Some(DocumentType::CreditNote));
     assert_eq!(e.invoice_number.as_deref(), Some("GS-2014-031"));
     assert_eq!(e.invoice_date, d(2014, 3, 3));
     assert_eq!(e.supplier_name.as_deref(), Some("Büromarkt Schneider KG"));
@@ -330,7 +330,7 @@ Bitte geben Sie auf allen Dokumenten unsere Bestellnummer an.
 fn a_purchase_order_names_the_vendor_as_supplier_and_its_number_as_po_reference() {
     let e = extracted(PURCHASE_ORDER);
 
-    assert_eq!(e.document_type, Some(DocumentKind::PurchaseOrder));
+    assert_eq!(e.document_type, Some(DocumentType::PurchaseOrder));
     assert_eq!(e.invoice_number.as_deref(), Some("4500098765"));
     assert_eq!(e.po_reference.as_deref(), Some("4500098765"));
     assert_eq!(e.invoice_date, d(2014, 5, 7));
@@ -376,7 +376,7 @@ Ontvangen in goede orde: ________________
 fn a_dutch_delivery_note_without_amounts_is_a_confident_delivery_note() {
     let e = extracted(DELIVERY_NOTE);
 
-    assert_eq!(e.document_type, Some(DocumentKind::DeliveryNote));
+    assert_eq!(e.document_type, Some(DocumentType::DeliveryNote));
     assert_eq!(e.invoice_number.as_deref(), Some("PB-55120"));
     assert_eq!(e.delivery_note_reference.as_deref(), Some("PB-55120"));
     assert_eq!(e.po_reference.as_deref(), Some("INK-2014-332"));
@@ -448,7 +448,7 @@ Total
 fn an_english_credit_note_with_values_under_their_labels_is_read() {
     let e = extracted(ENGLISH_CREDIT_NOTE_LABELS_ABOVE);
 
-    assert_eq!(e.document_type, Some(DocumentKind::CreditNote));
+    assert_eq!(e.document_type, Some(DocumentType::CreditNote));
     assert_eq!(e.invoice_number.as_deref(), Some("CN-00042"));
     assert_eq!(e.invoice_date, d(2014, 4, 19));
     assert_eq!(

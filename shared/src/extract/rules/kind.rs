@@ -12,10 +12,10 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::text::Doc;
-use crate::extract::DocumentKind;
+use crate::extract::DocumentType;
 
 struct KindPattern {
-    kind: DocumentKind,
+    kind: DocumentType,
     re: Regex,
     /// Multiplier for this kind, so a credit note's title beats the `Rechnung` it cites.
     weight: f64,
@@ -29,22 +29,22 @@ static PATTERNS: LazyLock<Vec<KindPattern>> = LazyLock::new(|| {
     };
     vec![
         p(
-            DocumentKind::CreditNote,
+            DocumentType::CreditNote,
             r"(?i)\b(?:gutschrift(?:snummer)?|rechnungskorrektur|storno-?rechnung|credit\s*note|credit\s*memo|creditnota|credit\s*nota|creditfactuur|credit\s*factuur)\b",
             1.5,
         ),
         p(
-            DocumentKind::DeliveryNote,
+            DocumentType::DeliveryNote,
             r"(?i)\b(?:lieferschein(?:nummer)?|delivery\s*note|delivery\s*slip|packing\s*slip|packing\s*list|pakbon(?:nummer)?|afleverbon|leverbon|paklijst)\b",
             1.0,
         ),
         p(
-            DocumentKind::PurchaseOrder,
+            DocumentType::PurchaseOrder,
             r"(?i)\b(?:bestellung|purchase\s*order|inkooporder|bestelling|bestellschein|auftrag|order\s*form|bestellnummer|inkoopordernummer)\b",
             1.0,
         ),
         p(
-            DocumentKind::Invoice,
+            DocumentType::Invoice,
             r"(?i)\b(?:(?:pro\s*-?\s*forma\s*-?\s*)?rechnung|(?:tax\s+|commercial\s+)?invoice|factuur|faktura|facture|receipt|quittung|kassenbon|kassabon|kwitantie|rechnungsnummer|rechnungsdatum|factuurnummer|factuurdatum)\b",
             1.0,
         ),
@@ -64,7 +64,7 @@ static REFERENCE_BEFORE: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// The document's type; `Other` when no heading names one.
-pub(crate) fn classify(doc: &Doc) -> DocumentKind {
+pub(crate) fn classify(doc: &Doc) -> DocumentType {
     let mut scores = [0.0_f64; 4];
     for (i, line) in doc.lines.iter().enumerate() {
         // Earlier lines weigh more, smoothly, so the first of two titles wins a tie.
@@ -100,7 +100,7 @@ pub(crate) fn classify(doc: &Doc) -> DocumentKind {
             |acc, (k, &s)| if s > acc.1 { (k, s) } else { acc },
         );
     if score < 1.0 {
-        DocumentKind::Other
+        DocumentType::Other
     } else {
         PATTERNS[best].kind
     }
@@ -110,7 +110,7 @@ pub(crate) fn classify(doc: &Doc) -> DocumentKind {
 mod tests {
     use super::*;
 
-    fn kind(text: &str) -> DocumentKind {
+    fn kind(text: &str) -> DocumentType {
         classify(&Doc::new(text))
     }
 
@@ -118,39 +118,39 @@ mod tests {
     fn an_invoice_citing_its_delivery_note_and_order_is_still_an_invoice() {
         let text = "ACME GmbH\n\nRECHNUNG\nRechnungsnummer: RE-1\nIhre Bestellung: 4711\nLieferschein-Nr.: LS-9\n";
 
-        assert_eq!(kind(text), DocumentKind::Invoice);
+        assert_eq!(kind(text), DocumentType::Invoice);
     }
 
     #[test]
     fn a_credit_note_citing_the_invoice_is_a_credit_note() {
         let text = "ACME GmbH\nGutschrift Nr. GS-7\nzu Rechnung Nr. RE-1 vom 01.04.2014\n";
 
-        assert_eq!(kind(text), DocumentKind::CreditNote);
+        assert_eq!(kind(text), DocumentType::CreditNote);
     }
 
     #[test]
     fn titles_name_orders_and_delivery_notes_in_three_languages() {
         assert_eq!(
             kind("PURCHASE ORDER\nPO number: 4500"),
-            DocumentKind::PurchaseOrder
+            DocumentType::PurchaseOrder
         );
         assert_eq!(
             kind("Inkooporder\nOrdernummer 77"),
-            DocumentKind::PurchaseOrder
+            DocumentType::PurchaseOrder
         );
         assert_eq!(
             kind("Lieferschein\nLieferschein-Nr. 5"),
-            DocumentKind::DeliveryNote
+            DocumentType::DeliveryNote
         );
-        assert_eq!(kind("Pakbon 2014-33\nAantal"), DocumentKind::DeliveryNote);
-        assert_eq!(kind("Factuur\nFactuurnummer 12"), DocumentKind::Invoice);
+        assert_eq!(kind("Pakbon 2014-33\nAantal"), DocumentType::DeliveryNote);
+        assert_eq!(kind("Factuur\nFactuurnummer 12"), DocumentType::Invoice);
     }
 
     #[test]
     fn prose_without_a_heading_is_other() {
         assert_eq!(
             kind("Dear Anna,\nthanks for lunch yesterday. See you in May.\n"),
-            DocumentKind::Other
+            DocumentType::Other
         );
     }
 }

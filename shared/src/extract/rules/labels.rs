@@ -17,7 +17,7 @@ use regex::Regex;
 use super::amount::parse_amount;
 use super::date::{dates_in, parse_date};
 use super::text::{Doc, col_of};
-use crate::extract::DocumentKind;
+use crate::extract::DocumentType;
 
 /// A candidate value for a label: the text after the label (up to the next column) or
 /// the text under it.
@@ -146,12 +146,12 @@ static BARE_NO: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// The document's own number for its type.
-pub(crate) fn own_number(doc: &Doc, kind: DocumentKind) -> Option<String> {
+pub(crate) fn own_number(doc: &Doc, kind: DocumentType) -> Option<String> {
     let labels: Vec<&Regex> = match kind {
-        DocumentKind::CreditNote => vec![&CREDIT_NO, &INVOICE_NO],
-        DocumentKind::PurchaseOrder => vec![&PO_NO],
-        DocumentKind::DeliveryNote => vec![&DN_NO],
-        DocumentKind::Invoice | DocumentKind::Other => vec![&INVOICE_NO],
+        DocumentType::CreditNote => vec![&CREDIT_NO, &INVOICE_NO],
+        DocumentType::PurchaseOrder => vec![&PO_NO],
+        DocumentType::DeliveryNote => vec![&DN_NO],
+        DocumentType::Invoice | DocumentType::Other => vec![&INVOICE_NO],
     };
     first_number(doc, &labels, true)
         .or_else(|| {
@@ -162,7 +162,7 @@ pub(crate) fn own_number(doc: &Doc, kind: DocumentKind) -> Option<String> {
             first_number(&top, &[&TITLE_NO, &BARE_NO], true)
         })
         .or_else(|| {
-            (kind == DocumentKind::Other)
+            (kind == DocumentType::Other)
                 .then(|| first_number(doc, &[&CREDIT_NO], true))
                 .flatten()
         })
@@ -229,11 +229,11 @@ fn first_date(
 /// The document's date: a specific label, then `Datum`/`Date` not qualified as another
 /// date, then (as German letters put it, `Berlin, 07.05.2014`) the first date in the
 /// header that no line calls a due, delivery or service date.
-pub(crate) fn document_date(doc: &Doc, kind: DocumentKind, month_first: bool) -> Option<NaiveDate> {
+pub(crate) fn document_date(doc: &Doc, kind: DocumentType, month_first: bool) -> Option<NaiveDate> {
     let no_skip = |_: &str| false;
     let specific = match kind {
-        DocumentKind::PurchaseOrder => first_date(doc, &PO_DATE, month_first, no_skip),
-        DocumentKind::DeliveryNote => first_date(doc, &DN_DATE, month_first, no_skip),
+        DocumentType::PurchaseOrder => first_date(doc, &PO_DATE, month_first, no_skip),
+        DocumentType::DeliveryNote => first_date(doc, &DN_DATE, month_first, no_skip),
         _ => None,
     };
     specific
@@ -294,7 +294,7 @@ mod tests {
         let doc = Doc::new("Kundennummer: 10023\nRechnungsnummer:    RE-2014-0815\n");
 
         assert_eq!(
-            own_number(&doc, DocumentKind::Invoice).as_deref(),
+            own_number(&doc, DocumentType::Invoice).as_deref(),
             Some("RE-2014-0815")
         );
     }
@@ -306,11 +306,11 @@ mod tests {
         );
 
         assert_eq!(
-            own_number(&doc, DocumentKind::Invoice).as_deref(),
+            own_number(&doc, DocumentType::Invoice).as_deref(),
             Some("2014-0815")
         );
         assert_eq!(
-            document_date(&doc, DocumentKind::Invoice, false),
+            document_date(&doc, DocumentType::Invoice, false),
             Some(d(2014, 5, 7))
         );
     }
@@ -320,7 +320,7 @@ mod tests {
         let doc = Doc::new("Gutschrift\nzu Rechnungsnummer RE-1001\nGutschrift-Nr.: GS-77\n");
 
         assert_eq!(
-            own_number(&doc, DocumentKind::CreditNote).as_deref(),
+            own_number(&doc, DocumentType::CreditNote).as_deref(),
             Some("GS-77")
         );
     }
@@ -330,7 +330,7 @@ mod tests {
         let doc =
             Doc::new("Datum: 07.05.2014\nFällig am: 21.05.2014\nZahlbar innerhalb von 30 Tagen\n");
 
-        let date = document_date(&doc, DocumentKind::Invoice, false);
+        let date = document_date(&doc, DocumentType::Invoice, false);
 
         assert_eq!(date, Some(d(2014, 5, 7)));
         assert_eq!(due_date(&doc, date, false), Some(d(2014, 5, 21)));
@@ -340,7 +340,7 @@ mod tests {
     fn payment_terms_in_days_give_the_due_date_and_the_longest_term_wins() {
         let doc = Doc::new("Invoice date: 2014-05-07\n2% discount within 10 days, net 30 days\n");
 
-        let date = document_date(&doc, DocumentKind::Invoice, false);
+        let date = document_date(&doc, DocumentType::Invoice, false);
 
         assert_eq!(due_date(&doc, date, false), Some(d(2014, 6, 6)));
     }
@@ -350,7 +350,7 @@ mod tests {
         let doc = Doc::new("Lieferdatum: 02.05.2014\nDatum: 07.05.2014\n");
 
         assert_eq!(
-            document_date(&doc, DocumentKind::Invoice, false),
+            document_date(&doc, DocumentType::Invoice, false),
             Some(d(2014, 5, 7))
         );
     }

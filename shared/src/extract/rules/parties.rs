@@ -14,7 +14,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::text::{Doc, col_of};
-use crate::extract::DocumentKind;
+use crate::extract::DocumentType;
 
 #[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct Parties {
@@ -319,7 +319,7 @@ fn same_name(a: &str, b: &str) -> bool {
 }
 
 /// The supplier, its address and the customer.
-pub(crate) fn parties(doc: &Doc, kind: DocumentKind) -> Parties {
+pub(crate) fn parties(doc: &Doc, kind: DocumentType) -> Parties {
     let candidates = legal_form_candidates(doc);
     let (block, named_recipient) = match recipient_block(doc) {
         Some((block, name)) => (Some(block), name),
@@ -340,7 +340,7 @@ pub(crate) fn parties(doc: &Doc, kind: DocumentKind) -> Parties {
         .max_by(|a, b| a.score.total_cmp(&b.score).then(b.line.cmp(&a.line)));
     // The issuer: a labelled supplier, the best legal-form name, or the letterhead.
     let (issuer_name, issuer_address) = match (&issuer, best_outside) {
-        (Some((line, col, name)), _) if kind != DocumentKind::PurchaseOrder => {
+        (Some((line, col, name)), _) if kind != DocumentType::PurchaseOrder => {
             (Some(name.clone()), address_after(doc, *line, *col, &[]))
         }
         (_, Some(c)) => (
@@ -359,7 +359,7 @@ pub(crate) fn parties(doc: &Doc, kind: DocumentKind) -> Parties {
             .find(|c| exclude.is_none_or(|e| !same_name(e, &c.name)))
             .map(|c| c.name.clone())
     };
-    if kind == DocumentKind::PurchaseOrder {
+    if kind == DocumentType::PurchaseOrder {
         let supplier = issuer
             .map(|(_, _, name)| name)
             .or(block_name)
@@ -396,7 +396,7 @@ mod tests {
             "Northwind Traders Ltd\n14 Harbour Road\nBristol BS1 4DJ\n\nBill to:\nContoso Ltd\n1 Main Street\nLeeds LS1 1AA\n",
         );
 
-        let parties = parties(&doc, DocumentKind::Invoice);
+        let parties = parties(&doc, DocumentType::Invoice);
 
         assert_eq!(parties.supplier.as_deref(), Some("Northwind Traders Ltd"));
         assert_eq!(
@@ -412,7 +412,7 @@ mod tests {
             "Müller Haustechnik GmbH · Industriestr. 12 · 80331 München\nBauträger Nord AG\nBahnhofstr. 1\n10115 Berlin\n\nRechnung\n\nCommerzbank AG   IBAN DE89 3704 0044 0532 0130 00\n",
         );
 
-        let parties = parties(&doc, DocumentKind::Invoice);
+        let parties = parties(&doc, DocumentType::Invoice);
 
         assert_eq!(parties.supplier.as_deref(), Some("Müller Haustechnik GmbH"));
         assert_eq!(
@@ -428,7 +428,7 @@ mod tests {
             "Stadtwerke Beispiel GmbH\nPURCHASE ORDER\n\nVendor:\nAcme Supplies Ltd\n5 Dock Lane\n",
         );
 
-        let parties = parties(&doc, DocumentKind::PurchaseOrder);
+        let parties = parties(&doc, DocumentType::PurchaseOrder);
 
         assert_eq!(parties.supplier.as_deref(), Some("Acme Supplies Ltd"));
         assert_eq!(

@@ -1,0 +1,66 @@
+//! Document vocabulary shared by extraction, ingestion and matching.
+
+use serde::{Deserialize, Serialize};
+
+/// The `document_type` enum of the schema, and the extraction contract's
+/// `document_type` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, sqlx::Type)]
+#[sqlx(type_name = "document_type", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
+pub enum DocumentType {
+    Invoice,
+    PurchaseOrder,
+    DeliveryNote,
+    CreditNote,
+    Other,
+}
+
+impl DocumentType {
+    /// The enum label, as in the database and the JSON contract.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DocumentType::Invoice => "invoice",
+            DocumentType::PurchaseOrder => "purchase_order",
+            DocumentType::DeliveryNote => "delivery_note",
+            DocumentType::CreditNote => "credit_note",
+            DocumentType::Other => "other",
+        }
+    }
+
+    /// The types a document of this type can be linked to: invoice ↔ purchase order,
+    /// invoice ↔ delivery note, purchase order ↔ delivery note. Credit notes and other
+    /// documents are not matched.
+    pub fn matchable_with(self) -> &'static [DocumentType] {
+        match self {
+            DocumentType::Invoice => &[DocumentType::PurchaseOrder, DocumentType::DeliveryNote],
+            DocumentType::PurchaseOrder => &[DocumentType::Invoice, DocumentType::DeliveryNote],
+            DocumentType::DeliveryNote => &[DocumentType::Invoice, DocumentType::PurchaseOrder],
+            DocumentType::CreditNote | DocumentType::Other => &[],
+        }
+    }
+
+    /// Whether matching links this type to others.
+    pub fn is_matchable(self) -> bool {
+        !self.matchable_with().is_empty()
+    }
+}
+
+/// How sure an extraction or a match is: the contract's `confidence` and
+/// `document_match.confidence`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Confidence {
+    High,
+    Medium,
+    Low,
+}
+
+impl Confidence {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Confidence::High => "high",
+            Confidence::Medium => "medium",
+            Confidence::Low => "low",
+        }
+    }
+}
