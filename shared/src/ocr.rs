@@ -1,13 +1,16 @@
 //! Transcription: document bytes → text with a quality score (seed 004's OCR boundary).
 //!
 //! Two providers behind [`Transcriber`]:
-//! - `native`: the embedded text layer of PDFs (pdf-extract) and plain-text files;
+//! - `native`: the embedded text layer of PDFs (lopdf/pdf-extract, laid out like
+//!   `pdftotext -layout` so table columns stay apart) and plain-text files;
 //!   quality 1.0 when text was found, 0.0 when none. Offline; the local default.
 //! - `textract`: AWS Textract `DetectDocumentText` (images, single-page PDFs); quality
 //!   is the mean LINE confidence.
 //!
 //! CPU-heavy work (PDF parsing, image preprocessing) runs on the blocking pool so it
 //! never stalls the other records of a batch.
+
+mod pdf_layout;
 
 use std::io::Cursor;
 
@@ -170,7 +173,7 @@ async fn native(kind: FileKind, bytes: Vec<u8>) -> Result<Transcription, OcrErro
         FileKind::Text => vec![String::from_utf8_lossy(&bytes).into_owned()],
         FileKind::Pdf => tokio::task::spawn_blocking(move || {
             // pdf-extract panics on some malformed files; a panic is a bad PDF, not a crash.
-            std::panic::catch_unwind(|| pdf_extract::extract_text_from_mem_by_pages(&bytes))
+            std::panic::catch_unwind(|| pdf_layout::extract_pages(&bytes))
                 .map_err(|_| OcrError::BadPdf("the PDF parser gave up on this file".into()))?
                 .map_err(|e| OcrError::BadPdf(e.to_string()))
         })

@@ -1,4 +1,5 @@
-//! A minimal PDF writer for test fixtures: one page per slice of lines, Helvetica,
+//! A minimal PDF writer for test fixtures: one page per slice of lines (a tab separates
+//! table cells, each placed at its own position), Helvetica,
 //! WinAnsi encoding (so German and Dutch text and € survive), a real text layer that
 //! PDF text extraction reads back.
 
@@ -31,13 +32,22 @@ pub fn text_pdf(pages: &[&[&str]]) -> Vec<u8> {
             )
             .into_bytes(),
         );
-        let mut stream = b"BT /F1 10 Tf 14 TL 50 800 Td\n".to_vec();
-        for line in lines.iter() {
-            stream.push(b'(');
-            stream.extend(win_ansi(line));
-            stream.extend(b") Tj T*\n");
+        // Each line is its own text object; tab-separated cells are placed at their own x
+        // position, as layout programs do for table columns, so text extraction has to
+        // work out the spacing itself.
+        let mut stream = Vec::new();
+        for (row, line) in lines.iter().enumerate() {
+            let y = 800 - 14 * row;
+            for (col, cell) in line.split('\t').enumerate() {
+                if cell.is_empty() {
+                    continue;
+                }
+                let x = 50 + column_x(line, col);
+                stream.extend(format!("BT /F1 10 Tf {x} {y} Td (").into_bytes());
+                stream.extend(win_ansi(cell));
+                stream.extend(b") Tj ET\n");
+            }
         }
-        stream.extend(b"ET");
         let mut object = format!("<< /Length {} >>\nstream\n", stream.len()).into_bytes();
         object.extend(stream);
         object.extend(b"\nendstream");
@@ -65,6 +75,14 @@ pub fn text_pdf(pages: &[&[&str]]) -> Vec<u8> {
         .into_bytes(),
     );
     pdf
+}
+
+/// The x offset of cell `col`: cells start every 120 points, or further right when the
+/// cells before are long (Helvetica at 10 pt: about 5.5 points per character).
+fn column_x(line: &str, col: usize) -> usize {
+    line.split('\t').take(col).fold(0, |x, cell| {
+        (x + cell.chars().count() * 6 + 20).max(x + 120)
+    })
 }
 
 /// A PDF string body in WinAnsi (Windows-1252) with the PDF escapes.

@@ -733,3 +733,173 @@ async fn a_failed_send_to_matching_leaves_the_document_pending_for_the_sweeper(p
     let (_, _, matching, _) = h.document(document_id).await;
     assert_eq!(matching.as_deref(), Some("pending"));
 }
+
+// --- the offline rules extractor on text PDFs laid out as real invoices are ---------------
+
+async fn ingest_with_rules(pool: PgPool, pdf: Vec<u8>) -> (IngestionRow, Value) {
+    let mut h = harness(pool, Ocr::Native).await;
+    h.deps.extractor = Extractor::Rules;
+    let id = Uuid::new_v4();
+    let document_id = h.seed(id, "pdf", Some(pdf)).await;
+    let (_, response) = h.deliver(id).await;
+    assert!(response.batch_item_failures.is_empty());
+    let row = h.ingestion(id).await;
+    let (data, _, _, _) = h.document(document_id).await;
+    (row, data.unwrap_or(Value::Null))
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn the_rules_extractor_reads_a_german_invoice_pdf(pool: PgPool) {
+    let pdf = text_pdf(&[&[
+        "Elektro Schmidt GmbH · Industriestraße 12 · 70565 Stuttgart",
+        "",
+        "Stadtwerke Musterstadt AG",
+        "Einkauf",
+        "Am Markt 1",
+        "12345 Musterstadt",
+        "",
+        "Rechnung",
+        "Rechnungsnummer:\tR-2024-00731",
+        "Rechnungsdatum:\t14.03.2024",
+        "Ihre Bestellung:\tBE-55120",
+        "Lieferschein-Nr.:\tLS-88412",
+        "",
+        "Pos.\tBezeichnung\tMenge\tEinzelpreis\tGesamtpreis",
+        "1\tKabel NYM-J 3x1,5 (100 m)\t4\t89,90 €\t359,60 €",
+        "2\tSchutzschalter B16\t12\t7,45 €\t89,40 €",
+        "3\tMontage (Stunden)\t6\t65,00 €\t390,00 €",
+        "",
+        "Nettobetrag\t\t\t\t839,00 €",
+        "zzgl. 19 % MwSt.\t\t\t\t159,41 €",
+        "Rechnungsbetrag\t\t\t\t998,41 €",
+        "",
+        "Zahlbar innerhalb von 14 Tagen ohne Abzug.",
+        "Elektro Schmidt GmbH · USt-IdNr. DE811907980 · IBAN DE89 3704 0044 0532 0130 00",
+    ]]);
+
+    let (row, data) = ingest_with_rules(pool, pdf).await;
+
+    assert_eq!(row.status, "completed", "{:?}", row.last_error);
+    assert_eq!(row.extraction_model.as_deref(), Some("rules"));
+    assert_eq!(data["document_type"], "invoice");
+    assert_eq!(data["invoice_number"], "R-2024-00731");
+    assert_eq!(data["invoice_date"], "2024-03-14");
+    assert_eq!(data["due_date"], "2024-03-28");
+    assert_eq!(data["supplier_name"], "Elektro Schmidt GmbH");
+    assert_eq!(data["supplier_vat_id"], "DE811907980");
+    assert_eq!(data["supplier_iban"], "DE89370400440532013000");
+    assert_eq!(data["currency"], "EUR");
+    assert_eq!(data["subtotal"], 839.0);
+    assert_eq!(data["vat_amount"], 159.41);
+    assert_eq!(data["total"], 998.41);
+    assert_eq!(data["po_reference"], "BE-55120");
+    assert_eq!(data["delivery_note_reference"], "LS-88412");
+    assert_eq!(data["line_items"].as_array().unwrap().len(), 3);
+    assert_eq!(data["line_items"][1]["quantity"], 12.0);
+    assert_eq!(data["line_items"][1]["amount"], 89.4);
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn the_rules_extractor_reads_a_dutch_invoice_pdf(pool: PgPool) {
+    let pdf = text_pdf(&[&[
+        "Bakkerij De Gouden Korenaar B.V.",
+        "Molenweg 8",
+        "3511 AB Utrecht",
+        "",
+        "Aan: Hotel Zonnehoek",
+        "Strandweg 2, 2586 JK Den Haag",
+        "",
+        "FACTUUR",
+        "Factuurnummer\t2024-0412",
+        "Factuurdatum\t19 april 2024",
+        "Vervaldatum\t19 mei 2024",
+        "",
+        "Omschrijving\tAantal\tPrijs\tBedrag",
+        "Desembrood\t40\t3,25\t130,00",
+        "Croissants (doos à 12)\t15\t9,80\t147,00",
+        "",
+        "Subtotaal\t\t\t€ 277,00",
+        "BTW 9%\t\t\t€ 24,93",
+        "Totaal\t\t\t€ 301,93",
+        "",
+        "Gelieve te betalen op NL91 ABNA 0417 1643 00 o.v.v. factuurnummer.",
+        "KvK 30123456 · BTW-nr. NL8012.34.567.B01",
+    ]]);
+
+    let (row, data) = ingest_with_rules(pool, pdf).await;
+
+    assert_eq!(row.status, "completed", "{:?}", row.last_error);
+    assert_eq!(data["document_type"], "invoice");
+    assert_eq!(data["invoice_number"], "2024-0412");
+    assert_eq!(data["invoice_date"], "2024-04-19");
+    assert_eq!(data["due_date"], "2024-05-19");
+    assert_eq!(data["supplier_name"], "Bakkerij De Gouden Korenaar B.V.");
+    assert_eq!(data["supplier_iban"], "NL91ABNA0417164300");
+    assert_eq!(data["supplier_vat_id"], "NL801234567B01");
+    assert_eq!(data["currency"], "EUR");
+    assert_eq!(data["subtotal"], 277.0);
+    assert_eq!(data["vat_amount"], 24.93);
+    assert_eq!(data["total"], 301.93);
+    assert_eq!(data["line_items"].as_array().unwrap().len(), 2);
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn the_rules_extractor_reads_an_english_invoice_pdf(pool: PgPool) {
+    let pdf = text_pdf(&[&[
+        "Northwind Office Supplies Ltd",
+        "4 Canal Street, Manchester M1 3HE",
+        "VAT Reg No: GB 123 4567 89",
+        "",
+        "INVOICE",
+        "Invoice No.\tNW-10457",
+        "Invoice Date\t2 May 2024",
+        "Payment due\t1 June 2024",
+        "PO Number\tPO-77812",
+        "",
+        "Bill to:",
+        "Fenwick Architects LLP",
+        "",
+        "Description\tQty\tUnit price\tAmount",
+        "Ergonomic chair\t3\t£1,249.00\t£3,747.00",
+        "Desk lamp\t5\t£45.50\t£227.50",
+        "",
+        "Subtotal\t\t\t£3,974.50",
+        "VAT 20%\t\t\t£794.90",
+        "Total due\t\t\t£4,769.40",
+    ]]);
+
+    let (row, data) = ingest_with_rules(pool, pdf).await;
+
+    assert_eq!(row.status, "completed", "{:?}", row.last_error);
+    assert_eq!(data["document_type"], "invoice");
+    assert_eq!(data["invoice_number"], "NW-10457");
+    assert_eq!(data["invoice_date"], "2024-05-02");
+    assert_eq!(data["due_date"], "2024-06-01");
+    assert_eq!(data["supplier_name"], "Northwind Office Supplies Ltd");
+    assert_eq!(data["supplier_vat_id"], "GB123456789");
+    assert_eq!(data["customer_name"], "Fenwick Architects LLP");
+    assert_eq!(data["currency"], "GBP");
+    assert_eq!(data["subtotal"], 3974.5);
+    assert_eq!(data["vat_amount"], 794.9);
+    assert_eq!(data["total"], 4769.4);
+    assert_eq!(data["po_reference"], "PO-77812");
+    assert_eq!(data["line_items"][0]["unit_price"], 1249.0);
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_pdf_the_rules_extractor_cannot_read_fails_permanently_without_retries(pool: PgPool) {
+    let pdf = text_pdf(&[&[
+        "Dear customer,",
+        "thank you for your visit last week.",
+        "Kind regards",
+    ]]);
+
+    let (row, _) = ingest_with_rules(pool, pdf).await;
+
+    assert_eq!(
+        (row.status.as_str(), row.attempt_count),
+        ("failed", 1),
+        "deterministic: no retry"
+    );
+    assert!(row.last_error.unwrap().contains("quality gate"));
+}

@@ -1,0 +1,144 @@
+//! Text of a PDF's text layer with its layout kept, the way `pdftotext -layout` does:
+//! characters are grouped into lines by their baseline and placed left to right, and a
+//! wide horizontal gap (a table column, a label and its value) becomes a run of spaces
+//! proportional to it rather than a single space. Invoice tables only stay readable as
+//! tables this way; pdf-extract's own plain-text output collapses every gap to one space.
+
+use pdf_extract::{MediaBox, OutputDev, OutputError, Transform};
+
+#[derive(Debug, Clone)]
+struct Glyph {
+    x: f64,
+    y: f64,
+    end: f64,
+    size: f64,
+    text: String,
+}
+
+/// Collects the glyphs of each page and renders them as lines.
+#[derive(Debug, Default)]
+pub struct LayoutText {
+    page_height: f64,
+    glyphs: Vec<Glyph>,
+    pages: Vec<String>,
+}
+
+impl LayoutText {
+    /// The text of every page, in page order.
+    pub fn into_pages(self) -> Vec<String> {
+        self.pages
+    }
+
+    fn render_page(glyphs: &mut [Glyph]) -> String {
+        // Top to bottom, then left to right.
+        glyphs.sort_by(|a, b| a.y.total_cmp(&b.y).then(a.x.total_cmp(&b.x)));
+        let mut lines: Vec<Vec<&Glyph>> = Vec::new();
+        for glyph in glyphs.iter() {
+            match lines.last_mut() {
+                Some(line) if (glyph.y - line[0].y).abs() <= line[0].size.max(glyph.size) * 0.5 => {
+                    line.push(glyph)
+                }
+                _ => lines.push(vec![glyph]),
+            }
+        }
+        let mut out = String::new();
+        let mut last_y: Option<(f64, f64)> = None;
+        for mut line in lines {
+            line.sort_by(|a, b| a.x.total_cmp(&b.x));
+            if let Some((y, size)) = last_y
+                && line[0].y - y > size * 2.2
+            {
+                out.push('\n'); // a blank line where the page has a vertical gap
+            }
+            // One column of text is about half the font size wide in a proportional font.
+            let column =
+                (line.iter().map(|g| g.size).sum::<f64>() / line.len() as f64 * 0.5).max(1.0);
+            let mut cursor = line[0].x;
+            let mut text =
+                " ".repeat(((line[0].x - leftmost_margin()) / column).max(0.0).round() as usize);
+            for glyph in &line {
+                let gap = glyph.x - cursor;
+                if gap > column * 2.5 {
+                    text.push_str(&" ".repeat(((gap / column).round() as usize).max(2)));
+                } else if gap > glyph.size * 0.15 {
+                    text.push(' ');
+                }
+                text.push_str(&glyph.text);
+                cursor = cursor.max(glyph.end);
+            }
+            out.push_str(text.trim_end());
+            out.push('\n');
+            last_y = Some((line[0].y, line[0].size));
+        }
+        out
+    }
+}
+
+/// Indentation is relative to the page's left edge, minus a typical margin, so a text
+/// block starting at the margin is not indented.
+fn leftmost_margin() -> f64 {
+    50.0
+}
+
+impl OutputDev for LayoutText {
+    fn begin_page(
+        &mut self,
+        _page: u32,
+        media_box: &MediaBox,
+        _art_box: Option<(f64, f64, f64, f64)>,
+    ) -> Result<(), OutputError> {
+        self.page_height = media_box.ury - media_box.lly;
+        self.glyphs.clear();
+        Ok(())
+    }
+
+    fn end_page(&mut self) -> Result<(), OutputError> {
+        let text = Self::render_page(&mut self.glyphs);
+        self.pages.push(text);
+        Ok(())
+    }
+
+    fn output_character(
+        &mut self,
+        trm: &Transform,
+        width: f64,
+        _spacing: f64,
+        font_size: f64,
+        char: &str,
+    ) -> Result<(), OutputError> {
+        // The text matrix scales the nominal font size; its x and y scale give the size on the page.
+        let sx = font_size * (trm.m11 + trm.m21);
+        let sy = font_size * (trm.m12 + trm.m22);
+        let size = (sx * sy).abs().sqrt().max(1.0);
+        let x = trm.m31;
+        let y = self.page_height - trm.m32; // top-down, like reading
+        self.glyphs.push(Glyph {
+            x,
+            y,
+            end: x + width * size,
+            size,
+            text: char.to_owned(),
+        });
+        Ok(())
+    }
+
+    fn begin_word(&mut self) -> Result<(), OutputError> {
+        Ok(())
+    }
+
+    fn end_word(&mut self) -> Result<(), OutputError> {
+        Ok(())
+    }
+
+    fn end_line(&mut self) -> Result<(), OutputError> {
+        Ok(())
+    }
+}
+
+/// The pages of a PDF as layout-preserving text.
+pub fn extract_pages(bytes: &[u8]) -> Result<Vec<String>, OutputError> {
+    let document = pdf_extract::Document::load_mem(bytes)?;
+    let mut layout = LayoutText::default();
+    pdf_extract::output_doc(&document, &mut layout)?;
+    Ok(layout.into_pages())
+}
