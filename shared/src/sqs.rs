@@ -394,7 +394,14 @@ impl BatchRuntime {
             }
         });
 
-        match remaining_time(&event.context, self.config.deadline_margin) {
+        let remaining = remaining_time(&event.context, self.config.deadline_margin);
+        tracing::info!(
+            records = records.len(),
+            time_left_ms = remaining.map(|r| r.as_millis() as u64),
+            deadline_ms = event.context.deadline,
+            "batch received"
+        );
+        match remaining {
             Some(remaining) => {
                 if tokio::time::timeout(remaining, all).await.is_err() {
                     tracing::error!(
@@ -496,19 +503,29 @@ fn units_of_work(records: &[SqsMessage]) -> Vec<Vec<usize>> {
     units
 }
 
+/// The longest a Lambda invocation can run; a deadline further away than this (or
+/// already past) cannot be a real one.
+const MAX_INVOCATION: Duration = Duration::from_secs(15 * 60 + 60);
+
 /// Time left before the deadline minus the margin; `None` when the context carries no
-/// deadline (a local invocation without one).
+/// usable deadline. Local emulators send 0, the invoke time, or a duration instead of
+/// an epoch timestamp (`cargo lambda watch` sends 600000); taking those literally
+/// would report every record as failed at once, so they are logged and ignored.
 fn remaining_time(context: &lambda_runtime::Context, margin: Duration) -> Option<Duration> {
     if context.deadline == 0 {
         return None;
     }
     let deadline = UNIX_EPOCH + Duration::from_millis(context.deadline);
-    let stop_at = deadline.checked_sub(margin).unwrap_or(UNIX_EPOCH);
-    Some(
-        stop_at
-            .duration_since(SystemTime::now())
-            .unwrap_or(Duration::ZERO),
-    )
+    match deadline.duration_since(SystemTime::now()) {
+        Ok(until) if until <= MAX_INVOCATION => Some(until.saturating_sub(margin)),
+        _ => {
+            tracing::warn!(
+                deadline_ms = context.deadline,
+                "invocation deadline is not a plausible epoch time (a local emulator?); running without one"
+            );
+            None
+        }
+    }
 }
 
 #[cfg(test)]
@@ -567,14 +584,50 @@ mod tests {
         assert_eq!(message.sent_at.unwrap().timestamp(), 1_700_000_000);
     }
 
-    #[test]
-    fn no_deadline_means_no_timeout_and_a_past_deadline_means_none_left() {
+    fn deadline_in(offset_ms: i64) -> lambda_runtime::Context {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
         let mut context = lambda_runtime::Context::default();
-        assert_eq!(remaining_time(&context, Duration::from_secs(2)), None);
-        context.deadline = 1;
+        context.deadline = (now + offset_ms) as u64;
+        context
+    }
+
+    #[test]
+    fn the_margin_is_kept_before_a_real_deadline() {
+        let left = remaining_time(&deadline_in(10_000), Duration::from_secs(2)).unwrap();
+        assert!(
+            left > Duration::from_secs(7) && left <= Duration::from_secs(8),
+            "{left:?}"
+        );
+        let none_left = remaining_time(&deadline_in(1_500), Duration::from_secs(2));
+        assert_eq!(
+            none_left,
+            Some(Duration::ZERO),
+            "inside the margin: stop at once"
+        );
+    }
+
+    #[test]
+    fn implausible_deadlines_from_local_emulators_are_ignored() {
+        let mut context = lambda_runtime::Context::default();
         assert_eq!(
             remaining_time(&context, Duration::from_secs(2)),
-            Some(Duration::ZERO)
+            None,
+            "absent"
+        );
+        context.deadline = 600_000; // cargo lambda watch: a duration, i.e. January 1970
+        assert_eq!(remaining_time(&context, Duration::from_secs(2)), None);
+        assert_eq!(
+            remaining_time(&deadline_in(-5_000), Duration::from_secs(2)),
+            None,
+            "already past"
+        );
+        assert_eq!(
+            remaining_time(&deadline_in(3_600_000), Duration::from_secs(2)),
+            None,
+            "an hour away"
         );
     }
 }
