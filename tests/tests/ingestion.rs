@@ -903,3 +903,56 @@ async fn a_pdf_the_rules_extractor_cannot_read_fails_permanently_without_retries
     );
     assert!(row.last_error.unwrap().contains("quality gate"));
 }
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn an_openai_compatible_server_extracts_with_bearer_auth_and_token_counts(pool: PgPool) {
+    let mut h = harness(pool, Ocr::Native).await;
+    let settings = LlmSettings {
+        provider: Some(Provider::OpenAi),
+        model: "llama3.1:8b".into(),
+        base_url: h.llm.uri(),
+        timeout: Duration::from_secs(5),
+        max_tokens: 2048,
+        retry: RetryPolicy::with_base_delay(Duration::from_millis(5)),
+    };
+    let client = LlmClient::new(&settings, Some("sk-local".to_owned().into()))
+        .unwrap()
+        .unwrap();
+    h.deps.extractor = Extractor::Llm(client);
+    let id = Uuid::new_v4();
+    let document_id = h.seed(id, "pdf", Some(invoice_pdf())).await;
+    // The chat completions shape of OpenAI, Ollama, vLLM and llama.cpp's server.
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(header("authorization", "Bearer sk-local"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "model": "llama3.1:8b",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": invoice_json().to_string()}}],
+            "usage": {"prompt_tokens": 900, "completion_tokens": 250, "total_tokens": 1150}
+        })))
+        .expect(1)
+        .mount(&h.llm)
+        .await;
+
+    let (_, response) = h.deliver(id).await;
+
+    assert!(response.batch_item_failures.is_empty());
+    let row = h.ingestion(id).await;
+    assert_eq!(row.status, "completed");
+    assert_eq!(row.extraction_model.as_deref(), Some("llama3.1:8b"));
+    assert_eq!(row.extraction_input_tokens, Some(900));
+    let request: Value =
+        serde_json::from_slice(&h.llm.received_requests().await.unwrap()[0].body).unwrap();
+    assert_eq!(request["messages"][0]["role"], "system");
+    assert!(
+        request["messages"][1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("RE-2014-0815")
+    );
+    let (data, _, _, _) = h.document(document_id).await;
+    assert_eq!(data.unwrap()["total"], 119.0);
+}
