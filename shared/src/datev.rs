@@ -110,6 +110,21 @@ impl Classify for DatevError {
     }
 }
 
+impl DatevError {
+    /// Whether Maesn may have acted on the request although it failed: a timeout or a
+    /// connection lost after sending, a 500/502/504, or a 2xx answer we could not read.
+    /// Retrying such a booking proposal could book the document twice. Definite refusals
+    /// (a connection never made, 4xx, 503 "not now", 429) are not in doubt.
+    pub fn may_have_been_accepted(&self) -> bool {
+        match self {
+            DatevError::Status { status, .. } => matches!(status, 500 | 502 | 504),
+            DatevError::Transport { source, .. } => !source.is_connect() && !source.is_builder(),
+            DatevError::UnexpectedBody { .. } => true,
+            DatevError::ApiKey(_) => false,
+        }
+    }
+}
+
 /// The narrow seam to DATEV. One request per call, no retries inside.
 pub trait DatevConnector: Send + Sync {
     /// Starts an asynchronous booking proposal; returns Maesn's task id.

@@ -305,10 +305,13 @@ async fn two_concurrent_deliveries_of_the_same_job_produce_exactly_one_maesn_req
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_worker_killed_mid_export_is_recovered_only_after_the_stale_threshold(pool: PgPool) {
+    // The queue's own visibility (60 s) is far longer than the stale threshold (3 s): the
+    // message must come back when the job turns stale, not when the queue says.
     let env = setup_with(
         pool,
         Options {
-            queue_visibility: Duration::from_secs(1),
+            queue_visibility: Duration::from_secs(60),
+            stale_running: Duration::from_secs(3),
             ..Options::default()
         },
     )
@@ -316,25 +319,26 @@ async fn a_worker_killed_mid_export_is_recovered_only_after_the_stale_threshold(
     accepted("task-recovered").mount(&env.maesn).await;
     let job_id = enqueued(&env).await;
     // A worker claimed the job and died before reaching Maesn.
-    worker::claim(&env.pool, job_id.into(), Duration::from_secs(600))
+    worker::claim(&env.pool, job_id.into(), Duration::from_secs(3))
         .await
         .unwrap()
         .unwrap();
 
     let (_, while_fresh, _) = env.deliver(1).await;
     let requests_while_fresh = env.maesn_requests("POST", CREATE).await.len();
-    make_stale(&env, job_id).await;
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let hidden_while_fresh = visible_bodies(&env.sqs, &env.queue.url).await.is_empty();
+    let started = std::time::Instant::now();
     let (_, after_stale, completion) = env.deliver(1).await;
 
-    assert_eq!(
-        while_fresh.batch_item_failures.len(),
-        1,
-        "released while fresh"
-    );
+    assert_eq!(while_fresh.batch_item_failures.len(), 1, "kept while fresh");
     assert_eq!(
         requests_while_fresh, 0,
         "no export while the job may be alive"
+    );
+    assert!(hidden_while_fresh, "not redelivered at once");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "back once the job is stale, well before the queue's 60 s"
     );
     assert!(after_stale.batch_item_failures.is_empty());
     assert_eq!(completion.deleted.len(), 1);
@@ -412,7 +416,12 @@ async fn a_stale_job_with_an_ambiguous_audit_is_left_for_repair_without_an_expor
         1,
         "kept: it ends in the DLQ for an operator"
     );
-    assert_eq!(env.job(job_id).await.status, "running");
+    let job = env.job(job_id).await;
+    assert_eq!(job.status, "running");
+    assert!(
+        job.last_error.unwrap().contains("in doubt"),
+        "the page says why it is stuck"
+    );
     assert_eq!(env.audits(env.tenant.document_id).await.len(), 1);
 }
 
@@ -513,6 +522,49 @@ async fn a_503_that_persists_fails_the_job_after_three_attempts(pool: PgPool) {
     let job = env.job(job_id).await;
     assert_eq!(job.status, "failed");
     assert!(job.last_error.unwrap().contains("HTTP 503"));
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_500_that_maesn_may_have_acted_on_is_not_retried_and_blocks_a_re_export(pool: PgPool) {
+    let env = setup(pool).await;
+    maesn_error(500, "Internal Server Error")
+        .mount(&env.maesn)
+        .await;
+    let job_id = enqueued(&env).await;
+
+    let (_, response, _) = env.deliver(1).await;
+
+    assert!(
+        response.batch_item_failures.is_empty(),
+        "recorded as failed: Done"
+    );
+    assert_eq!(
+        env.maesn_requests("POST", CREATE).await.len(),
+        1,
+        "a second POST could book twice"
+    );
+    let job = env.job(job_id).await;
+    assert_eq!(job.status, "failed");
+    assert!(job.last_error.unwrap().contains("in doubt"));
+    let retryable: bool = sqlx::query_scalar(
+        "SELECT retryable FROM ap_datev_export_audit WHERE dispatch_job_id = $1",
+    )
+    .bind(job_id)
+    .fetch_one(&env.pool)
+    .await
+    .unwrap();
+    assert!(!retryable);
+    let again = docflow::output::request_manual_export(
+        &env.pool,
+        &env.dispatcher,
+        DocumentId(env.tenant.document_id),
+        env.tenant.approver_id,
+    )
+    .await;
+    assert!(
+        matches!(again, Err(docflow::output::EnqueueError::Ineligible(_))),
+        "no new export until someone checked DATEV: {again:?}"
+    );
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]

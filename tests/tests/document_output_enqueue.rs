@@ -173,6 +173,48 @@ async fn a_second_manual_export_while_one_is_pending_or_running_is_already_in_fl
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_manual_export_while_a_running_job_is_mid_export_is_already_in_flight(pool: PgPool) {
+    let env = setup(pool).await;
+    env.approve(env.tenant.document_id).await;
+    let first = docflow::output::request_manual_export(
+        &env.pool,
+        &env.dispatcher,
+        DocumentId(env.tenant.document_id),
+        env.tenant.approver_id,
+    )
+    .await
+    .unwrap();
+    // The worker claimed it and committed its `requested` audit before calling Maesn.
+    docflow::output::worker::claim(&env.pool, first.job.id, std::time::Duration::from_secs(600))
+        .await
+        .unwrap()
+        .unwrap();
+    sqlx::query(
+        r#"INSERT INTO ap_datev_export_audit (tenant_id, document_id, dispatch_job_id, status)
+           VALUES ($1, $2, $3, 'requested')"#,
+    )
+    .bind(env.tenant.tenant_id)
+    .bind(env.tenant.document_id)
+    .bind(first.job.id)
+    .execute(&env.pool)
+    .await
+    .unwrap();
+
+    let second = docflow::output::request_manual_export(
+        &env.pool,
+        &env.dispatcher,
+        DocumentId(env.tenant.document_id),
+        env.tenant.approver_id,
+    )
+    .await;
+
+    assert!(
+        matches!(second, Err(EnqueueError::AlreadyInFlight { .. })),
+        "in flight, not 'already exported': {second:?}"
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_manual_export_of_an_ineligible_document_or_by_an_outsider_creates_nothing(pool: PgPool) {
     let env = setup(pool).await;
     let doc = DocumentId(env.tenant.document_id);

@@ -104,10 +104,26 @@ async fn unclaimed(deps: &Deps, job_id: OutputJobId) -> Outcome {
                 tracing::info!(status = ?job.status, "duplicate delivery of a finished job; deleting the message");
                 Outcome::Done
             }
-            // Running and not stale: its worker is alive. Pending: claimed and reset in
-            // between (should not happen). Either way, let the queue bring it back.
-            JobStatus::Running | JobStatus::Pending => {
-                tracing::info!(status = ?job.status, updated_at = %job.updated_at, "job is held by another worker; releasing the message");
+            // Running and not stale: its worker is alive, or died less than the stale
+            // threshold ago. Come back just after it would turn stale: a plain Release
+            // could use up the receives (and land in the DLQ) before the job ever becomes
+            // reclaimable, leaving it running for good.
+            JobStatus::Running => {
+                let stale_at = job.updated_at
+                    + chrono::Duration::from_std(deps.settings.stale_running)
+                        .unwrap_or(chrono::Duration::MAX);
+                let after = (stale_at - chrono::Utc::now())
+                    .to_std()
+                    .unwrap_or(Duration::ZERO)
+                    + Duration::from_secs(2);
+                tracing::info!(updated_at = %job.updated_at, retry_after_s = after.as_secs(), "job is held by another worker; retrying once it would be stale");
+                Outcome::Retry {
+                    after: after.min(docflow::sqs::MAX_VISIBILITY),
+                }
+            }
+            // Claimed and reset in between (should not happen): let the queue bring it back.
+            JobStatus::Pending => {
+                tracing::info!(status = ?job.status, "job changed under the claim; releasing the message");
                 Outcome::Release
             }
         },
@@ -135,6 +151,14 @@ async fn work(deps: &Deps, job: &OutputJob) -> Outcome {
                         "stale job's DATEV audit has no task id: Maesn may or may not have the export; \
                          left running for manual repair (no new export)"
                     );
+                    let note = format!(
+                        "in doubt: DATEV export audit {} has no task id (the worker stopped during the Maesn call); \
+                         check DATEV and repair this job by hand",
+                        audit.id
+                    );
+                    if let Err(e) = worker::note_in_doubt(pool, job.id, &note).await {
+                        tracing::error!(error.message = %e, error.cause_chain = ?e, "could not record the in-doubt state");
+                    }
                     Outcome::Release
                 }
                 Err(e) => still_running(deps, &e),

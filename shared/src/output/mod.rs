@@ -197,16 +197,7 @@ async fn insert_job(
     if let Some(job) = inserted {
         return Ok(job);
     }
-    let in_flight: Option<OutputJobId> = sqlx::query_scalar(
-        r#"
-        SELECT id FROM document_output_job
-         WHERE document_id = $1 AND status IN ('pending', 'running')
-        "#,
-    )
-    .bind(document_id)
-    .fetch_optional(&mut *conn)
-    .await?;
-    match in_flight {
+    match in_flight_job(conn, document_id).await? {
         Some(job_id) => Err(EnqueueError::AlreadyInFlight {
             document_id,
             job_id,
@@ -215,6 +206,22 @@ async fn insert_job(
         // conflicting job finished in between, which the caller may simply retry).
         None => Err(EnqueueError::DocumentNotFound(document_id)),
     }
+}
+
+/// The document's pending or running job, if any.
+async fn in_flight_job(
+    conn: &mut PgConnection,
+    document_id: DocumentId,
+) -> Result<Option<OutputJobId>, sqlx::Error> {
+    sqlx::query_scalar(
+        r#"
+        SELECT id FROM document_output_job
+         WHERE document_id = $1 AND status IN ('pending', 'running')
+        "#,
+    )
+    .bind(document_id)
+    .fetch_optional(conn)
+    .await
 }
 
 /// The final approval of an AP document: inserts its output job (trigger
@@ -284,6 +291,14 @@ pub async fn request_manual_export(
             return Err(EnqueueError::NotAllowed {
                 identity: requested_by,
                 tenant_id,
+            });
+        }
+        // In flight first: a running job's own `requested` audit would otherwise make
+        // eligibility answer "already exported" instead.
+        if let Some(job_id) = in_flight_job(&mut tx, document_id).await? {
+            return Err(EnqueueError::AlreadyInFlight {
+                document_id,
+                job_id,
             });
         }
         check_eligibility(&mut tx, document_id.0, None).await??;

@@ -215,6 +215,23 @@ pub async fn complete_from_audit(
     Ok(Recovery::Ambiguous)
 }
 
+/// Says on a job left `running` for repair why it is stuck (the status stays, so no
+/// new export starts; the document page shows the reason).
+pub async fn note_in_doubt(
+    pool: &PgPool,
+    job_id: OutputJobId,
+    note: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE document_output_job SET last_error = $2 WHERE id = $1 AND status = 'running'",
+    )
+    .bind(job_id)
+    .bind(note)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
 /// How an export attempt ended; both are recorded on the job (and the audit, once one
 /// exists), so the message is finished either way.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -352,9 +369,16 @@ pub async fn export<C: DatevConnector>(
         .retry
         .run(|attempt| {
             tracing::info!(attempt, audit_id = %audit_id, "sending booking proposal to Maesn");
-            connector.create_booking_proposal(&proposal)
+            let proposal = &proposal;
+            async move {
+                connector
+                    .create_booking_proposal(proposal)
+                    .await
+                    .map_err(CreateError)
+            }
         })
-        .await;
+        .await
+        .map_err(|CreateError(e)| e);
 
     let mut tx = pool.begin().await.map_err(db)?;
     let outcome = match result {
@@ -379,17 +403,26 @@ pub async fn export<C: DatevConnector>(
         }
         Err(e) => {
             tracing::error!(error.message = %e, error.cause_chain = ?e, audit_id = %audit_id, "DATEV export could not be initiated");
-            let error = format!("DATEV export could not be initiated: {e}");
-            // Maesn refused the request, so nothing was booked: a later export may try again.
+            // A refusal booked nothing, so a later export may try again; an answer Maesn
+            // may have acted on must be checked in DATEV by a person before any new export.
+            let in_doubt = e.may_have_been_accepted();
+            let error = if in_doubt {
+                format!(
+                    "DATEV export in doubt: Maesn may have accepted it ({e}); check DATEV before exporting again"
+                )
+            } else {
+                format!("DATEV export could not be initiated: {e}")
+            };
             sqlx::query(
                 r#"
                 UPDATE ap_datev_export_audit
-                   SET status = 'failed', error = $2, retryable = true, updated_at = now()
+                   SET status = 'failed', error = $2, retryable = $3, updated_at = now()
                  WHERE id = $1
                 "#,
             )
             .bind(audit_id)
             .bind(&error)
+            .bind(!in_doubt)
             .execute(&mut *tx)
             .await
             .map_err(db)?;
@@ -410,6 +443,27 @@ pub async fn export<C: DatevConnector>(
     };
     tx.commit().await.map_err(db)?;
     Ok(outcome)
+}
+
+/// A booking-proposal error as the in-process retry sees it: one Maesn may have acted on
+/// is not retried, whatever its class, since a second POST could book twice.
+#[derive(Debug)]
+struct CreateError(DatevError);
+
+impl std::fmt::Display for CreateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Classify for CreateError {
+    fn retry_class(&self) -> RetryClass {
+        if self.0.may_have_been_accepted() {
+            RetryClass::Permanent
+        } else {
+            self.0.retry_class()
+        }
+    }
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {
