@@ -18,6 +18,15 @@ locals {
     { LLM_PROVIDER = var.llm_provider },
     var.llm_model == null ? {} : { LLM_MODEL = var.llm_model },
   )
+
+  # Admin notifications of matching: a channel is on only when configured.
+  notify_settings = merge(
+    var.admin_base_url == null ? {} : { ADMIN_BASE_URL = var.admin_base_url },
+    var.notify_email_from == null || var.notify_email_to == null ? {} : {
+      NOTIFY_EMAIL_FROM = var.notify_email_from
+      NOTIFY_EMAIL_TO   = var.notify_email_to
+    },
+  )
 }
 
 module "ingestion" {
@@ -46,7 +55,9 @@ module "ingestion" {
   sends_to = {
     MATCHING_QUEUE_URL = { arn = module.matching.queue_arn, url = module.matching.queue_url }
   }
-  settings = merge(local.llm_settings, { OCR_PROVIDER = var.ocr_provider })
+  # Three LLM attempts (60 s each, plus 2 s and 4 s waits) fit in the 300 s timeout
+  # with the function's failure reserve to spare.
+  settings = merge(local.llm_settings, { OCR_PROVIDER = var.ocr_provider, LLM_TIMEOUT_SECONDS = "60" })
   textract = var.ocr_provider == "textract"
 
   subnet_ids         = var.subnet_ids
@@ -79,7 +90,9 @@ module "matching" {
 
   secret_arn        = aws_secretsmanager_secret.app.arn
   ses_identity_arns = var.ses_identity_arn == null ? [] : [var.ses_identity_arn]
-  settings          = local.llm_settings
+  # Three LLM attempts (30 s each, plus 2 s and 4 s waits) fit in the 120 s timeout
+  # minus the 15 s failure reserve and the 2 s deadline margin.
+  settings = merge(local.llm_settings, { LLM_TIMEOUT_SECONDS = "30" }, local.notify_settings)
 
   subnet_ids         = var.subnet_ids
   security_group_ids = [aws_security_group.functions.id]

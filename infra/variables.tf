@@ -179,6 +179,24 @@ variable "ses_identity_arn" {
   }
 }
 
+variable "notify_email_from" {
+  description = "Sender of matching's admin emails (an address of the SES identity ses_identity_arn). null = no email channel."
+  type        = string
+  default     = null
+}
+
+variable "notify_email_to" {
+  description = "Recipients of matching's admin emails, comma-separated (NOTIFY_EMAIL_TO). null = no email channel."
+  type        = string
+  default     = null
+}
+
+variable "admin_base_url" {
+  description = "Base URL of the admin UI; notifications link to <base>/admin/documents/<id> (ADMIN_BASE_URL). null = no link."
+  type        = string
+  default     = null
+}
+
 # --- network --------------------------------------------------------------------------------
 
 variable "vpc_id" {

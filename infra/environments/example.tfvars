@@ -25,3 +25,8 @@ maximum_concurrency = {
 tags = {
   CostCenter = "accounts-payable"
 }
+
+# Admin notifications of matching (Slack: put slack_webhook_url into the secret).
+admin_base_url    = "https://app.example.com"
+notify_email_from = "docflow@example.com"
+notify_email_to   = "ops@example.com"

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use crate::retry::{
     Classify, RetryClass, RetryPolicy, classify_http_status, is_context_window_exceeded,
 };
+use crate::secrets::SecretStore;
 use crate::settings::{Env, SettingsError};
 
 /// Which API the client speaks.
@@ -177,6 +178,24 @@ impl LlmClient {
             api_key,
             retry: settings.retry,
         }))
+    }
+
+    /// The client the settings name, with its API key from the secret (`None` for
+    /// `rules`/`none`). Anthropic cannot work without a key, so a missing one fails the
+    /// cold start (messages stay queued) rather than failing every document with a 401;
+    /// OpenAI-compatible servers (Ollama, vLLM, llama.cpp) may not need one.
+    pub async fn from_secret(
+        settings: &LlmSettings,
+        secrets: &SecretStore,
+    ) -> anyhow::Result<Option<Self>> {
+        let api_key = match settings.api_key_name() {
+            Some(key) if settings.provider == Some(Provider::Anthropic) => {
+                Some(secrets.get(key).await?)
+            }
+            Some(key) => secrets.get_optional(key).await?,
+            None => None,
+        };
+        Ok(LlmClient::new(settings, api_key)?)
     }
 
     pub fn model(&self) -> &str {

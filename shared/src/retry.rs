@@ -139,9 +139,10 @@ impl Classify for sqlx::Error {
             | sqlx::Error::PoolClosed
             | sqlx::Error::WorkerCrashed => RetryClass::Transient,
             sqlx::Error::Database(db) => match db.code().as_deref() {
-                Some("40001") | Some("40P01") | Some("57P01") | Some("57P03") | Some("53300") => {
-                    RetryClass::Transient
-                }
+                // serialization failure, deadlock, lock timeout, statement timeout,
+                // admin shutdown, cannot connect now, too many connections
+                Some("40001") | Some("40P01") | Some("55P03") | Some("57014") | Some("57P01")
+                | Some("57P03") | Some("53300") => RetryClass::Transient,
                 Some(code) if code.starts_with("08") => RetryClass::Transient,
                 _ => RetryClass::Permanent,
             },

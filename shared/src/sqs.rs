@@ -236,10 +236,24 @@ pub struct Message {
     queue_arn: Option<String>,
     visibility: Visibility,
     heartbeat: Heartbeat,
+    /// When the runtime stops waiting for records (deadline minus margin).
+    stop_at: Option<tokio::time::Instant>,
 }
 
+/// [`Message::within_deadline`] gave up: the invocation's time ran out first.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error(
+    "the invocation ran out of time before the work finished (Lambda timeout too short for it?)"
+)]
+pub struct OutOfTime;
+
 impl Message {
-    fn from_record(record: &SqsMessage, visibility: &Visibility, heartbeat: Heartbeat) -> Self {
+    fn from_record(
+        record: &SqsMessage,
+        visibility: &Visibility,
+        heartbeat: Heartbeat,
+        stop_at: Option<tokio::time::Instant>,
+    ) -> Self {
         let attr = |name: &str| record.attributes.get(name).map(String::as_str);
         Message {
             message_id: record.message_id.clone().unwrap_or_default(),
@@ -255,6 +269,33 @@ impl Message {
             queue_arn: record.event_source_arn.clone(),
             visibility: visibility.clone(),
             heartbeat,
+            stop_at,
+        }
+    }
+
+    /// Time left before the runtime stops waiting for this record (and reports it
+    /// failed); `None` when the invocation has no deadline.
+    pub fn time_left(&self) -> Option<Duration> {
+        self.stop_at
+            .map(|stop| stop.saturating_duration_since(tokio::time::Instant::now()))
+    }
+
+    /// Runs `work` but gives up `reserve` before the runtime would abandon the record,
+    /// so the caller still has `reserve` to record the failure and choose the outcome
+    /// itself (a backoff, a failed status, a notification) instead of the runtime's
+    /// plain failure report. `work` is dropped (cancelled) when it gives up.
+    pub async fn within_deadline<T, W>(&self, reserve: Duration, work: W) -> Result<T, OutOfTime>
+    where
+        W: Future<Output = T>,
+    {
+        match self.stop_at {
+            None => Ok(work.await),
+            Some(stop) => {
+                let give_up = stop.checked_sub(reserve).unwrap_or(stop);
+                tokio::time::timeout_at(give_up, work)
+                    .await
+                    .map_err(|_| OutOfTime)
+            }
         }
     }
 
@@ -366,6 +407,15 @@ impl BatchRuntime {
             return Err(BatchError::MissingMessageId { index });
         }
 
+        let remaining = remaining_time(&event.context, self.config.deadline_margin);
+        let stop_at = remaining.map(|r| tokio::time::Instant::now() + r);
+        tracing::info!(
+            records = records.len(),
+            time_left_ms = remaining.map(|r| r.as_millis() as u64),
+            deadline_ms = event.context.deadline,
+            "batch received"
+        );
+
         let states = Mutex::new(vec![RecordState::Pending; records.len()]);
         let units = units_of_work(&records);
         let process = &process;
@@ -384,7 +434,7 @@ impl BatchRuntime {
                     states_ref.lock().expect("record states poisoned")[index] = RecordState::Failed;
                     continue;
                 }
-                let keep = self.run_record(record, process).await;
+                let keep = self.run_record(record, process, stop_at).await;
                 states_ref.lock().expect("record states poisoned")[index] = if keep {
                     RecordState::Failed
                 } else {
@@ -394,16 +444,9 @@ impl BatchRuntime {
             }
         });
 
-        let remaining = remaining_time(&event.context, self.config.deadline_margin);
-        tracing::info!(
-            records = records.len(),
-            time_left_ms = remaining.map(|r| r.as_millis() as u64),
-            deadline_ms = event.context.deadline,
-            "batch received"
-        );
-        match remaining {
-            Some(remaining) => {
-                if tokio::time::timeout(remaining, all).await.is_err() {
+        match stop_at {
+            Some(stop_at) => {
+                if tokio::time::timeout_at(stop_at, all).await.is_err() {
                     tracing::error!(
                         margin_ms = self.config.deadline_margin.as_millis() as u64,
                         "invocation deadline reached; reporting unfinished records as failed"
@@ -433,12 +476,18 @@ impl BatchRuntime {
 
     /// Runs one record in its span; returns whether the message must be kept (reported
     /// as failed).
-    async fn run_record<F, Fut>(&self, record: &SqsMessage, process: &F) -> bool
+    async fn run_record<F, Fut>(
+        &self,
+        record: &SqsMessage,
+        process: &F,
+        stop_at: Option<tokio::time::Instant>,
+    ) -> bool
     where
         F: Fn(Message) -> Fut,
         Fut: Future<Output = Outcome>,
     {
-        let message = Message::from_record(record, &self.visibility, self.config.heartbeat);
+        let message =
+            Message::from_record(record, &self.visibility, self.config.heartbeat, stop_at);
         let span = tracing::info_span!(
             "sqs_record",
             message_id = %message.message_id,
@@ -578,7 +627,7 @@ mod tests {
                 .behavior_version(aws_sdk_sqs::config::BehaviorVersion::latest())
                 .build(),
         ));
-        let message = Message::from_record(&r, &visibility, Heartbeat::default());
+        let message = Message::from_record(&r, &visibility, Heartbeat::default(), None);
         assert_eq!(message.receive_count, 3);
         assert_eq!(message.group_id.as_deref(), Some("g"));
         assert_eq!(message.sent_at.unwrap().timestamp(), 1_700_000_000);

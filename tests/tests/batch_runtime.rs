@@ -506,3 +506,62 @@ async fn the_local_mapping_treats_an_unknown_item_identifier_as_a_whole_batch_fa
     assert!(completion.whole_batch_failed);
     assert!(completion.deleted.is_empty());
 }
+
+#[tokio::test]
+async fn work_that_would_outlive_the_deadline_gives_up_in_time_for_the_record_to_choose_its_outcome()
+ {
+    let sqs = sqs().await;
+    // Queue visibility 2 s: a plain failure report would make it visible again by the end.
+    let queue = fresh_queue(&sqs, "out-of-time", spec(2)).await;
+    send(&sqs, &queue.url, "slow").await;
+    let esm = mapping(&sqs, &queue.url).await;
+    let event = poll_n(&esm, 1).await;
+    let runtime = BatchRuntime::new(
+        sqs.clone(),
+        BatchConfig {
+            deadline_margin: Duration::from_millis(500),
+            ..BatchConfig::default()
+        },
+    );
+    let recorded = Arc::new(AtomicUsize::new(0));
+
+    let response = {
+        let recorded = recorded.clone();
+        runtime
+            .run(
+                lambda_event(event.clone(), Some(Duration::from_millis(2500))),
+                move |m: Message| {
+                    let recorded = recorded.clone();
+                    async move {
+                        assert!(m.time_left().unwrap() <= Duration::from_millis(2000));
+                        let slow = tokio::time::sleep(Duration::from_secs(60));
+                        match m.within_deadline(Duration::from_millis(700), slow).await {
+                            Ok(()) => Outcome::Done,
+                            Err(docflow::sqs::OutOfTime) => {
+                                // The record's own failure handling still runs, e.g. a backoff.
+                                recorded.fetch_add(1, Ordering::SeqCst);
+                                Outcome::Retry {
+                                    after: Duration::from_secs(20),
+                                }
+                            }
+                        }
+                    }
+                },
+            )
+            .await
+            .unwrap()
+    };
+    esm.complete(&event, &response).await.unwrap();
+
+    assert_eq!(
+        recorded.load(Ordering::SeqCst),
+        1,
+        "the record saw the deadline coming"
+    );
+    assert_eq!(response.batch_item_failures.len(), 1);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        visible_bodies(&sqs, &queue.url).await.is_empty(),
+        "its own Retry{{20 s}} applied"
+    );
+}

@@ -512,8 +512,8 @@ fn choosing_textract_grants_it_to_ingestion_only_and_keeps_the_contract() {
 fn textract_permission_outside_ingestion_is_reported() {
     let broken = real_infra().replace(
         "main.tf",
-        "  settings          = local.llm_settings\n",
-        "  settings          = local.llm_settings\n  textract          = true\n",
+        "  settings = merge(local.llm_settings, { LLM_TIMEOUT_SECONDS = \"30\" }, local.notify_settings)\n",
+        "  settings = merge(local.llm_settings, { LLM_TIMEOUT_SECONDS = \"30\" }, local.notify_settings)\n  textract          = true\n",
     );
     assert_reported(
         &violations(&broken),
@@ -526,7 +526,7 @@ fn a_setting_cannot_override_max_receive_count() {
     // The module merges var.settings first, so the derived value wins.
     let sources = real_infra().replace(
         "main.tf",
-        "  settings          = local.llm_settings\n",
+        "  settings = merge(local.llm_settings, { LLM_TIMEOUT_SECONDS = \"30\" }, local.notify_settings)\n",
         "  settings          = merge(local.llm_settings, { MAX_RECEIVE_COUNT = \"9\" })\n",
     );
     let found = violations(&sources);

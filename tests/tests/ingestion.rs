@@ -173,11 +173,16 @@ impl Harness {
     }
 
     async fn deliver_next(&self) -> (SqsEvent, SqsBatchResponse) {
+        self.deliver_next_within(None).await
+    }
+
+    /// Delivers the next message as an invocation with `budget` until its deadline.
+    async fn deliver_next_within(&self, budget: Option<Duration>) -> (SqsEvent, SqsBatchResponse) {
         let esm = EventSourceMapping::new(self.deps.sqs.clone(), &self.ingestion_queue.url)
             .await
             .unwrap();
         let event = poll_n(&esm, 1).await;
-        let response = ingestion::handler(&self.deps, lambda_event(event.clone(), None))
+        let response = ingestion::handler(&self.deps, lambda_event(event.clone(), budget))
             .await
             .unwrap();
         esm.complete(&event, &response).await.unwrap();
@@ -555,6 +560,40 @@ async fn a_low_confidence_extraction_fails_the_quality_gate_and_is_retried(pool:
     let row = h.ingestion(id).await;
     assert_eq!((row.status.as_str(), row.attempt_count), ("in-progress", 1));
     assert!(row.last_error.unwrap().contains("quality gate"));
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn an_attempt_that_runs_out_of_invocation_time_is_counted_and_backed_off(pool: PgPool) {
+    let h = harness(pool, Ocr::Native).await;
+    let id = Uuid::new_v4();
+    h.seed(id, "pdf", Some(invoice_pdf())).await;
+    // The LLM answers after 4 s; the invocation has 8.5 s, minus the runtime's 2 s
+    // margin and ingestion's 5 s reserve: the attempt must give up at about 1.5 s.
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(anthropic_text(&invoice_json().to_string()).set_delay(Duration::from_secs(4)))
+        .mount(&h.llm)
+        .await;
+    send(&h.deps.sqs, &h.ingestion_queue.url, &id.to_string()).await;
+
+    let (_, response) = h
+        .deliver_next_within(Some(Duration::from_millis(8500)))
+        .await;
+
+    assert_eq!(response.batch_item_failures.len(), 1);
+    let row = h.ingestion(id).await;
+    assert_eq!(
+        (row.status.as_str(), row.attempt_count),
+        ("in-progress", 1),
+        "counted as an attempt"
+    );
+    assert!(row.last_error.unwrap().contains("ran out of time"));
+    assert!(!row.leased, "lease released for the retry");
+    let esm = mapping(&h.deps.sqs, &h.ingestion_queue.url).await;
+    assert!(
+        esm.poll().await.unwrap().is_none(),
+        "hidden by the 30 s backoff, not the queue's timeout"
+    );
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]

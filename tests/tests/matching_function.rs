@@ -189,6 +189,52 @@ async fn status_is_in_progress_while_matching_and_succeeded_after(pool: PgPool) 
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_run_that_would_outlive_the_invocation_is_cut_short_and_handled_as_transient(
+    pool: PgPool,
+) {
+    let llm = MockServer::start().await;
+    messages()
+        .respond_with(anthropic_text(LLM_SAYS_MATCH).set_delay(Duration::from_secs(4)))
+        .mount(&llm)
+        .await;
+    let (inv, _) = ambiguous_invoice(&pool).await;
+    let deps = deps(
+        &pool,
+        Some(llm_client(&llm)),
+        slack_notifier(&slack_server().await),
+    )
+    .await;
+    // 18.5 s until the deadline, minus the runtime's 2 s margin and matching's 15 s
+    // reserve for its failure path: the run must give up after about 1.5 s.
+    let budget = Duration::from_millis(18_500);
+
+    let started = std::time::Instant::now();
+    let response = matching::handler(&deps, lambda_event(valid_event_for(inv), Some(budget)))
+        .await
+        .unwrap();
+
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "did not wait for the LLM"
+    );
+    assert_eq!(
+        response.batch_item_failures.len(),
+        1,
+        "kept for the 300 s retry"
+    );
+    let s = state(&pool, inv).await;
+    assert_eq!(s.matching_status.as_deref(), Some("in-progress"));
+    assert!(
+        s.matching_error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("did not finish"),
+        "the failure path ran: {:?}",
+        s.matching_error
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn attempts_count_deliveries_not_llm_retries(pool: PgPool) {
     let llm = MockServer::start().await;
     messages()

@@ -94,3 +94,31 @@ async fn a_secret_that_is_not_json_is_reported_without_its_content() {
     assert!(matches!(err, SecretError::NotJson { .. }));
     assert!(!format!("{err} {err:?}").contains("hunter2"));
 }
+
+#[tokio::test]
+async fn an_anthropic_client_without_its_key_fails_the_cold_start_and_a_local_openai_server_needs_none()
+ {
+    use docflow::llm::{LlmClient, LlmSettings, Provider};
+    use docflow::retry::RetryPolicy;
+    let client = aws_sdk_secretsmanager::Client::new(&aws().await);
+    let name = create_secret(&client, r#"{"database_url":"postgres://x"}"#).await;
+    let store = SecretStore::new(client, &name, Duration::from_secs(60));
+    let settings = |provider| LlmSettings {
+        provider: Some(provider),
+        model: "m".into(),
+        base_url: "http://127.0.0.1:9".into(),
+        timeout: Duration::from_secs(1),
+        max_tokens: 16,
+        retry: RetryPolicy::default(),
+    };
+
+    let anthropic = LlmClient::from_secret(&settings(Provider::Anthropic), &store).await;
+    let ollama = LlmClient::from_secret(&settings(Provider::OpenAi), &store).await;
+
+    let err = anthropic.unwrap_err().to_string();
+    assert!(
+        err.contains("anthropic_api_key") && err.contains(&name),
+        "{err}"
+    );
+    assert!(ollama.unwrap().is_some());
+}

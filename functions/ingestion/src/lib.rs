@@ -32,6 +32,9 @@ use sqlx::PgPool;
 
 pub use pipeline::{Claimed, claim};
 
+/// Time kept back from the invocation to record a failed attempt and set the backoff.
+pub const FAILURE_RESERVE: Duration = Duration::from_secs(5);
+
 /// Ingestion's own settings.
 #[derive(Debug, Clone)]
 pub struct IngestionConfig {
@@ -89,16 +92,13 @@ impl Deps {
             "textract" => Transcriber::Textract(aws_sdk_textract::Client::new(&common.aws)),
             other => anyhow::bail!("OCR_PROVIDER {other:?} is not one of native, textract"),
         };
-        let llm = LlmSettings::from_env(&env)?;
-        let api_key = match llm.api_key_name() {
-            Some(key) => common.secrets.get_optional(key).await?,
-            None => None,
+        let llm = LlmClient::from_secret(&LlmSettings::from_env(&env)?, &common.secrets)
+            .await
+            .context("failed to build the LLM client")?;
+        let extractor = match llm {
+            Some(client) => Extractor::Llm(client),
+            None => Extractor::Rules,
         };
-        let extractor =
-            match LlmClient::new(&llm, api_key).context("failed to build the LLM client")? {
-                Some(client) => Extractor::Llm(client),
-                None => Extractor::Rules,
-            };
         Ok(Deps {
             s3: docflow::aws::s3_client(&common.aws),
             sqs: common.sqs,
@@ -140,11 +140,14 @@ pub async fn process(deps: &Deps, message: Message) -> Outcome {
         }
     };
 
-    let work = pipeline::run(deps, &claimed);
+    let work = message.within_deadline(FAILURE_RESERVE, pipeline::run(deps, &claimed));
     let renew_lease = || pipeline::renew_lease(&deps.pool, id);
     match message.with_heartbeat(work, renew_lease).await {
-        Ok(()) => Outcome::Done,
-        Err(failure) => record_failure(deps, id, &failure).await,
+        Ok(Ok(())) => Outcome::Done,
+        Ok(Err(failure)) => record_failure(deps, id, &failure).await,
+        // Counted like any transient failure, so a document whose extraction never fits
+        // in the function's timeout ends `failed` instead of cycling to the DLQ.
+        Err(out_of_time) => record_failure(deps, id, &Failure::transient(out_of_time)).await,
     }
 }
 

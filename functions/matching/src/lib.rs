@@ -26,6 +26,11 @@ use docflow::{BatchRuntime, Message, Outcome};
 use lambda_runtime::LambdaEvent;
 use sqlx::PgPool;
 
+/// Time kept back from the invocation for the failure path (status update, admin
+/// notifications with their timeout, the visibility change): a run still going then is
+/// cut short and handled as a transient failure, not left to the runtime's plain report.
+pub const FAILURE_RESERVE: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// Title of the admin notification.
 pub const FAILURE_TITLE: &str = "Document matching failed";
 
@@ -47,12 +52,7 @@ impl Deps {
     pub async fn from_env() -> anyhow::Result<Self> {
         let common = Common::from_env().await?;
         let env = process_env();
-        let llm_settings = LlmSettings::from_env(&env)?;
-        let api_key = match llm_settings.api_key_name() {
-            Some(key) => common.secrets.get_optional(key).await?,
-            None => None,
-        };
-        let llm = LlmClient::new(&llm_settings, api_key)?;
+        let llm = LlmClient::from_secret(&LlmSettings::from_env(&env)?, &common.secrets).await?;
         let notifier = Notifier::from_settings(
             &NotifySettings::from_env(&env)?,
             &common.secrets,
@@ -106,7 +106,14 @@ pub async fn process(deps: &Deps, msg: Message) -> Outcome {
         }
     };
 
-    match run(deps, &doc).await {
+    let result = match msg.within_deadline(FAILURE_RESERVE, run(deps, &doc)).await {
+        Ok(result) => result,
+        Err(source) => Err(MatchingError::OutOfTime {
+            document_id: doc.id,
+            source,
+        }),
+    };
+    match result {
         Ok(()) => Outcome::Done,
         Err(error) => on_failure(deps, &msg, id, error).await,
     }

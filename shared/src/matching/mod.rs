@@ -115,6 +115,14 @@ pub enum MatchingError {
         #[source]
         source: LlmError,
     },
+    /// The invocation's time ran out mid-run (a slow LLM, a long lock wait): transient,
+    /// the next delivery starts over.
+    #[error("matching document {document_id} did not finish in the invocation's time")]
+    OutOfTime {
+        document_id: Uuid,
+        #[source]
+        source: crate::sqs::OutOfTime,
+    },
 }
 
 impl Classify for MatchingError {
@@ -122,6 +130,7 @@ impl Classify for MatchingError {
         match self {
             MatchingError::Database { source, .. } => source.retry_class(),
             MatchingError::Llm { source, .. } => source.retry_class(),
+            MatchingError::OutOfTime { .. } => RetryClass::Transient,
         }
     }
 }

@@ -50,6 +50,11 @@ pub async fn write_matches(
     document_id: Uuid,
     decisions: &[Decision],
 ) -> Result<Written, sqlx::Error> {
+    // A write phase stuck behind another must not hold its connection until the
+    // invocation dies: give up after 20 s (55P03, transient) and retry later.
+    sqlx::query("SET LOCAL lock_timeout = '20s'")
+        .execute(&mut *conn)
+        .await?;
     sqlx::query(
         r#"SELECT pg_advisory_xact_lock(hashtextextended('docflow.matching:' || $1::text, 0))"#,
     )
@@ -72,7 +77,9 @@ pub async fn write_matches(
             r#"
             INSERT INTO document_match
                    (tenant_id, document_a_id, document_b_id, score, confidence, decided_by, evidence, reasoning)
-            VALUES ($1, LEAST($2::uuid, $3::uuid), GREATEST($2::uuid, $3::uuid), $4, $5, $6, $7, $8)
+            -- A candidate deleted since it was found is skipped, not a permanent failure.
+            SELECT $1, LEAST($2::uuid, $3::uuid), GREATEST($2::uuid, $3::uuid), $4, $5, $6, $7, $8
+             WHERE EXISTS (SELECT 1 FROM document WHERE id = $3)
             "#,
         )
         .bind(tenant_id)
