@@ -995,3 +995,53 @@ async fn an_openai_compatible_server_extracts_with_bearer_auth_and_token_counts(
     let (data, _, _, _) = h.document(document_id).await;
     assert_eq!(data.unwrap()["total"], 119.0);
 }
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn the_rules_extractor_reads_a_two_page_invoice_with_thousands_separators(pool: PgPool) {
+    let pdf = text_pdf(&[
+        &[
+            "Maschinenbau Krüger AG",
+            "Werkstraße 40 · 33602 Bielefeld",
+            "",
+            "An",
+            "Bäckerei Sonnenschein KG",
+            "Lindenweg 3",
+            "32052 Herford",
+            "",
+            "RECHNUNG",
+            "Rechnungs-Nr.\tDatum\tKunden-Nr.",
+            "2024/7713\t2024-09-30\tK-1020",
+            "",
+            "Pos.\tArtikel\tMenge\tEinzelpreis EUR\tBetrag EUR",
+            "1\tTeigknetmaschine TK-80\t1\t12.450,00\t12.450,00",
+            "2\tWartungsvertrag 12 Monate\t1\t1.980,00\t1.980,00",
+            "Übertrag\t\t\t\t14.430,00",
+        ],
+        &[
+            "Maschinenbau Krüger AG · Rechnung 2024/7713 · Seite 2",
+            "",
+            "Summe netto\t\t\t\t14.430,00",
+            "Umsatzsteuer 19 %\t\t\t\t2.741,70",
+            "Gesamtbetrag\t\t\t\t17.171,70",
+            "",
+            "Zahlungsziel: 30 Tage netto.",
+            "USt-IdNr.: DE 277 109 861 · Bankverbindung: IBAN DE44 5001 0517 5407 3249 31",
+        ],
+    ]);
+
+    let (row, data) = ingest_with_rules(pool, pdf).await;
+
+    assert_eq!(row.status, "completed", "{:?}", row.last_error);
+    assert_eq!(data["invoice_number"], "2024/7713");
+    assert_eq!(data["invoice_date"], "2024-09-30");
+    assert_eq!(data["due_date"], "2024-10-30");
+    assert_eq!(data["supplier_name"], "Maschinenbau Krüger AG");
+    assert_eq!(data["customer_name"], "Bäckerei Sonnenschein KG");
+    assert_eq!(data["supplier_vat_id"], "DE277109861");
+    assert_eq!(data["supplier_iban"], "DE44500105175407324931");
+    assert_eq!(data["subtotal"], 14430.0);
+    assert_eq!(data["vat_amount"], 2741.7);
+    assert_eq!(data["total"], 17171.7);
+    assert_eq!(data["currency"], "EUR");
+    assert_eq!(data["line_items"][0]["unit_price"], 12450.0);
+}
