@@ -513,3 +513,46 @@ async fn rematching_an_edited_document_replaces_its_edges_and_splits_the_cluster
     assert_eq!(state(&pool, inv).await.cluster_id, Some(cluster));
     assert_eq!(state(&pool, po).await.cluster_id, Some(cluster));
 }
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn write_phases_of_one_tenant_wait_for_each_other(pool: PgPool) {
+    let t = tenant(&pool, "Acme AG").await;
+    let _po = matched_document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
+    )
+    .await;
+    let inv = document(
+        &pool,
+        t,
+        DocumentType::Invoice,
+        invoice("RE-1", "PO-2024-0042", "LS-1", "2024-03-05", 1190.0),
+    )
+    .await;
+    // Another write phase of the same tenant holds the tenant's lock.
+    let mut other = pool.acquire().await.unwrap();
+    sqlx::query("SELECT pg_advisory_lock(hashtextextended('docflow.matching:' || $1::text, 0))")
+        .bind(t)
+        .execute(&mut *other)
+        .await
+        .unwrap();
+
+    let matching = tokio::spawn({
+        let pool = pool.clone();
+        async move { run_matching(&pool, None, inv).await }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    let edges_while_locked = pairs(&pool).await.len();
+    sqlx::query("SELECT pg_advisory_unlock(hashtextextended('docflow.matching:' || $1::text, 0))")
+        .bind(t)
+        .execute(&mut *other)
+        .await
+        .unwrap();
+    let report = matching.await.unwrap();
+
+    assert_eq!(edges_while_locked, 0, "the write phase waited for the lock");
+    assert!(report.is_ok(), "{report:?}");
+    assert_eq!(pairs(&pool).await.len(), 1, "and wrote once it had it");
+}
