@@ -86,6 +86,19 @@ impl Classify for Failure {
     }
 }
 
+/// The message and every cause, joined with ": " — what error columns and admin
+/// notifications show.
+pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 /// Classifies an HTTP error status: 408, 429 and 5xx are transient; every other status
 /// (400 — including "context window exceeded" —, 401, 403, 404, …) is permanent.
 pub fn classify_http_status(status: u16) -> RetryClass {

@@ -30,6 +30,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::llm::{LlmClient, LlmError};
+pub use crate::retry::error_chain;
 use crate::retry::{Classify, RetryClass};
 
 pub use crate::document::{Confidence, DocumentType};
@@ -133,19 +134,6 @@ impl Classify for MatchingError {
             MatchingError::OutOfTime { .. } => RetryClass::Transient,
         }
     }
-}
-
-/// The message and every cause, joined with ": " — what `matching_error` and the admin
-/// notification show.
-pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// What one matching run found and wrote.

@@ -335,7 +335,7 @@ pub async fn export<C: DatevConnector>(
         Ok(bytes) => bytes,
         Err(e) => {
             tracing::error!(error.message = %e, error.cause_chain = ?e, "document file unreadable");
-            let error = format!("{e}: {}", error_chain(&e));
+            let error = crate::retry::error_chain(&e);
             mark_failed(pool, job.id, &error).await.map_err(db)?;
             return Ok(ExportOutcome::Failed { error });
         }
@@ -464,16 +464,6 @@ impl Classify for CreateError {
             self.0.retry_class()
         }
     }
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut parts = Vec::new();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        parts.push(c.to_string());
-        cause = c.source();
-    }
-    parts.join(": ")
 }
 
 async fn read_file(s3: &aws_sdk_s3::Client, bucket: &str, key: &str) -> Result<Vec<u8>, FileError> {
