@@ -21,6 +21,15 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
 use crate::retry::{Classify, RetryClass, classify_http_status};
+
+/// Statuses Maesn documents as definite refusals (module docs); every other status goes
+/// by the shared table, where unknown means transient.
+fn classify_maesn_status(status: u16) -> RetryClass {
+    match status {
+        400 | 404 | 405 => RetryClass::Permanent,
+        _ => classify_http_status(status),
+    }
+}
 use crate::secrets::{SecretError, SecretStore};
 use crate::settings::{Env, SettingsError};
 
@@ -102,7 +111,7 @@ impl Classify for DatevError {
     /// store's classification.
     fn retry_class(&self) -> RetryClass {
         match self {
-            DatevError::Status { status, .. } => classify_http_status(*status),
+            DatevError::Status { status, .. } => classify_maesn_status(*status),
             DatevError::Transport { source, .. } => source.retry_class(),
             DatevError::UnexpectedBody { .. } => RetryClass::Permanent,
             DatevError::ApiKey(e) => e.retry_class(),
