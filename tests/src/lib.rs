@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests: the local AWS emulator, unique names,
 //! Lambda events built from real received messages, text PDFs.
 
+pub mod aws_calls;
 pub mod llm;
 pub mod pdf;
 
