@@ -2,8 +2,10 @@
 //! Lambda events built from real received messages, text PDFs.
 
 pub mod aws_calls;
+pub mod ingestion_harness;
 pub mod llm;
 pub mod pdf;
+pub mod scan;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
