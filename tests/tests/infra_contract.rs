@@ -234,6 +234,23 @@ fn a_module_that_derives_visibility_from_one_timeout_is_reported() {
     );
 }
 
+#[test]
+fn a_function_told_another_visibility_than_its_queue_has_is_reported() {
+    let broken = real_infra().replace(
+        MODULE_MAIN,
+        "QUEUE_VISIBILITY_TIMEOUT_SECONDS = tostring(local.visibility_timeout_seconds)",
+        "QUEUE_VISIBILITY_TIMEOUT_SECONDS = \"30\"",
+    );
+    assert_reported(
+        &violations(&broken),
+        &[
+            "module.ingestion",
+            "QUEUE_VISIBILITY_TIMEOUT_SECONDS is Some(30.0)",
+            "is 1800 s",
+        ],
+    );
+}
+
 // --- dead-letter queues and maxReceiveCount ---------------------------------------------------
 
 #[test]

@@ -210,3 +210,15 @@ fn still_running(deps: &Deps, e: &(dyn std::error::Error + 'static)) -> Outcome 
         after: deps.settings.stale_running + Duration::from_secs(5),
     }
 }
+
+/// Every AWS API action document output calls (IAM names): what Terraform must grant its
+/// role (`tests/tests/iam_calls.rs` holds the two together). Tests that give it AWS
+/// clients from `docflow_tests::aws_calls` refuse any call outside this list.
+pub fn aws_actions<F: Fn(&str) -> Option<String>>(
+    _env: &docflow::settings::Env<F>,
+) -> Vec<&'static str> {
+    let mut actions = vec!["secretsmanager:GetSecretValue"]; // cold start: the secret
+    actions.extend_from_slice(docflow::sqs::AWS_ACTIONS);
+    actions.push("s3:GetObject"); // the document's file, attached to the export
+    actions
+}

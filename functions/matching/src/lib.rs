@@ -195,3 +195,19 @@ async fn fail_and_notify(deps: &Deps, msg: &Message, id: DocumentId, error: &str
     deps.notifier.notify(&notice).await;
     recorded
 }
+
+/// Every AWS API action matching calls (IAM names) in the environment it runs in: what
+/// Terraform must grant its role (`tests/tests/iam_calls.rs` holds the two together).
+/// Tests that give matching AWS clients from `docflow_tests::aws_calls` refuse any call
+/// outside this list.
+pub fn aws_actions<F: Fn(&str) -> Option<String>>(
+    env: &docflow::settings::Env<F>,
+) -> Vec<&'static str> {
+    let mut actions = vec!["secretsmanager:GetSecretValue"]; // cold start: the secret
+    actions.extend_from_slice(docflow::sqs::AWS_ACTIONS);
+    // Admin notifications by email (docflow::notify::SesChannel) when configured.
+    if env.optional("NOTIFY_EMAIL_FROM").is_some() && env.optional("NOTIFY_EMAIL_TO").is_some() {
+        actions.push("ses:SendEmail");
+    }
+    actions
+}

@@ -101,8 +101,12 @@ data "aws_iam_policy_document" "permissions" {
     for_each = var.textract ? [["*"]] : []
 
     content {
-      sid       = "TranscribeWithTextract"
-      actions   = ["textract:DetectDocumentText"]
+      sid = "TranscribeWithTextract"
+      actions = [
+        "textract:DetectDocumentText",
+        "textract:StartDocumentTextDetection",
+        "textract:GetDocumentTextDetection",
+      ]
       resources = statement.value
     }
   }

@@ -97,8 +97,8 @@ variable "settings" {
   }
 
   validation {
-    condition     = length(setintersection(keys(var.settings), ["RUST_LOG", "DOCFLOW_SECRET_ID", "MAX_RECEIVE_COUNT", "BATCH_CONCURRENCY", "DATABASE_MAX_CONNECTIONS", "DOCUMENTS_BUCKET"])) == 0 && alltrue([for name in keys(var.settings) : !endswith(name, "_QUEUE_URL")])
-    error_message = "settings must not set the variables the module derives itself (RUST_LOG, DOCFLOW_SECRET_ID, MAX_RECEIVE_COUNT, BATCH_CONCURRENCY, DATABASE_MAX_CONNECTIONS, DOCUMENTS_BUCKET, *_QUEUE_URL)."
+    condition     = length(setintersection(keys(var.settings), ["RUST_LOG", "DOCFLOW_SECRET_ID", "MAX_RECEIVE_COUNT", "BATCH_CONCURRENCY", "DATABASE_MAX_CONNECTIONS", "DOCUMENTS_BUCKET", "QUEUE_VISIBILITY_TIMEOUT_SECONDS"])) == 0 && alltrue([for name in keys(var.settings) : !endswith(name, "_QUEUE_URL")])
+    error_message = "settings must not set the variables the module derives itself (RUST_LOG, DOCFLOW_SECRET_ID, MAX_RECEIVE_COUNT, BATCH_CONCURRENCY, DATABASE_MAX_CONNECTIONS, DOCUMENTS_BUCKET, QUEUE_VISIBILITY_TIMEOUT_SECONDS, *_QUEUE_URL)."
   }
 }
 
@@ -278,7 +278,7 @@ variable "ses_identity_arns" {
 }
 
 variable "textract" {
-  description = "Grant textract:DetectDocumentText (OCR_PROVIDER = textract). Textract has no resource-level permissions, so this statement is the one that names \"*\"."
+  description = "Grant Textract OCR (OCR_PROVIDER = textract): DetectDocumentText for images and single pages, StartDocumentTextDetection and GetDocumentTextDetection for multi-page scans. Textract reads the documents from S3 with the role's own s3:GetObject. It has no resource-level permissions, so this statement is the one that names \"*\"."
   type        = bool
   default     = false
 }

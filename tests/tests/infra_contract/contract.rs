@@ -74,6 +74,7 @@ pub const FUNCTIONS: &[FunctionContract] = &[
 /// The documents bucket every S3 grant must be scoped to.
 const DOCUMENTS_BUCKET_ARN: &str = "${aws_s3_bucket.documents.arn}";
 const SECRET_ENV: &str = "DOCFLOW_SECRET_ID";
+const QUEUE_VISIBILITY_ENV: &str = "QUEUE_VISIBILITY_TIMEOUT_SECONDS";
 const CONSUME_ACTIONS: &[&str] = &[
     "sqs:ReceiveMessage",
     "sqs:DeleteMessage",
@@ -95,6 +96,8 @@ const ALLOWED_ACTIONS: &[&str] = &[
     "s3:ListBucket",
     "ses:SendEmail",
     "textract:DetectDocumentText",
+    "textract:StartDocumentTextDetection",
+    "textract:GetDocumentTextDetection",
     "logs:CreateLogStream",
     "logs:PutLogEvents",
     "kms:Decrypt",
@@ -202,7 +205,7 @@ fn check_every_function_exists(infra: &Infra, found: &mut Violations) {
 }
 
 /// `staging-docflow-ingestion` -> `ingestion`.
-fn contract_name(function: &Resource) -> String {
+pub fn contract_name(function: &Resource) -> String {
     let name = text(function.attr("function_name").as_ref());
     match name.split_once("docflow-") {
         Some((_, short)) => short.to_string(),
@@ -288,6 +291,7 @@ fn check_event_source_mapping(module: &Module, mapping: &Resource, found: &mut V
         Err(why) => return found.add(module, mapping, why),
     };
     check_visibility_timeout(module, &trigger, window, found);
+    check_code_knows_the_visibility(module, &trigger, found);
     check_redrive_policy(module, &trigger, found);
 }
 
@@ -312,6 +316,29 @@ fn check_visibility_timeout(module: &Module, t: &SqsTrigger, window: f64, found:
             format!(
                 "visibility timeout {visibility} s is below 6 x the timeout of {} ({timeout} s) + batching window ({window} s) = {minimum} s",
                 t.function.address
+            ),
+        );
+    }
+}
+
+/// The batch runtime must know the queue's visibility timeout, or a heartbeat could
+/// shorten it (`QUEUE_VISIBILITY_TIMEOUT_SECONDS`, validated at cold start).
+fn check_code_knows_the_visibility(module: &Module, t: &SqsTrigger, found: &mut Violations) {
+    let visibility = number_or(
+        t.queue.attr("visibility_timeout_seconds"),
+        DEFAULT_VISIBILITY_SECONDS,
+    );
+    let env = environment(t.function);
+    let told = env
+        .get(QUEUE_VISIBILITY_ENV)
+        .and_then(|v| v.as_str().and_then(|s| s.parse::<f64>().ok()));
+    if told != Some(visibility) {
+        found.add(
+            module,
+            t.function,
+            format!(
+                "{QUEUE_VISIBILITY_ENV} is {told:?}, the visibility timeout of {} is {visibility} s",
+                t.queue.address
             ),
         );
     }
@@ -519,7 +546,7 @@ fn find_alarm<'a>(
 
 // --- functions, their environment and their permissions -----------------------------------
 
-fn environment(function: &Resource) -> Map<String, Value> {
+pub fn environment(function: &Resource) -> Map<String, Value> {
     blocks(&function.body, "environment")
         .next()
         .and_then(|env| attr(&env.body, "variables"))
@@ -698,15 +725,15 @@ fn check_queue_urls(
 }
 
 /// One statement of an IAM policy document.
-struct Statement {
-    sid: String,
-    allow: bool,
-    actions: Vec<String>,
-    resources: Vec<String>,
+pub struct Statement {
+    pub sid: String,
+    pub allow: bool,
+    pub actions: Vec<String>,
+    pub resources: Vec<String>,
 }
 
 impl Statement {
-    fn grants(&self, action: &str) -> bool {
+    pub fn grants(&self, action: &str) -> bool {
         self.allow && self.actions.iter().any(|a| a == action)
     }
 }
@@ -725,7 +752,7 @@ fn statements(document: &Resource) -> Vec<Statement> {
 /// The statements of every inline policy of the function's role. Fails when the role or a
 /// policy cannot be read (not an `aws_iam_policy_document` of the same module), or when a
 /// managed policy other than the allowed ones is attached.
-fn role_policies(module: &Module, function: &Resource) -> Result<Vec<Statement>, String> {
+pub fn role_policies(module: &Module, function: &Resource) -> Result<Vec<Statement>, String> {
     let role = referenced(module, function.attr("role"), "aws_iam_role")
         .ok_or("role is not an aws_iam_role of this module")?;
     let of_role = |r: &Resource| {
