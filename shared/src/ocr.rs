@@ -130,7 +130,10 @@ pub const USABLE_TEXT_CHARS: usize = 16;
 
 /// Whether a page's text layer holds its text, or the page needs OCR.
 pub fn has_usable_text(text: &str) -> bool {
-    text.chars().filter(|c| c.is_alphanumeric()).take(USABLE_TEXT_CHARS).count()
+    text.chars()
+        .filter(|c| c.is_alphanumeric())
+        .take(USABLE_TEXT_CHARS)
+        .count()
         >= USABLE_TEXT_CHARS
 }
 
@@ -177,7 +180,9 @@ pub enum OcrError {
         provider: &'static str,
         kind: FileKind,
     },
-    #[error("{what} needs OCR, and OCR_PROVIDER=native reads only text layers (set OCR_PROVIDER=textract)")]
+    #[error(
+        "{what} needs OCR, and OCR_PROVIDER=native reads only text layers (set OCR_PROVIDER=textract)"
+    )]
     NeedsOcr { what: String },
     #[error("the PDF could not be read: {0}")]
     BadPdf(String),
@@ -222,9 +227,8 @@ impl Classify for OcrError {
 }
 
 /// The seed's CPU pool: one blocking job per CPU at a time.
-static CPU: LazyLock<Semaphore> = LazyLock::new(|| {
-    Semaphore::new(std::thread::available_parallelism().map_or(1, |n| n.get()))
-});
+static CPU: LazyLock<Semaphore> =
+    LazyLock::new(|| Semaphore::new(std::thread::available_parallelism().map_or(1, |n| n.get())));
 
 /// Runs CPU-heavy `work` on the blocking pool, at most one job per CPU at a time.
 pub async fn on_cpu<T, W>(work: W) -> Result<T, OcrError>

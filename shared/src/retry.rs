@@ -168,9 +168,9 @@ impl Classify for sqlx::Error {
                 }
                 _ => RetryClass::Transient,
             },
-            sqlx::Error::RowNotFound | sqlx::Error::ColumnDecode { .. } | sqlx::Error::Decode(_) => {
-                RetryClass::Permanent
-            }
+            sqlx::Error::RowNotFound
+            | sqlx::Error::ColumnDecode { .. }
+            | sqlx::Error::Decode(_) => RetryClass::Permanent,
             _ => RetryClass::Transient,
         }
     }
@@ -318,7 +318,11 @@ mod tests {
     #[test]
     fn http_statuses_not_known_to_be_permanent_are_transient() {
         for status in [400, 404, 408, 409, 413, 422, 451, 499] {
-            assert_eq!(classify_http_status(status), RetryClass::Transient, "{status}");
+            assert_eq!(
+                classify_http_status(status),
+                RetryClass::Transient,
+                "{status}"
+            );
         }
     }
 
@@ -388,7 +392,10 @@ mod tests {
         for code in ["23505", "23503", "23514", "23502", "22P02", "22003"] {
             assert_eq!(sqlstate(code), RetryClass::Permanent, "{code}");
         }
-        assert_eq!(sqlx::Error::RowNotFound.retry_class(), RetryClass::Permanent);
+        assert_eq!(
+            sqlx::Error::RowNotFound.retry_class(),
+            RetryClass::Permanent
+        );
     }
 
     #[test]

@@ -258,8 +258,8 @@ mod tests {
             ("HEARTBEAT_EXTEND_SECONDS", "50000"),
             ("HEARTBEAT_SECONDS", "0"),
         ] {
-            let err = Settings::from_env(&env(&[("DOCFLOW_SECRET_ID", "s"), (var, value)]))
-                .unwrap_err();
+            let err =
+                Settings::from_env(&env(&[("DOCFLOW_SECRET_ID", "s"), (var, value)])).unwrap_err();
             assert!(err.to_string().contains(var), "{var}={value}: {err}");
         }
     }

@@ -381,9 +381,9 @@ impl Message {
     /// than what may be left of the queue's own visibility timeout, so the first beats
     /// of a queue with a long timeout do not shorten it.
     fn heartbeat_extension(&self) -> Duration {
-        let queue_left = self
-            .queue_visibility
-            .map_or(Duration::ZERO, |v| v.saturating_sub(self.batch_started.elapsed()));
+        let queue_left = self.queue_visibility.map_or(Duration::ZERO, |v| {
+            v.saturating_sub(self.batch_started.elapsed())
+        });
         self.heartbeat.extend_to.max(queue_left)
     }
 
@@ -774,9 +774,18 @@ mod tests {
     #[test]
     fn visibility_is_rounded_up_to_whole_seconds() {
         assert_eq!(visibility_seconds(Duration::ZERO, Duration::ZERO), 0);
-        assert_eq!(visibility_seconds(Duration::from_millis(400), Duration::ZERO), 1);
-        assert_eq!(visibility_seconds(Duration::from_millis(1500), Duration::ZERO), 2);
-        assert_eq!(visibility_seconds(Duration::from_secs(30), Duration::ZERO), 30);
+        assert_eq!(
+            visibility_seconds(Duration::from_millis(400), Duration::ZERO),
+            1
+        );
+        assert_eq!(
+            visibility_seconds(Duration::from_millis(1500), Duration::ZERO),
+            2
+        );
+        assert_eq!(
+            visibility_seconds(Duration::from_secs(30), Duration::ZERO),
+            30
+        );
     }
 
     #[test]

@@ -21,12 +21,12 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use aws_config::SdkConfig;
+use aws_sdk_sqs::config::ConfigBag;
 use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::interceptors::Intercept;
 use aws_smithy_runtime_api::client::interceptors::context::BeforeSerializationInterceptorContextRef;
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
-use aws_sdk_sqs::config::ConfigBag;
 
 /// One recorded call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,7 +153,12 @@ pub fn iam_action(service: &str, operation: &str) -> String {
         "Textract" => "textract",
         "Secrets Manager" => "secretsmanager",
         "SESv2" | "SES" => "ses",
-        other => return format!("{}:{operation}", other.to_ascii_lowercase().replace(' ', "")),
+        other => {
+            return format!(
+                "{}:{operation}",
+                other.to_ascii_lowercase().replace(' ', "")
+            );
+        }
     };
     let action = match (prefix, operation) {
         ("s3", "HeadObject") => "GetObject",

@@ -87,7 +87,9 @@ pub fn textract_started(job_id: &str) -> ResponseTemplate {
 pub fn textract_in_progress() -> ResponseTemplate {
     ResponseTemplate::new(200)
         .insert_header("content-type", TEXTRACT_JSON)
-        .set_body_json(json!({"JobStatus": "IN_PROGRESS", "DocumentMetadata": {"Pages": 0}, "Blocks": []}))
+        .set_body_json(
+            json!({"JobStatus": "IN_PROGRESS", "DocumentMetadata": {"Pages": 0}, "Blocks": []}),
+        )
 }
 
 /// A `GetDocumentTextDetection` answer for a finished job: one page of results, with
@@ -337,7 +339,12 @@ impl Harness {
     /// Sends the ingestion id to the real queue, lets the local event source mapping
     /// deliver it to the handler, and applies the response as Lambda does.
     pub async fn deliver(&self, ingestion_id: Uuid) -> (SqsEvent, SqsBatchResponse) {
-        send(&self.sqs, &self.ingestion_queue.url, &ingestion_id.to_string()).await;
+        send(
+            &self.sqs,
+            &self.ingestion_queue.url,
+            &ingestion_id.to_string(),
+        )
+        .await;
         self.deliver_next().await
     }
 

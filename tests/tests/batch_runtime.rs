@@ -669,7 +669,11 @@ async fn a_fifo_retry_hides_the_message_and_keeps_the_group_in_order() {
     );
     tokio::time::sleep(Duration::from_millis(2600)).await;
     let again = poll_n(&esm, 1).await;
-    let bodies: Vec<_> = again.records.iter().filter_map(|r| r.body.clone()).collect();
+    let bodies: Vec<_> = again
+        .records
+        .iter()
+        .filter_map(|r| r.body.clone())
+        .collect();
     assert_eq!(bodies.first().map(String::as_str), Some("a1"), "{bodies:?}");
     assert_eq!(
         again.records[0]
@@ -772,7 +776,10 @@ async fn a_record_with_less_than_the_start_reserve_left_is_not_started() {
 
     assert_eq!(*processed.lock().unwrap(), vec!["a1"]);
     assert_eq!(failed_ids(&response), HashSet::from([a2]));
-    assert!(calls.actions().is_empty(), "untouched: no visibility change");
+    assert!(
+        calls.actions().is_empty(),
+        "untouched: no visibility change"
+    );
 }
 
 #[tokio::test]

@@ -83,7 +83,9 @@ fn real_infra() -> Sources {
 
 fn assert_reported(found: &[String], fragments: &[&str]) {
     assert!(
-        found.iter().any(|v| fragments.iter().all(|f| v.contains(f))),
+        found
+            .iter()
+            .any(|v| fragments.iter().all(|f| v.contains(f))),
         "expected a finding mentioning {fragments:?}, got:\n{}",
         found.join("\n")
     );
@@ -97,10 +99,7 @@ fn every_aws_action_a_function_calls_is_granted_to_its_role() {
 
 #[test]
 fn with_native_ocr_ingestion_neither_calls_nor_needs_textract() {
-    let sources = real_infra().append(
-        "environments/example.tfvars",
-        "ocr_provider = \"native\"\n",
-    );
+    let sources = real_infra().append("environments/example.tfvars", "ocr_provider = \"native\"\n");
     let found = ungranted(&sources);
     assert!(found.is_empty(), "{}", found.join("\n"));
     let infra = Infra::evaluate(&sources).unwrap();
@@ -123,7 +122,10 @@ fn the_checked_functions_are_every_function_terraform_deploys() {
         .map(contract::contract_name)
         .collect();
     names.sort();
-    assert_eq!(names, ["document-output", "ingestion", "matching", "sweeper"]);
+    assert_eq!(
+        names,
+        ["document-output", "ingestion", "matching", "sweeper"]
+    );
 }
 
 #[test]

@@ -100,12 +100,7 @@ async fn a_plain_text_file_is_ingested_end_to_end(pool: PgPool) {
     let (data, _, matching, _) = h.document(document_id).await;
     assert!(data.is_some());
     assert_eq!(matching.as_deref(), Some("pending"));
-    assert_eq!(
-        visible_bodies(&h.sqs, &h.matching_queue.url)
-            .await
-            .len(),
-        1
-    );
+    assert_eq!(visible_bodies(&h.sqs, &h.matching_queue.url).await.len(), 1);
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -659,12 +654,20 @@ async fn a_transient_s3_error_is_retried_with_backoff(pool: PgPool) {
         .and(wiremock::matchers::path_regex(format!(
             "^/{bucket}/ingestions/"
         )))
-        .respond_with(s3_error(404, "NoSuchKey", "The specified key does not exist."))
+        .respond_with(s3_error(
+            404,
+            "NoSuchKey",
+            "The specified key does not exist.",
+        ))
         .mount(&s3)
         .await;
     Mock::given(method("GET"))
         .and(path(format!("/{bucket}/documents/{document_id}.pdf")))
-        .respond_with(s3_error(503, "SlowDown", "Please reduce your request rate."))
+        .respond_with(s3_error(
+            503,
+            "SlowDown",
+            "Please reduce your request rate.",
+        ))
         .mount(&s3)
         .await;
     let config = h

@@ -180,7 +180,10 @@ async fn low_quality_triggers_exactly_one_preprocessing_pass(pool: PgPool) {
         detect[1]["Document"]["S3Object"]["Name"], preprocessed,
         "the second reading is of the preprocessed image"
     );
-    let stored = h.object(&preprocessed).await.expect("preprocessed image stored");
+    let stored = h
+        .object(&preprocessed)
+        .await
+        .expect("preprocessed image stored");
     assert_ne!(stored, original, "preprocessing changed the image");
     let gray = image::load_from_memory(&stored).unwrap().to_luma8();
     let (lo, hi) = gray
@@ -237,7 +240,10 @@ async fn a_single_page_scan_is_read_synchronously_from_s3(pool: PgPool) {
         .seed(id, "pdf", Some(scan::pdf(&[scanned(faint_scan(60, 80))])))
         .await;
     textract_call(DETECT)
-        .respond_with(textract_ok(&["Rechnung Nr. RE-7", "Summe 119,00 EUR"], 97.0))
+        .respond_with(textract_ok(
+            &["Rechnung Nr. RE-7", "Summe 119,00 EUR"],
+            97.0,
+        ))
         .expect(1)
         .mount(&textract)
         .await;
@@ -276,7 +282,9 @@ async fn a_multi_page_scan_is_read_by_an_asynchronous_textract_job(pool: PgPool)
         .await;
     // Still running at the first poll; then two pages of results.
     textract_call(GET)
-        .and(body_partial_json(json!({"JobId": "job-1", "NextToken": "page-2"})))
+        .and(body_partial_json(
+            json!({"JobId": "job-1", "NextToken": "page-2"}),
+        ))
         .respond_with(textract_succeeded(
             2,
             &[(2, "Gesamtbetrag 119,00 EUR")],
@@ -373,7 +381,10 @@ async fn only_the_pages_without_a_text_layer_take_their_text_from_ocr(pool: PgPo
     let text = prompt(&h).await;
     assert!(text.contains("Rechnung Nr. RE-2014-0815"), "{text}");
     assert!(text.contains("Lieferschein LS-88412"), "{text}");
-    assert!(!text.contains("RE-2Ol4"), "page 1 kept its text layer: {text}");
+    assert!(
+        !text.contains("RE-2Ol4"),
+        "page 1 kept its text layer: {text}"
+    );
     // Page 1 from its text layer (1.0), page 2 from OCR (0.9).
     let quality = row.transcription_quality_score.unwrap();
     assert!((quality - 0.95).abs() < 1e-9, "{quality}");
@@ -570,7 +581,10 @@ async fn a_poor_multi_page_scan_is_preprocessed_once_and_read_again(pool: PgPool
         Some(preprocessed.as_str())
     );
     assert_eq!(row.transcription_quality_score, Some(0.94));
-    let stored = h.object(&preprocessed).await.expect("preprocessed PDF stored");
+    let stored = h
+        .object(&preprocessed)
+        .await
+        .expect("preprocessed PDF stored");
     assert!(stored.starts_with(b"%PDF"));
     let (lo, hi) = first_page_image_range(&stored);
     assert!(

@@ -156,8 +156,8 @@ pub fn aws_actions<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Vec<&'static 
     let mut actions = vec!["secretsmanager:GetSecretValue"]; // cold start: the secret
     actions.extend_from_slice(docflow::sqs::AWS_ACTIONS);
     actions.extend_from_slice(&[
-        "s3:GetObject",   // documents/ and the stored transcription
-        "s3:PutObject",   // ingestions/: transcription and preprocessed file
+        "s3:GetObject",    // documents/ and the stored transcription
+        "s3:PutObject",    // ingestions/: transcription and preprocessed file
         "sqs:SendMessage", // the matching queue
     ]);
     if env.or("OCR_PROVIDER", "native") == "textract" {
@@ -195,9 +195,9 @@ impl Deps {
         );
         let transcriber = match env.or("OCR_PROVIDER", "native").as_str() {
             "native" => Transcriber::Native,
-            "textract" => Transcriber::Textract(Textract::new(aws_sdk_textract::Client::new(
-                &common.aws,
-            ))),
+            "textract" => {
+                Transcriber::Textract(Textract::new(aws_sdk_textract::Client::new(&common.aws)))
+            }
             other => anyhow::bail!("OCR_PROVIDER {other:?} is not one of native, textract"),
         };
         let llm = LlmClient::from_secret(&LlmSettings::from_env(&env)?, &common.secrets)
@@ -332,10 +332,7 @@ mod tests {
 
     #[test]
     fn more_attempts_than_receives_are_rejected_at_cold_start() {
-        let vars = [
-            ("MATCHING_QUEUE_URL", "q"),
-            ("INGESTION_MAX_ATTEMPTS", "4"),
-        ];
+        let vars = [("MATCHING_QUEUE_URL", "q"), ("INGESTION_MAX_ATTEMPTS", "4")];
         let err = IngestionConfig::from_env(&env(&vars), "b", receives(3)).unwrap_err();
         assert!(err.to_string().contains("INGESTION_MAX_ATTEMPTS"), "{err}");
         assert!(IngestionConfig::from_env(&env(&vars), "b", receives(5)).is_ok());

@@ -77,9 +77,9 @@ pub async fn unclaimed(pool: &PgPool, id: IngestionId, stale_after: Duration) ->
                 after: until_stale + LEASE_MARGIN,
             }
         }
-        Ok(Some((status, _))) => {
-            Outcome::discard(format!("ingestion {id} is already {status} (duplicate delivery)"))
-        }
+        Ok(Some((status, _))) => Outcome::discard(format!(
+            "ingestion {id} is already {status} (duplicate delivery)"
+        )),
         Err(e) => {
             tracing::error!(error.message = %e, error.cause_chain = ?e, "could not read why the ingestion was not claimable");
             Outcome::Release
@@ -278,11 +278,20 @@ async fn load_cached_transcription(
         {
             return Ok(None);
         }
-        Err(e) => return Err(s3_failure(&format!("failed to read s3://{bucket}/{key}"), e)),
+        Err(e) => {
+            return Err(s3_failure(
+                &format!("failed to read s3://{bucket}/{key}"),
+                e,
+            ));
+        }
     };
-    let json = read_bounded(object.body, object.content_length, deps.config.max_file_bytes)
-        .await
-        .map_err(|e| e.into_failure(&format!("s3://{bucket}/{key}")))?;
+    let json = read_bounded(
+        object.body,
+        object.content_length,
+        deps.config.max_file_bytes,
+    )
+    .await
+    .map_err(|e| e.into_failure(&format!("s3://{bucket}/{key}")))?;
     match serde_json::from_slice(&json) {
         Ok(transcription) => Ok(Some(transcription)),
         Err(e) => {
@@ -347,9 +356,13 @@ async fn fetch_file(deps: &Deps, key: &str) -> Result<Bytes, Failure> {
         .send()
         .await
         .map_err(|e| s3_failure(&format!("failed to fetch s3://{bucket}/{key}"), e))?;
-    let bytes = read_bounded(object.body, object.content_length, deps.config.max_file_bytes)
-        .await
-        .map_err(|e| e.into_failure(&format!("s3://{bucket}/{key}")))?;
+    let bytes = read_bounded(
+        object.body,
+        object.content_length,
+        deps.config.max_file_bytes,
+    )
+    .await
+    .map_err(|e| e.into_failure(&format!("s3://{bucket}/{key}")))?;
     if bytes.is_empty() {
         return Err(Failure::permanent(anyhow!(
             "file s3://{bucket}/{key} is empty"

@@ -181,14 +181,22 @@ async fn ocr_pdf(
     }
     let job_id = match stored_ocr_job(&deps.pool, claimed.id, key).await? {
         Some(job_id) => {
-            tracing::info!(job_id, key, "resuming the Textract job of an earlier attempt");
+            tracing::info!(
+                job_id,
+                key,
+                "resuming the Textract job of an earlier attempt"
+            );
             job_id
         }
         None => {
             // Same attempt, same token: a start repeated after a crash (before the id was
             // stored) gets the same job back. A later attempt (after a failed job) gets a
             // new one.
-            let variant = if key.starts_with("documents/") { "o" } else { "p" };
+            let variant = if key.starts_with("documents/") {
+                "o"
+            } else {
+                "p"
+            };
             let token = format!(
                 "{}-{variant}-{}",
                 claimed.id.simple(),

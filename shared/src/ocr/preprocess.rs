@@ -193,7 +193,11 @@ mod tests {
         ihdr.extend(height.to_be_bytes());
         ihdr.extend([8, 0, 0, 0, 0]); // 8-bit gray, deflate, no filter, no interlace
         chunk(&mut out, b"IHDR", &ihdr);
-        chunk(&mut out, b"IDAT", &[0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01]);
+        chunk(
+            &mut out,
+            b"IDAT",
+            &[0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01],
+        );
         chunk(&mut out, b"IEND", &[]);
         out.into()
     }

@@ -57,7 +57,11 @@ impl Textract {
         let output = self
             .client
             .detect_document_text()
-            .document(Document::builder().s3_object(s3_object(bucket, key)).build())
+            .document(
+                Document::builder()
+                    .s3_object(s3_object(bucket, key))
+                    .build(),
+            )
             .send()
             .await
             .map_err(|e| {
