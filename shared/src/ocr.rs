@@ -262,7 +262,7 @@ pub enum Transcriber {
     /// Text layers and text files only.
     Native,
     /// Text layers first, Textract for images and pages without text.
-    Textract(Textract),
+    Textract(aws_sdk_textract::Client),
 }
 
 impl Transcriber {
@@ -274,10 +274,10 @@ impl Transcriber {
     }
 
     /// The OCR engine; `None` for `native`.
-    pub fn ocr(&self) -> Option<&Textract> {
+    pub fn ocr(&self) -> Option<Textract> {
         match self {
             Transcriber::Native => None,
-            Transcriber::Textract(textract) => Some(textract),
+            Transcriber::Textract(client) => Some(Textract::new(client.clone())),
         }
     }
 

@@ -13,7 +13,7 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use docflow::extract::Extractor;
 use docflow::llm::{LlmClient, LlmSettings, Provider};
 use docflow::local::{EventSourceMapping, QueuePair, QueueSpec};
-use docflow::ocr::{Textract, Transcriber};
+use docflow::ocr::Transcriber;
 use docflow::retry::RetryPolicy;
 use docflow::settings::Env;
 use docflow::sqs::{BatchConfig, BatchRuntime, Heartbeat};
@@ -178,10 +178,7 @@ pub async fn harness(pool: PgPool, ocr: Ocr) -> Harness {
     let calls = AwsCalls::new("ingestion", &ingestion::aws_actions(&env));
     let transcriber = match ocr {
         Ocr::Native => Transcriber::Native,
-        Ocr::Textract(endpoint) => Transcriber::Textract(
-            Textract::new(calls.textract(&config, &endpoint))
-                .with_polling(Duration::from_millis(20), Duration::from_millis(100)),
-        ),
+        Ocr::Textract(endpoint) => Transcriber::Textract(calls.textract(&config, &endpoint)),
     };
     let ingestion_config = IngestionConfig {
         bucket: bucket.clone(),

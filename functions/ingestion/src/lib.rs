@@ -29,9 +29,10 @@ use docflow::bootstrap::Common;
 use docflow::extract::Extractor;
 use docflow::ids::IngestionId;
 use docflow::llm::{LlmClient, LlmSettings};
-use docflow::ocr::{Textract, Transcriber};
-use docflow::retry::{ReceivePolicy, ingestion_backoff};
-use docflow::settings::{Env, SettingsError, process_env};
+use docflow::ocr::Transcriber;
+use docflow::retry::ingestion_backoff;
+use docflow::secrets::SecretStore;
+use docflow::settings::{Env, Settings, SettingsError, process_env};
 use docflow::sqs::{BatchConfig, Heartbeat};
 use docflow::{BatchRuntime, Failure, Message, Outcome};
 use lambda_runtime::LambdaEvent;
@@ -67,13 +68,12 @@ pub struct IngestionConfig {
 }
 
 impl IngestionConfig {
-    /// Reads and validates the settings: `INGESTION_MAX_ATTEMPTS` must be between 1 and
-    /// `MAX_RECEIVE_COUNT` (a receive counts at most one attempt, so a larger limit is
-    /// never reached before the DLQ).
+    /// Reads and validates the settings. How they fit the batch runtime's
+    /// (`INGESTION_MAX_ATTEMPTS` against `MAX_RECEIVE_COUNT`, the heartbeat against the
+    /// stale threshold) is checked by [`batch_config`].
     pub fn from_env<F: Fn(&str) -> Option<String>>(
         env: &Env<F>,
         bucket: &str,
-        receive_policy: ReceivePolicy,
     ) -> Result<Self, SettingsError> {
         let config = IngestionConfig {
             bucket: bucket.to_owned(),
@@ -83,21 +83,11 @@ impl IngestionConfig {
             quality_threshold: env.parse_or("OCR_QUALITY_THRESHOLD", 0.7)?,
             max_file_bytes: env.parse_or("MAX_FILE_BYTES", 20 * 1024 * 1024)?,
         };
-        config.validate(receive_policy)?;
+        config.validate()?;
         Ok(config)
     }
 
-    fn validate(&self, receive_policy: ReceivePolicy) -> Result<(), SettingsError> {
-        let receives = receive_policy.max_receive_count;
-        if self.max_attempts < 1 || self.max_attempts as u32 > receives {
-            return Err(SettingsError::Invalid {
-                var: "INGESTION_MAX_ATTEMPTS",
-                reason: format!(
-                    "must be between 1 and MAX_RECEIVE_COUNT ({receives}): a receive counts at most \
-                     one attempt, so a larger limit is never reached before the message goes to the DLQ"
-                ),
-            });
-        }
+    fn validate(&self) -> Result<(), SettingsError> {
         if self.stale_after.is_zero() {
             return Err(SettingsError::Invalid {
                 var: "STALE_INGESTION_SECONDS",
@@ -123,12 +113,24 @@ impl IngestionConfig {
 /// The batch runtime's configuration for ingestion: the heartbeat keeps the message
 /// hidden beyond the stale threshold (`STALE_INGESTION_SECONDS` + [`LEASE_MARGIN`], or
 /// `HEARTBEAT_EXTEND_SECONDS` when longer), and a record is not started with less than
-/// [`FAILURE_RESERVE`] left. Fails when the heartbeat would not renew the lease before
-/// it goes stale.
+/// [`FAILURE_RESERVE`] left. Fails (at cold start) when `INGESTION_MAX_ATTEMPTS` is not
+/// between 1 and `MAX_RECEIVE_COUNT` — a receive counts at most one attempt, so a
+/// larger limit is never reached before the message goes to the DLQ — or when the
+/// heartbeat would not renew the lease before it goes stale.
 pub fn batch_config(
     base: BatchConfig,
     config: &IngestionConfig,
 ) -> Result<BatchConfig, SettingsError> {
+    let receives = base.receive_policy.max_receive_count;
+    if config.max_attempts < 1 || config.max_attempts as u32 > receives {
+        return Err(SettingsError::Invalid {
+            var: "INGESTION_MAX_ATTEMPTS",
+            reason: format!(
+                "must be between 1 and MAX_RECEIVE_COUNT ({receives}): a receive counts at most \
+                 one attempt, so a larger limit is never reached before the message goes to the DLQ"
+            ),
+        });
+    }
     if base.heartbeat.every >= config.stale_after {
         return Err(SettingsError::Invalid {
             var: "HEARTBEAT_SECONDS",
@@ -183,24 +185,40 @@ impl Deps {
     /// settings of [`LlmSettings`]) and builds the clients.
     pub async fn from_env() -> anyhow::Result<Self> {
         let common = Common::from_env().await?;
-        let env = process_env();
-        let config = IngestionConfig::from_env(
-            &env,
-            &common.settings.documents_bucket,
-            common.settings.receive_policy,
-        )?;
-        let runtime = BatchRuntime::new(
-            common.sqs.clone(),
-            batch_config(common.settings.batch, &config)?,
-        );
+        let s3 = docflow::aws::s3_client(&common.aws);
+        Self::build(
+            &process_env(),
+            &common.settings,
+            &common.aws,
+            common.pool,
+            common.sqs,
+            s3,
+            &common.secrets,
+        )
+        .await
+    }
+
+    /// Builds the dependencies from the parts every function shares — what
+    /// [`Deps::from_env`] does at cold start, and what a local runner (the CLI) should
+    /// call so that it runs ingestion exactly as Lambda does (its batch configuration
+    /// included, see [`batch_config`]).
+    pub async fn build<F: Fn(&str) -> Option<String>>(
+        env: &Env<F>,
+        settings: &Settings,
+        aws: &aws_config::SdkConfig,
+        pool: PgPool,
+        sqs: aws_sdk_sqs::Client,
+        s3: aws_sdk_s3::Client,
+        secrets: &SecretStore,
+    ) -> anyhow::Result<Self> {
+        let config = IngestionConfig::from_env(env, &settings.documents_bucket)?;
+        let runtime = BatchRuntime::new(sqs.clone(), batch_config(settings.batch, &config)?);
         let transcriber = match env.or("OCR_PROVIDER", "native").as_str() {
             "native" => Transcriber::Native,
-            "textract" => {
-                Transcriber::Textract(Textract::new(aws_sdk_textract::Client::new(&common.aws)))
-            }
+            "textract" => Transcriber::Textract(aws_sdk_textract::Client::new(aws)),
             other => anyhow::bail!("OCR_PROVIDER {other:?} is not one of native, textract"),
         };
-        let llm = LlmClient::from_secret(&LlmSettings::from_env(&env)?, &common.secrets)
+        let llm = LlmClient::from_secret(&LlmSettings::from_env(env)?, secrets)
             .await
             .context("failed to build the LLM client")?;
         let extractor = match llm {
@@ -208,9 +226,9 @@ impl Deps {
             None => Extractor::Rules,
         };
         Ok(Deps {
-            s3: docflow::aws::s3_client(&common.aws),
-            sqs: common.sqs,
-            pool: common.pool,
+            pool,
+            s3,
+            sqs,
             runtime,
             config,
             transcriber,
@@ -324,28 +342,31 @@ mod tests {
         Env::new(move |var| map.get(var).cloned())
     }
 
-    fn receives(n: u32) -> ReceivePolicy {
-        ReceivePolicy {
-            max_receive_count: n,
+    fn receives(n: u32) -> BatchConfig {
+        BatchConfig {
+            receive_policy: docflow::retry::ReceivePolicy {
+                max_receive_count: n,
+            },
+            ..BatchConfig::default()
         }
     }
 
     #[test]
     fn more_attempts_than_receives_are_rejected_at_cold_start() {
         let vars = [("MATCHING_QUEUE_URL", "q"), ("INGESTION_MAX_ATTEMPTS", "4")];
-        let err = IngestionConfig::from_env(&env(&vars), "b", receives(3)).unwrap_err();
+        let config = IngestionConfig::from_env(&env(&vars), "b").unwrap();
+        let err = batch_config(receives(3), &config).unwrap_err();
         assert!(err.to_string().contains("INGESTION_MAX_ATTEMPTS"), "{err}");
-        assert!(IngestionConfig::from_env(&env(&vars), "b", receives(5)).is_ok());
+        assert!(batch_config(receives(5), &config).is_ok());
         let zero = [("MATCHING_QUEUE_URL", "q"), ("INGESTION_MAX_ATTEMPTS", "0")];
-        assert!(IngestionConfig::from_env(&env(&zero), "b", receives(3)).is_err());
+        let config = IngestionConfig::from_env(&env(&zero), "b").unwrap();
+        assert!(batch_config(receives(3), &config).is_err());
     }
 
     #[test]
     fn the_heartbeat_outlasts_the_stale_threshold_and_a_record_needs_its_reserve_to_start() {
-        let config =
-            IngestionConfig::from_env(&env(&[("MATCHING_QUEUE_URL", "q")]), "b", receives(3))
-                .unwrap();
-        let batch = batch_config(BatchConfig::default(), &config).unwrap();
+        let config = IngestionConfig::from_env(&env(&[("MATCHING_QUEUE_URL", "q")]), "b").unwrap();
+        let batch = batch_config(receives(3), &config).unwrap();
         assert!(batch.heartbeat.extend_to > config.stale_after);
         assert_eq!(batch.heartbeat.extend_to, Duration::from_secs(360));
         assert_eq!(batch.start_reserve, FAILURE_RESERVE);
@@ -359,10 +380,9 @@ mod tests {
                 ("STALE_INGESTION_SECONDS", "60"),
             ]),
             "b",
-            receives(3),
         )
         .unwrap();
-        let err = batch_config(BatchConfig::default(), &config).unwrap_err();
+        let err = batch_config(receives(3), &config).unwrap_err();
         assert!(err.to_string().contains("HEARTBEAT_SECONDS"), "{err}");
     }
 

@@ -17,6 +17,10 @@ use docflow::ocr::{
 };
 
 use crate::Deps;
+
+/// The largest document Textract's synchronous API takes (10 MB); larger single pages
+/// go through the asynchronous job too.
+const SYNC_MAX_BYTES: usize = 10 * 1000 * 1000;
 use crate::pipeline::{Claimed, forget_ocr_job, put, store_ocr_job, stored_ocr_job};
 
 /// Transcribes the file stored at `key` whose bytes are `bytes`.
@@ -43,7 +47,7 @@ fn classified(e: OcrError) -> Failure {
     Failure::classified(e)
 }
 
-fn ocr_engine<'a>(deps: &'a Deps, what: &str) -> Result<&'a Textract, Failure> {
+fn ocr_engine(deps: &Deps, what: &str) -> Result<Textract, Failure> {
     deps.transcriber.ocr().ok_or_else(|| {
         classified(OcrError::NeedsOcr {
             what: what.to_owned(),
@@ -57,7 +61,7 @@ async fn image(
     key: &str,
     bytes: Bytes,
 ) -> Result<Transcription, Failure> {
-    let ocr = ocr_engine(deps, "an image")?;
+    let ocr = &ocr_engine(deps, "an image")?;
     let bucket = &deps.config.bucket;
     let first = Transcription::from_pages(
         "textract",
@@ -108,7 +112,7 @@ async fn pdf(
         return Ok(Transcription::from_pages("native", pages.clone()));
     }
 
-    let Some(ocr) = deps.transcriber.ocr() else {
+    let Some(ocr) = &deps.transcriber.ocr() else {
         let pages = native.expect("an unreadable PDF without OCR returned above");
         if pages.iter().all(|p| !has_usable_text(&p.text)) {
             return Err(classified(OcrError::NeedsOcr {
@@ -121,7 +125,7 @@ async fn pdf(
     };
 
     let page_count = native.as_ref().map(Vec::len);
-    let read = ocr_pdf(deps, claimed, ocr, key, page_count).await?;
+    let read = ocr_pdf(deps, claimed, ocr, key, page_count, bytes.len()).await?;
     let first = merge(native.as_deref(), read);
     if first.quality >= deps.config.quality_threshold {
         return Ok(first);
@@ -135,8 +139,9 @@ async fn pdf(
         return Ok(first);
     };
     let preprocessed = format!("ingestions/{}/preprocessed.pdf", IngestionId(claimed.id));
+    let size = improved.len();
     put(deps, &preprocessed, improved, "application/pdf").await?;
-    let read = ocr_pdf(deps, claimed, ocr, &preprocessed, page_count).await?;
+    let read = ocr_pdf(deps, claimed, ocr, &preprocessed, page_count, size).await?;
     let mut second = merge(native.as_deref(), read);
     second.preprocessed = true;
     second.preprocessed_file_path = Some(preprocessed);
@@ -166,17 +171,19 @@ fn merge(native: Option<&[PageText]>, ocr: Vec<PageText>) -> Transcription {
     Transcription::from_pages("native+textract", pages)
 }
 
-/// OCR of the PDF at `key`: synchronous for one page, otherwise the asynchronous job —
-/// resumed when an earlier attempt stored one for this key.
+/// OCR of the PDF at `key` (`size` bytes): synchronous for one page the synchronous API
+/// takes, otherwise the asynchronous job — resumed when an earlier attempt stored one for
+/// this key.
 async fn ocr_pdf(
     deps: &Deps,
     claimed: &Claimed,
     ocr: &Textract,
     key: &str,
     page_count: Option<usize>,
+    size: usize,
 ) -> Result<Vec<PageText>, Failure> {
     let bucket = &deps.config.bucket;
-    if page_count == Some(1) {
+    if page_count == Some(1) && size <= SYNC_MAX_BYTES {
         return ocr.detect(bucket, key).await.map_err(classified);
     }
     let job_id = match stored_ocr_job(&deps.pool, claimed.id, key).await? {

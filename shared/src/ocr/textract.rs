@@ -44,13 +44,6 @@ impl Textract {
         }
     }
 
-    /// Another polling schedule (tests poll every few milliseconds).
-    pub fn with_polling(mut self, first: Duration, max: Duration) -> Self {
-        self.first_poll = first;
-        self.max_poll = max.max(first);
-        self
-    }
-
     /// OCR of one image or single-page PDF stored at `s3://bucket/key`.
     pub async fn detect(&self, bucket: &str, key: &str) -> Result<Vec<PageText>, OcrError> {
         use aws_sdk_textract::operation::detect_document_text::DetectDocumentTextError as E;
