@@ -73,6 +73,8 @@ pub struct Options {
     pub maesn_base_url: Option<String>,
     pub backoff: Backoff,
     pub record_reserve: Duration,
+    /// Base delay of the in-process retries.
+    pub retry_base: Duration,
 }
 
 impl Default for Options {
@@ -89,6 +91,7 @@ impl Default for Options {
                 max: Duration::from_secs(900),
             },
             record_reserve: Duration::from_secs(15),
+            retry_base: Duration::from_millis(20),
         }
     }
 }
@@ -169,7 +172,7 @@ pub async fn setup_with(pool: PgPool, options: Options) -> OutputEnv {
         maesn: client,
         settings: WorkerSettings {
             stale_running: options.stale_running,
-            retry: RetryPolicy::with_base_delay(Duration::from_millis(20)),
+            retry: RetryPolicy::with_base_delay(options.retry_base),
             documents_bucket: bucket.clone(),
             backoff: options.backoff,
             maesn_timeout: options.maesn_timeout,

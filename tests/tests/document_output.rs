@@ -1169,6 +1169,44 @@ async fn a_deadline_too_short_for_the_maesn_call_puts_the_job_back_without_a_pos
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn no_second_attempt_starts_without_the_time_to_finish_it(pool: PgPool) {
+    // An attempt needs 2 s (Maesn timeout) + 5 s (record reserve) = 7 s; the invocation
+    // has 9.5 s − 2 s margin. The first 503 leaves ~7.5 s, not enough for the ~1 s
+    // in-process wait and another 7 s.
+    let env = setup_with(
+        pool,
+        Options {
+            maesn_timeout: Duration::from_secs(2),
+            maesn_connect_timeout: Duration::from_secs(1),
+            record_reserve: Duration::from_secs(5),
+            retry_base: Duration::from_secs(1),
+            ..Options::default()
+        },
+    )
+    .await;
+    maesn_error(503, "Service Unavailable")
+        .mount(&env.maesn)
+        .await;
+    let job_id = enqueued(&env).await;
+
+    let (outcome, _) = env.deliver_one(Some(Duration::from_millis(9500))).await;
+
+    assert_eq!(
+        env.maesn_requests("POST", CREATE).await.len(),
+        1,
+        "the second attempt could not have been recorded in time"
+    );
+    assert_eq!(
+        outcome,
+        Outcome::Retry {
+            after: Duration::from_secs(1)
+        },
+        "backed off through the queue instead"
+    );
+    assert_eq!(env.job(job_id).await.status, "pending");
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_duplicate_delivery_of_a_fresh_running_job_hides_the_real_message_until_the_job_would_be_stale(
     pool: PgPool,
 ) {
