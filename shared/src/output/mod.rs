@@ -1,13 +1,15 @@
 //! Document output: the enqueue side (final approval, manual re-export) and the worker
-//! steps of the document-output function (seed 002).
+//! steps of the document-output function (seed 002). docs/document-output.md has the
+//! whole picture, with timelines.
 //!
 //! A `document_output_job` is the durable record of "dispatch this document's
 //! outputs" (today: one DATEV booking proposal through Maesn). Its states:
 //!
 //! ```text
 //! pending ──claim──▶ running ──▶ dispatched   (Maesn accepted; ap_datev_export_audit tracks the rest)
-//!    │                  │  └───▶ failed       (ineligible, or export initiation failed; last_error)
-//!    └── send failed ───┴──────▶ failed       (guarded: only while still pending)
+//!    ▲ │                │  └───▶ failed       (in doubt, refused for good, ineligible; last_error, admins notified)
+//!    │ └─ send failed ──┼──────▶ failed       (guarded: only while still pending)
+//!    └──────────────────┘ passing refusal or no time left: back to pending, the message backs off
 //! ```
 //!
 //! - **Enqueue** ([`on_final_approval`], [`request_manual_export`], [`Dispatcher`]): the
@@ -17,8 +19,9 @@
 //!   The partial unique index `idx_document_output_job_document_active` allows one
 //!   pending/running job per document; a second request gets
 //!   [`EnqueueError::AlreadyInFlight`] and nothing is sent.
-//! - **Worker steps** ([`worker`]): claim, heartbeat touch, completion from a linked
-//!   audit, eligibility, export, and the async-task poll the sweeper calls.
+//! - **Worker steps** ([`worker`]): claim (with a claim token every later update
+//!   checks), heartbeat touch, recovery from a linked audit, eligibility, export, and the
+//!   async-task poll the sweeper calls.
 //!
 //! Every status change fires `NOTIFY output_dispatch` (a trigger in the schema).
 
