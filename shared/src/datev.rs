@@ -536,13 +536,17 @@ mod tests {
 
     #[test]
     fn only_answers_that_prove_maesn_did_not_act_are_refusals() {
-        for refused in [400, 401, 403, 404, 405, 408, 409, 422, 429, 301, 302, 307, 308, 503] {
+        for refused in [
+            400, 401, 403, 404, 405, 408, 409, 422, 429, 301, 302, 307, 308, 503,
+        ] {
             assert!(
                 !status(refused).may_have_been_accepted(),
                 "HTTP {refused} is a refusal"
             );
         }
-        for in_doubt in [500, 501, 502, 504, 505, 507, 511, 520, 521, 522, 523, 524, 598, 599] {
+        for in_doubt in [
+            500, 501, 502, 504, 505, 507, 511, 520, 521, 522, 523, 524, 598, 599,
+        ] {
             assert!(
                 status(in_doubt).may_have_been_accepted(),
                 "HTTP {in_doubt} is in doubt"

@@ -153,7 +153,10 @@ pub async fn setup_with(pool: PgPool, options: Options) -> OutputEnv {
 
     let credentials_prefix = format!("{}/", unique("docflow-test/datev"));
     let maesn_config = MaesnConfig {
-        base_url: options.maesn_base_url.clone().unwrap_or_else(|| maesn.uri()),
+        base_url: options
+            .maesn_base_url
+            .clone()
+            .unwrap_or_else(|| maesn.uri()),
         timeout: options.maesn_timeout,
         connect_timeout: options.maesn_connect_timeout,
         credentials_prefix: credentials_prefix.clone(),
@@ -480,9 +483,7 @@ pub struct HangingListener {
 
 pub fn hanging_listener() -> HangingListener {
     let socket = tokio::net::TcpSocket::new_v4().expect("socket");
-    socket
-        .bind("127.0.0.1:0".parse().unwrap())
-        .expect("bind");
+    socket.bind("127.0.0.1:0".parse().unwrap()).expect("bind");
     let listener = socket.listen(0).expect("listen");
     let addr = listener.local_addr().unwrap();
     let mut fillers = Vec::new();

@@ -112,7 +112,10 @@ struct BodyHas(Vec<u8>);
 
 impl wiremock::Match for BodyHas {
     fn matches(&self, request: &wiremock::Request) -> bool {
-        request.body.windows(self.0.len()).any(|w| w == self.0.as_slice())
+        request
+            .body
+            .windows(self.0.len())
+            .any(|w| w == self.0.as_slice())
     }
 }
 
@@ -181,7 +184,10 @@ async fn a_pending_job_is_exported_through_maesn_and_dispatched_with_the_audit_l
     assert_eq!(audits[0].dispatch_job_id, Some(job_id));
     assert_eq!(audits[0].task_id.as_deref(), Some("task-0001"));
     assert_eq!(audits[0].status, "submitted");
-    let hash = audits[0].payload_hash.as_deref().expect("payload_hash written");
+    let hash = audits[0]
+        .payload_hash
+        .as_deref()
+        .expect("payload_hash written");
     assert!(
         hash.len() == 64 && hash.chars().all(|c| c.is_ascii_hexdigit()),
         "{hash}"
@@ -481,7 +487,11 @@ async fn a_stale_job_whose_worker_died_during_the_maesn_call_fails_in_doubt_and_
 
     let (outcome, completion) = env.deliver_one(None).await;
 
-    assert_eq!(outcome, Outcome::Done, "recorded; nothing left to redeliver");
+    assert_eq!(
+        outcome,
+        Outcome::Done,
+        "recorded; nothing left to redeliver"
+    );
     assert_eq!(completion.deleted.len(), 1);
     let job = env.job(job_id).await;
     assert_eq!(job.status, "failed", "not left running for ever");
@@ -631,12 +641,18 @@ async fn a_503_that_persists_puts_the_job_back_to_pending_and_backs_off_through_
         "retried in process first"
     );
     let job = env.job(job_id).await;
-    assert_eq!(job.status, "pending", "a refusal booked nothing: claimable again");
+    assert_eq!(
+        job.status, "pending",
+        "a refusal booked nothing: claimable again"
+    );
     assert!(job.last_error.unwrap().contains("HTTP 503"));
     let audits = env.audits(env.tenant.document_id).await;
     assert_eq!(audits[0].status, "failed");
     assert!(audits[0].retryable, "a refusal does not block a re-export");
-    assert!(env.notices().await.is_empty(), "not final: nobody to wake yet");
+    assert!(
+        env.notices().await.is_empty(),
+        "not final: nobody to wake yet"
+    );
 
     // Back within poll_n's ~20 s of long polls: only the 1 s backoff makes that so.
     let (outcome, completion) = env.deliver_one(None).await;
@@ -660,11 +676,18 @@ async fn a_refusal_on_the_final_receive_fails_the_job_and_notifies_the_admins(po
 
     let (_, outcomes) = env.run(event, None).await;
 
-    assert_eq!(outcomes[0].1, Outcome::Done, "recorded: nothing for the DLQ");
+    assert_eq!(
+        outcomes[0].1,
+        Outcome::Done,
+        "recorded: nothing for the DLQ"
+    );
     let job = env.job(job_id).await;
     assert_eq!(job.status, "failed");
     let error = job.last_error.unwrap();
-    assert!(error.contains("gave up") && error.contains("HTTP 503"), "{error}");
+    assert!(
+        error.contains("gave up") && error.contains("HTTP 503"),
+        "{error}"
+    );
     assert!(
         env.audits(env.tenant.document_id).await[0].retryable,
         "nothing was booked: a later export may run"
@@ -968,7 +991,12 @@ async fn polling_open_tasks_moves_audits_to_what_maesn_reports_and_returns_each_
         .unwrap();
 
     assert_eq!(
-        (first.still_running, first.succeeded, first.failed, first.errors),
+        (
+            first.still_running,
+            first.succeeded,
+            first.failed,
+            first.errors
+        ),
         (1, 1, 2, 0)
     );
     let failed = |audit: Uuid| {
@@ -983,7 +1011,10 @@ async fn polling_open_tasks_moves_audits_to_what_maesn_reports_and_returns_each_
     assert_eq!(dup_failure.document_id, dup_doc);
     assert_eq!(dup_failure.tenant_id, env.tenant.tenant_id);
     assert_eq!(dup_failure.dispatch_job_id, Some(dup_job));
-    assert!(!dup_failure.retryable, "a duplicate must not be exported again");
+    assert!(
+        !dup_failure.retryable,
+        "a duplicate must not be exported again"
+    );
     assert!(dup_failure.error.contains("Belegnummer bereits vorhanden"));
     let (bad, bad_doc, _) = audits[2];
     assert!(failed(bad).retryable, "nothing booked: a re-export may run");
@@ -1076,7 +1107,10 @@ async fn a_connect_that_hangs_is_a_refusal_retried_and_never_in_doubt(pool: PgPo
         "backed off through the queue"
     );
     let job = env.job(job_id).await;
-    assert_eq!(job.status, "pending", "claimable again, not blocked for good");
+    assert_eq!(
+        job.status, "pending",
+        "claimable again, not blocked for good"
+    );
     let error = job.last_error.unwrap();
     assert!(!error.contains("in doubt"), "{error}");
     assert!(error.contains("could not reach Maesn"), "{error}");
@@ -1117,7 +1151,10 @@ async fn every_5xx_but_503_is_in_doubt_with_one_post_and_408_429_503_are_retried
         if in_doubt.contains(&status) {
             assert_eq!(posts, 1, "HTTP {status}: one POST only");
             assert_eq!(row.status, "failed", "HTTP {status}");
-            assert!(row.last_error.unwrap().contains("in doubt"), "HTTP {status}");
+            assert!(
+                row.last_error.unwrap().contains("in doubt"),
+                "HTTP {status}"
+            );
             assert!(!audit.retryable, "HTTP {status}");
         } else {
             assert_eq!(posts, 3, "HTTP {status}: retried in process");
@@ -1164,7 +1201,11 @@ async fn a_deadline_too_short_for_the_maesn_call_puts_the_job_back_without_a_pos
         Outcome::Release,
         "final receive: to the DLQ, the job left for the sweeper"
     );
-    assert_eq!(env.job(last_try).await.status, "pending", "where the sweeper finds it");
+    assert_eq!(
+        env.job(last_try).await.status,
+        "pending",
+        "where the sweeper finds it"
+    );
     assert!(env.audits(doc2).await.is_empty());
 }
 
@@ -1279,8 +1320,12 @@ async fn a_worker_whose_job_was_taken_over_can_no_longer_change_it(pool: PgPool)
     let mut conn = env.pool.acquire().await.unwrap();
 
     let a_touch = worker::touch(&env.pool, &a).await.unwrap();
-    let a_fail = worker::fail(&mut conn, &a, "A's late failure").await.unwrap();
-    let a_defer = worker::defer(&mut conn, &a, "A's late backoff").await.unwrap();
+    let a_fail = worker::fail(&mut conn, &a, "A's late failure")
+        .await
+        .unwrap();
+    let a_defer = worker::defer(&mut conn, &a, "A's late backoff")
+        .await
+        .unwrap();
     let a_export = worker::export(
         &env.pool,
         &env.s3,
@@ -1307,7 +1352,10 @@ async fn a_worker_whose_job_was_taken_over_can_no_longer_change_it(pool: PgPool)
         "A wrote no audit"
     );
     assert!(b_touch && b_fail, "B's claim holds");
-    assert_eq!(env.job(job_id).await.last_error.as_deref(), Some("B's outcome"));
+    assert_eq!(
+        env.job(job_id).await.last_error.as_deref(),
+        Some("B's outcome")
+    );
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -1347,7 +1395,10 @@ async fn the_task_id_is_logged_as_it_arrives_and_carried_when_the_database_refus
         .lines()
         .find(|l| l.contains("Maesn accepted the booking proposal"))
         .expect("logged when it arrived");
-    assert!(accepted_line.contains("task-4711-unrecorded"), "{accepted_line}");
+    assert!(
+        accepted_line.contains("task-4711-unrecorded"),
+        "{accepted_line}"
+    );
     let unrecorded = text
         .lines()
         .find(|l| l.contains("Maesn task id not recorded"))
@@ -1376,8 +1427,14 @@ async fn the_account_key_comes_from_the_tenants_secret_never_from_the_database(p
 
     assert_eq!(env.job(job_id).await.status, "dispatched");
     let requests = env.maesn_requests("POST", CREATE).await;
-    assert_eq!(requests[0].headers.get("x-account-key").unwrap(), ACCOUNT_KEY);
-    assert!(!logs.text().contains(ACCOUNT_KEY), "the key is never logged");
+    assert_eq!(
+        requests[0].headers.get("x-account-key").unwrap(),
+        ACCOUNT_KEY
+    );
+    assert!(
+        !logs.text().contains(ACCOUNT_KEY),
+        "the key is never logged"
+    );
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -1396,7 +1453,11 @@ async fn a_tenant_without_a_datev_secret_fails_before_anything_is_sent(pool: PgP
 
     let (outcome, _) = env.deliver_one(None).await;
 
-    assert_eq!(outcome, Outcome::Done, "recorded: an operator must create the secret");
+    assert_eq!(
+        outcome,
+        Outcome::Done,
+        "recorded: an operator must create the secret"
+    );
     let job = env.job(job_id).await;
     assert_eq!(job.status, "failed");
     let error = job.last_error.unwrap();

@@ -320,7 +320,10 @@ async fn two_concurrent_enqueues_make_one_job_and_the_other_is_already_in_flight
         Err(EnqueueError::AlreadyInFlight { job_id, .. }) => assert_eq!(job_id, job.id),
         other => panic!("expected AlreadyInFlight, got {other:?}"),
     }
-    assert!(committed.is_ok(), "ON CONFLICT kept the second transaction usable");
+    assert!(
+        committed.is_ok(),
+        "ON CONFLICT kept the second transaction usable"
+    );
     let jobs: i64 = sqlx::query_scalar("SELECT count(*) FROM document_output_job")
         .fetch_one(&env.pool)
         .await

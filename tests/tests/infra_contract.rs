@@ -408,11 +408,7 @@ fn a_wildcard_secret_arn_is_reported() {
 
 #[test]
 fn per_tenant_secrets_granted_beyond_their_prefix_or_without_it_are_reported() {
-    let broader = real_infra().replace(
-        MODULE_IAM,
-        r#":secret:${prefix}*""#,
-        r#":secret:*""#,
-    );
+    let broader = real_infra().replace(MODULE_IAM, r#":secret:${prefix}*""#, r#":secret:*""#);
     let missing = real_infra().replace(
         "main.tf",
         r#"tenant_secret_prefixes = { DATEV_CREDENTIALS_PREFIX = "${local.name_prefix}docflow/datev/" }"#,
@@ -421,7 +417,11 @@ fn per_tenant_secrets_granted_beyond_their_prefix_or_without_it_are_reported() {
 
     assert_reported(
         &violations(&broader),
-        &["module.document_output", "secretsmanager:GetSecretValue", "a wildcard ARN"],
+        &[
+            "module.document_output",
+            "secretsmanager:GetSecretValue",
+            "a wildcard ARN",
+        ],
     );
     assert_reported(
         &violations(&missing),

@@ -35,9 +35,7 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use docflow::datev::{MaesnClient, MaesnConfig};
 use docflow::ids::OutputJobId;
 use docflow::notify::{AdminNotice, Notifier, NotifySettings};
-use docflow::output::worker::{
-    self, Attempt, Claimed, ExportOutcome, Recovery, WorkerSettings,
-};
+use docflow::output::worker::{self, Attempt, Claimed, ExportOutcome, Recovery, WorkerSettings};
 use docflow::output::{Domain, JobStatus, check_eligibility};
 use docflow::retry::ReceivePolicy;
 use docflow::{BatchRuntime, Message, Outcome};
@@ -147,7 +145,12 @@ pub async fn process(deps: &Deps, msg: Message) -> Outcome {
 }
 
 /// The claim matched nothing: say why, from the job as it is.
-async fn unclaimed(deps: &Deps, msg: &Message, job_id: OutputJobId, final_receive: bool) -> Outcome {
+async fn unclaimed(
+    deps: &Deps,
+    msg: &Message,
+    job_id: OutputJobId,
+    final_receive: bool,
+) -> Outcome {
     match worker::load_job(&deps.pool, job_id).await {
         Ok(None) => Outcome::discard(format!("no document output job {job_id}")),
         Ok(Some(job)) => match job.status {
@@ -186,7 +189,9 @@ async fn unclaimed(deps: &Deps, msg: &Message, job_id: OutputJobId, final_receiv
             // delivery): the queue brings this message back and it claims the job then.
             JobStatus::Pending => {
                 if final_receive {
-                    tracing::warn!("final receive: the job is pending, where the sweeper finds it; this message goes to the DLQ");
+                    tracing::warn!(
+                        "final receive: the job is pending, where the sweeper finds it; this message goes to the DLQ"
+                    );
                 } else {
                     tracing::info!("job changed under the claim; releasing the message");
                 }
@@ -267,7 +272,9 @@ async fn work(deps: &Deps, msg: &Message, claim: &Claimed, final_receive: bool) 
     }
 
     let attempt = Attempt {
-        deadline: msg.time_left().map(|left| tokio::time::Instant::now() + left),
+        deadline: msg
+            .time_left()
+            .map(|left| tokio::time::Instant::now() + left),
         final_receive,
     };
     match worker::export(pool, &deps.s3, &deps.maesn, &deps.settings, claim, attempt).await {
@@ -277,7 +284,11 @@ async fn work(deps: &Deps, msg: &Message, claim: &Claimed, final_receive: bool) 
         }
         Ok(ExportOutcome::Failed { error, in_doubt }) => {
             tracing::warn!(%error, in_doubt, "output job failed");
-            let title = if in_doubt { IN_DOUBT_TITLE } else { FAILURE_TITLE };
+            let title = if in_doubt {
+                IN_DOUBT_TITLE
+            } else {
+                FAILURE_TITLE
+            };
             notify(deps, msg, claim, title, &error).await;
             Outcome::Done
         }
@@ -312,7 +323,11 @@ fn claim_lost() -> Outcome {
 /// once it is stale, so the next delivery can reclaim it (and find any audit written).
 /// `stale + 5 s` stays under the 900 s the sweeper allows for a backoff as long as the
 /// stale threshold does (600 s by default).
-fn still_running(deps: &Deps, final_receive: bool, e: &(dyn std::error::Error + 'static)) -> Outcome {
+fn still_running(
+    deps: &Deps,
+    final_receive: bool,
+    e: &(dyn std::error::Error + 'static),
+) -> Outcome {
     tracing::error!(error.message = %e, error.cause_chain = ?e, "output job left running after a database error");
     if final_receive {
         tracing::error!(

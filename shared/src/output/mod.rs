@@ -468,7 +468,10 @@ mod tests {
     #[test]
     fn a_conflicting_job_that_finished_meanwhile_is_inserted_again_not_reported_missing() {
         let job = OutputJobId(Uuid::new_v4());
-        assert_eq!(after_conflict(Some(job), true), AfterConflict::InFlight(job));
+        assert_eq!(
+            after_conflict(Some(job), true),
+            AfterConflict::InFlight(job)
+        );
         assert_eq!(after_conflict(None, false), AfterConflict::NoDocument);
         assert_eq!(after_conflict(None, true), AfterConflict::TryAgain);
     }

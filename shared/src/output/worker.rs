@@ -681,7 +681,10 @@ async fn call_maesn<C: DatevConnector>(
         }
         let wait = jitter(settings.retry.delay_after(n));
         if e.retry_after().is_some_and(|asked| asked > wait) {
-            tracing::info!(retry_after_s = e.retry_after().unwrap_or_default().as_secs(), "Maesn asks for a longer wait than an in-process retry; backing off through the queue");
+            tracing::info!(
+                retry_after_s = e.retry_after().unwrap_or_default().as_secs(),
+                "Maesn asks for a longer wait than an in-process retry; backing off through the queue"
+            );
             return Err(e);
         }
         if !attempt.has(wait + needed) {
@@ -776,7 +779,10 @@ async fn record_refused(
             format!("DATEV export gave up: Maesn refused on every delivery of the job: {cause}"),
             true,
         ),
-        Ending::Lasting => (format!("DATEV export could not be initiated: {cause}"), true),
+        Ending::Lasting => (
+            format!("DATEV export could not be initiated: {cause}"),
+            true,
+        ),
     };
     let mut tx = pool.begin().await?;
     sqlx::query(
@@ -1129,7 +1135,9 @@ mod tests {
         })
     }
 
-    fn settings(vars: &'static [(&'static str, &'static str)]) -> Result<WorkerSettings, SettingsError> {
+    fn settings(
+        vars: &'static [(&'static str, &'static str)],
+    ) -> Result<WorkerSettings, SettingsError> {
         WorkerSettings::from_env(
             &env(vars),
             "bucket",
@@ -1179,7 +1187,11 @@ mod tests {
         assert_eq!(secs(3, None), 240);
         assert_eq!(secs(1, Some(300)), 300, "Retry-After wins when longer");
         assert_eq!(secs(2, Some(30)), 120, "the schedule wins when longer");
-        assert_eq!(secs(1, Some(86_400)), 900, "never beyond the sweeper's threshold");
+        assert_eq!(
+            secs(1, Some(86_400)),
+            900,
+            "never beyond the sweeper's threshold"
+        );
         assert_eq!(secs(30, None), 900);
     }
 
@@ -1205,6 +1217,10 @@ mod tests {
         assert_eq!(payload["file"]["size"], 3);
         assert_eq!(payload_of(&proposal(b"one", "1")).1, hash, "stable");
         assert_ne!(payload_of(&proposal(b"two", "1")).1, hash, "file counted");
-        assert_ne!(payload_of(&proposal(b"one", "2")).1, hash, "proposal counted");
+        assert_ne!(
+            payload_of(&proposal(b"one", "2")).1,
+            hash,
+            "proposal counted"
+        );
     }
 }
