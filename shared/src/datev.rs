@@ -143,9 +143,13 @@ pub enum DatevError {
     },
     #[error("could not read the Maesn API key from the secret store")]
     ApiKey(#[source] SecretError),
-    #[error("could not read the DATEV account key of tenant {tenant_id}")]
+    #[error(
+        "could not read the DATEV account key of tenant {tenant_id}: it belongs in secret \
+         {secret_id} as {{\"account_key\": \"…\"}}"
+    )]
     AccountKey {
         tenant_id: Uuid,
+        secret_id: String,
         #[source]
         source: SecretError,
     },
@@ -351,7 +355,11 @@ impl MaesnClient {
         self.credentials
             .get(&tenant_id.to_string(), ACCOUNT_KEY_SECRET)
             .await
-            .map_err(|source| DatevError::AccountKey { tenant_id, source })
+            .map_err(|source| DatevError::AccountKey {
+                tenant_id,
+                secret_id: self.credentials.secret_id(&tenant_id.to_string()),
+                source,
+            })
     }
 
     async fn send<T: for<'de> Deserialize<'de>>(
