@@ -191,9 +191,17 @@ impl DatevError {
     }
 
     /// A definite refusal that may pass: nothing was done, and trying again later may
-    /// succeed (429, 503, 408, no connection, the secret store throttled).
+    /// succeed — 408, 429, 503, no connection, a secret store that is throttled or down.
+    /// Decided here rather than by [`Classify::retry_class`], so that a booking proposal
+    /// is retried for exactly these answers whatever the shared status table says; every
+    /// other refusal (4xx, 3xx, a missing key) is lasting.
     pub fn is_passing_refusal(&self) -> bool {
-        !self.may_have_been_accepted() && self.is_transient()
+        match self {
+            DatevError::Status { status, .. } => matches!(status, 408 | 429 | 503),
+            DatevError::Transport { source, .. } => source.is_connect(),
+            DatevError::UnexpectedBody { .. } => false,
+            DatevError::ApiKey(e) | DatevError::AccountKey { source: e, .. } => e.is_transient(),
+        }
     }
 
     /// How long Maesn asked us to wait (`Retry-After`), if it did.
@@ -568,6 +576,12 @@ mod tests {
             .filter(|s| status(*s).is_passing_refusal())
             .collect();
         assert_eq!(passing, vec![408, 429, 503]);
+        for s in 300..600 {
+            assert!(
+                !(status(s).is_passing_refusal() && status(s).may_have_been_accepted()),
+                "HTTP {s}: never both"
+            );
+        }
     }
 
     #[test]

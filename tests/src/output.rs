@@ -334,7 +334,10 @@ impl OutputEnv {
         let event = poll_n(&self.esm, 1).await;
         let (response, mut outcomes) = self.run(event.clone(), budget).await;
         let completion = self.esm.complete(&event, &response).await.unwrap();
-        (outcomes.remove(0).1, completion)
+        let (_, outcome) = outcomes
+            .pop()
+            .expect("the record reached an outcome before the invocation deadline");
+        (outcome, completion)
     }
 
     pub async fn put_file(&self, document_id: Uuid) {

@@ -1212,15 +1212,16 @@ async fn a_deadline_too_short_for_the_maesn_call_puts_the_job_back_without_a_pos
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn no_second_attempt_starts_without_the_time_to_finish_it(pool: PgPool) {
     // An attempt needs 2 s (Maesn timeout) + 5 s (record reserve) = 7 s; the invocation
-    // has 9.5 s − 2 s margin. The first 503 leaves ~7.5 s, not enough for the ~1 s
-    // in-process wait and another 7 s.
+    // has 12 s − 2 s margin = 10 s, so the first attempt starts even if the claim and
+    // the S3 read take up to 3 s. After the first 503 a second attempt would need the
+    // in-process wait (5 s ± 25 %) + 7 s ≥ 10.75 s: it must not start.
     let env = setup_with(
         pool,
         Options {
             maesn_timeout: Duration::from_secs(2),
             maesn_connect_timeout: Duration::from_secs(1),
             record_reserve: Duration::from_secs(5),
-            retry_base: Duration::from_secs(1),
+            retry_base: Duration::from_secs(5),
             ..Options::default()
         },
     )
@@ -1230,7 +1231,7 @@ async fn no_second_attempt_starts_without_the_time_to_finish_it(pool: PgPool) {
         .await;
     let job_id = enqueued(&env).await;
 
-    let (outcome, _) = env.deliver_one(Some(Duration::from_millis(9500))).await;
+    let (outcome, _) = env.deliver_one(Some(Duration::from_secs(12))).await;
 
     assert_eq!(
         env.maesn_requests("POST", CREATE).await.len(),
