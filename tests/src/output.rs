@@ -59,6 +59,8 @@ pub struct OutputEnv {
     pub tenant: Tenant,
     /// `DATEV_CREDENTIALS_PREFIX` of this test (unique).
     pub credentials_prefix: String,
+    /// The test's app secret (Maesn API key, Slack webhook).
+    pub app_secret_id: String,
 }
 
 /// Knobs of [`setup`].
@@ -202,6 +204,7 @@ pub async fn setup_with(pool: PgPool, options: Options) -> OutputEnv {
         dispatcher,
         tenant,
         credentials_prefix,
+        app_secret_id: secret_id,
     };
     env.put_account_key(env.tenant.tenant_id, ACCOUNT_KEY).await;
     env.put_file(env.tenant.document_id).await;
@@ -288,6 +291,27 @@ impl OutputEnv {
             .send()
             .await
             .expect("create the tenant's DATEV secret");
+    }
+
+    /// A Maesn client with this test's secrets, for another base URL and timeouts.
+    pub fn maesn_client(
+        &self,
+        base_url: &str,
+        timeout: Duration,
+        connect: Duration,
+    ) -> MaesnClient {
+        let store = SecretStore::new(
+            self.secrets.clone(),
+            &self.app_secret_id,
+            Duration::from_secs(300),
+        );
+        let config = MaesnConfig {
+            base_url: base_url.to_owned(),
+            timeout,
+            connect_timeout: connect,
+            credentials_prefix: self.credentials_prefix.clone(),
+        };
+        MaesnClient::new(&config, Arc::new(store)).expect("maesn client")
     }
 
     /// The admin notices Slack received, as the webhook's JSON bodies.

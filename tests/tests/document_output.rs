@@ -1121,6 +1121,41 @@ async fn a_connect_that_hangs_is_a_refusal_retried_and_never_in_doubt(pool: PgPo
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_refused_connection_and_an_unknown_host_are_passing_refusals_not_in_doubt(pool: PgPool) {
+    use docflow::datev::{BookingProposal, DatevAccount, DatevConnector, DocumentFile};
+    let env = setup(pool).await;
+    // A port that was just free: nothing listens, the kernel answers RST.
+    let refused = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let proposal = BookingProposal {
+        account: DatevAccount {
+            tenant_id: env.tenant.tenant_id,
+            company_id: COMPANY_ID.into(),
+        },
+        proposal: json!({ "id": env.tenant.document_id }),
+        booking_type: "BILL".into(),
+        folder_management: json!({}),
+        file: DocumentFile {
+            file_name: FILE_NAME.into(),
+            mime_type: "application/pdf".into(),
+            bytes: FILE_BYTES.to_vec().into(),
+        },
+    };
+
+    for base_url in [refused.as_str(), "http://maesn.docflow-test.invalid"] {
+        let client = env.maesn_client(base_url, Duration::from_secs(5), Duration::from_secs(1));
+        let e = client
+            .create_booking_proposal(&proposal)
+            .await
+            .expect_err("nothing answers");
+        assert!(!e.may_have_been_accepted(), "{base_url}: {e:?}");
+        assert!(e.is_passing_refusal(), "{base_url}: {e:?}");
+    }
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn every_5xx_but_503_is_in_doubt_with_one_post_and_408_429_503_are_retried(pool: PgPool) {
     let env = setup(pool).await;
     let in_doubt = [500, 501, 502, 504, 505, 520, 524, 598, 599];
