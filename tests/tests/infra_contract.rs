@@ -424,6 +424,32 @@ fn a_wildcard_secret_arn_is_reported() {
 }
 
 #[test]
+fn per_tenant_secrets_granted_beyond_their_prefix_or_without_it_are_reported() {
+    let broader = real_infra().replace(MODULE_IAM, r#":secret:${prefix}*""#, r#":secret:*""#);
+    let missing = real_infra().replace(
+        "main.tf",
+        r#"tenant_secret_prefixes = { DATEV_CREDENTIALS_PREFIX = "${local.name_prefix}docflow/datev/" }"#,
+        "",
+    );
+
+    assert_reported(
+        &violations(&broader),
+        &[
+            "module.document_output",
+            "secretsmanager:GetSecretValue",
+            "a wildcard ARN",
+        ],
+    );
+    assert_reported(
+        &violations(&missing),
+        &[
+            "module.document_output",
+            "DATEV_CREDENTIALS_PREFIX must name the prefix of the per-tenant secrets",
+        ],
+    );
+}
+
+#[test]
 fn s3_access_to_the_whole_bucket_is_reported() {
     let broken = real_infra().replace(
         MODULE_MAIN,

@@ -33,6 +33,7 @@ locals {
     },
     local.uses_s3 ? { DOCUMENTS_BUCKET = var.documents_bucket_name } : {},
     { for env_name, queue in var.sends_to : env_name => queue.url },
+    var.tenant_secret_prefixes,
   )
 }
 

@@ -232,6 +232,17 @@ variable "secret_arn" {
   }
 }
 
+variable "tenant_secret_prefixes" {
+  description = "Per-tenant secrets the function reads, keyed by the environment variable that carries their name prefix (e.g. DATEV_CREDENTIALS_PREFIX = \"prod-docflow/datev/\"; a tenant's secret is <prefix><tenant id>). The function gets the variable and secretsmanager:GetSecretValue on exactly <prefix>*, so the two cannot drift apart."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for env_name, prefix in var.tenant_secret_prefixes : can(regex("^[A-Z][A-Z0-9_]*_PREFIX$", env_name)) && can(regex("^[A-Za-z0-9_+=.@-]+(/[A-Za-z0-9_+=.@-]+)*/$", prefix))])
+    error_message = "tenant_secret_prefixes keys must be environment variable names ending in _PREFIX, values secret-name prefixes ending in / (no wildcards)."
+  }
+}
+
 variable "documents_bucket_name" {
   description = "Name of the documents bucket (DOCUMENTS_BUCKET). Required when any S3 prefix is granted."
   type        = string

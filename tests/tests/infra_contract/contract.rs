@@ -30,6 +30,10 @@ pub struct FunctionContract {
     pub sends_email: bool,
     /// May call Textract (OCR_PROVIDER = textract), which only accepts `"*"`.
     pub may_use_textract: bool,
+    /// Environment variables naming a prefix of per-tenant secrets the code reads
+    /// (`<prefix><tenant id>`): each must be set, and `secretsmanager:GetSecretValue`
+    /// granted on exactly `<prefix>*` besides the app secret.
+    pub tenant_secrets: &'static [&'static str],
 }
 
 pub const FUNCTIONS: &[FunctionContract] = &[
@@ -41,6 +45,7 @@ pub const FUNCTIONS: &[FunctionContract] = &[
         s3_writes: &["ingestions/"],
         sends_email: false,
         may_use_textract: true,
+        tenant_secrets: &[],
     },
     FunctionContract {
         name: "matching",
@@ -50,6 +55,7 @@ pub const FUNCTIONS: &[FunctionContract] = &[
         s3_writes: &[],
         sends_email: true,
         may_use_textract: false,
+        tenant_secrets: &[],
     },
     FunctionContract {
         name: "document-output",
@@ -57,8 +63,9 @@ pub const FUNCTIONS: &[FunctionContract] = &[
         sends_to: &[],
         s3_reads: &["documents/"],
         s3_writes: &[],
-        sends_email: false,
+        sends_email: true,
         may_use_textract: false,
+        tenant_secrets: &["DATEV_CREDENTIALS_PREFIX"],
     },
     FunctionContract {
         name: "sweeper",
@@ -68,6 +75,7 @@ pub const FUNCTIONS: &[FunctionContract] = &[
         s3_writes: &[],
         sends_email: false,
         may_use_textract: false,
+        tenant_secrets: &[],
     },
 ];
 
@@ -75,6 +83,8 @@ pub const FUNCTIONS: &[FunctionContract] = &[
 const DOCUMENTS_BUCKET_ARN: &str = "${aws_s3_bucket.documents.arn}";
 const SECRET_ENV: &str = "DOCFLOW_SECRET_ID";
 const QUEUE_VISIBILITY_ENV: &str = "QUEUE_VISIBILITY_TIMEOUT_SECONDS";
+/// Per-tenant secrets are granted by name prefix in the function's own account and region.
+const TENANT_SECRETS_ARN: &str = "arn:${data.aws_partition.current.partition}:secretsmanager:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:secret:";
 const CONSUME_ACTIONS: &[&str] = &[
     "sqs:ReceiveMessage",
     "sqs:DeleteMessage",
@@ -818,6 +828,23 @@ fn check_permissions(
     statements: &[Statement],
     found: &mut Violations,
 ) {
+    let mut secrets: BTreeSet<String> = env
+        .get(SECRET_ENV)
+        .map(|v| text(Some(v)))
+        .into_iter()
+        .collect();
+    for name in contract.tenant_secrets {
+        match env.get(*name) {
+            Some(prefix) => {
+                secrets.insert(format!("{TENANT_SECRETS_ARN}{}*", text(Some(prefix))));
+            }
+            None => found.add(
+                module,
+                function,
+                format!("{name} must name the prefix of the per-tenant secrets the code reads"),
+            ),
+        }
+    }
     let mut compare = |what: &str, actual: BTreeSet<String>, expected: BTreeSet<String>| {
         if actual != expected {
             found.add(
@@ -854,15 +881,10 @@ fn check_permissions(
         targets,
     );
 
-    let secret = env
-        .get(SECRET_ENV)
-        .map(|v| text(Some(v)))
-        .into_iter()
-        .collect();
     compare(
         "secretsmanager:GetSecretValue",
         resources_of(statements, |s| s.grants("secretsmanager:GetSecretValue")),
-        secret,
+        secrets,
     );
 
     let objects = |prefixes: &[&str]| {
