@@ -880,3 +880,35 @@ async fn a_credit_note_joins_the_cluster_of_the_invoice_it_corrects(pool: PgPool
     assert!(!pairs(&pool).await.contains(&pair(cn, other)));
     assert_eq!(cluster_of(&pool, cn).await, sorted(vec![po, inv, cn]));
 }
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_delivery_note_naming_no_order_is_not_left_between_two_weeks_whichever_came_first(
+    pool: PgPool,
+) {
+    // Two weeks of a standing order and a delivery note that names no order, dated
+    // between them: it fits either week equally.
+    let t = tenant(&pool, "Acme AG").await;
+    let goods = json!([{"description": "Coffee beans espresso 1kg", "quantity": 20}]);
+    let mut week_1 = purchase_order("PO-2024-0101", "2024-03-04", 500.0);
+    week_1["line_items"] = goods.clone();
+    let mut week_2 = purchase_order("PO-2024-0102", "2024-03-11", 500.0);
+    week_2["line_items"] = goods.clone();
+    let mut note = delivery_note("LS-2024-0777", "", "2024-03-09");
+    note["po_reference"] = serde_json::Value::Null;
+    note["line_items"] = goods;
+    let po1 = document(&pool, t, DocumentType::PurchaseOrder, week_1).await;
+    let po2 = document(&pool, t, DocumentType::PurchaseOrder, week_2).await;
+    let dn = document(&pool, t, DocumentType::DeliveryNote, note).await;
+
+    // The note arrives when only week 1 is known, and links to it on circumstance…
+    run_matching(&pool, None, po1).await.unwrap();
+    run_matching(&pool, None, dn).await.unwrap();
+    assert_eq!(pairs(&pool).await, vec![pair(po1, dn)]);
+    // …then week 2 arrives and fits just as well.
+    run_matching(&pool, None, po2).await.unwrap();
+
+    // A delivery note belongs to one order: neither week keeps it, the weeks stay apart.
+    assert!(pairs(&pool).await.is_empty(), "{:?}", pairs(&pool).await);
+    assert_ne!(cluster_of(&pool, po1).await, cluster_of(&pool, po2).await);
+    assert_eq!(state(&pool, dn).await.cluster_id, None);
+}

@@ -34,6 +34,7 @@ pub struct Scored {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
     pub candidate_id: Uuid,
+    pub candidate_type: DocumentType,
     pub score: f64,
     pub confidence: Confidence,
     pub decided_by: DecidedBy,
@@ -108,6 +109,7 @@ pub async fn decide(
         match thresholds.band(candidate.score.score) {
             Band::Match => decisions.push(Decision {
                 candidate_id: candidate.id,
+                candidate_type: candidate.doc_type,
                 score: candidate.score.score,
                 confidence: Confidence::High,
                 decided_by: DecidedBy::Score,
@@ -137,6 +139,7 @@ pub async fn decide(
                 .filter(|c| c.score.score >= thresholds.score_only)
                 .map(|c| Decision {
                     candidate_id: c.id,
+                    candidate_type: c.doc_type,
                     score: c.score.score,
                     confidence: Confidence::Low,
                     decided_by: DecidedBy::Score,
@@ -162,6 +165,7 @@ pub async fn decide(
                 let c = ambiguous[m.candidate - 1];
                 Decision {
                     candidate_id: c.id,
+                    candidate_type: c.doc_type,
                     score: c.score.score,
                     confidence: m.confidence,
                     decided_by: DecidedBy::Llm,
@@ -174,14 +178,8 @@ pub async fn decide(
     Ok(decisions)
 }
 
-/// Whether a score rests on circumstance alone: no reference for or against the pair
-/// (a likely typo of a number, `near`, says neither).
 fn circumstantial(score: &Score) -> bool {
-    !score.evidence.iter().any(|e| match e {
-        Evidence::Reference { relation, .. } => *relation != "near",
-        Evidence::ReferenceConflict { .. } => true,
-        _ => false,
-    })
+    super::score::circumstantial(&score.evidence)
 }
 
 /// Candidates the score cannot choose between, of one type, reaching the ambiguous band

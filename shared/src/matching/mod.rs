@@ -325,9 +325,16 @@ pub async fn match_document(
         .begin()
         .await
         .map_err(db("begin the write transaction"))?;
-    let written = write::write_matches(&mut tx, doc.tenant_id, doc.id, &judged, &decisions)
-        .await
-        .map_err(db("write the matches"))?;
+    let written = write::write_matches(
+        &mut tx,
+        doc.tenant_id,
+        doc.id,
+        doc.doc_type,
+        &judged,
+        &decisions,
+    )
+    .await
+    .map_err(db("write the matches"))?;
     status::succeed(&mut tx, doc.id)
         .await
         .map_err(db("mark the document succeeded"))?;

@@ -334,6 +334,16 @@ fn dated_before_its_origin(
     }
 }
 
+/// Whether a pair's evidence is circumstance alone: no reference for or against it (a
+/// likely typo of a number, `near`, says neither) — same supplier, goods, dates.
+pub fn circumstantial(evidence: &[Evidence]) -> bool {
+    !evidence.iter().any(|e| match e {
+        Evidence::Reference { relation, .. } => *relation != "near",
+        Evidence::ReferenceConflict { .. } => true,
+        _ => false,
+    })
+}
+
 fn is_invoice_and_delivery(a: DocumentType, b: DocumentType) -> bool {
     matches!(
         (a, b),

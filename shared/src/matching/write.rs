@@ -7,6 +7,16 @@
 //! before that document existed) was not judged here and stays: two documents of one
 //! purchase matched at the same time never undo each other's links.
 //!
+//! Exclusive partners: a delivery note belongs to one order and is billed by one invoice,
+//! an invoice bills one order, a credit note corrects one invoice. A link made on
+//! circumstance alone (no reference, decided by the score) must not give such a
+//! document a second partner of that type: when it already has one, the new link is not
+//! made, and an existing circumstantial one is removed with it (neither is trustworthy:
+//! a standing order's delivery note that names no order fits every week). A link the
+//! references (or the LLM) decided removes the document's circumstantial partner of
+//! that type. Applied under the tenant lock, this makes the outcome independent of
+//! which of the documents arrived first.
+//!
 //! Clusters are the connected components of the match graph: after the document's edges
 //! are replaced, every document reachable from it, from its old cluster and from its new
 //! partners gets the cluster id of its component. A component keeps the existing id most
@@ -19,6 +29,8 @@ use std::collections::HashMap;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use super::DecidedBy;
+use super::DocumentType;
 use super::decide::Decision;
 
 /// What the write phase changed.
@@ -54,6 +66,7 @@ pub async fn write_matches(
     conn: &mut PgConnection,
     tenant_id: Uuid,
     document_id: Uuid,
+    source_type: DocumentType,
     judged: &[Uuid],
     decisions: &[Decision],
 ) -> Result<Written, sqlx::Error> {
@@ -85,6 +98,10 @@ pub async fn write_matches(
     .bind(judged)
     .execute(&mut *conn)
     .await?;
+
+    let (decisions, dropped) =
+        enforce_exclusive_partners(conn, document_id, source_type, decisions).await?;
+    let decisions = &decisions[..];
 
     // One statement for all edges. A candidate deleted since it was found is skipped,
     // not a permanent failure.
@@ -128,6 +145,7 @@ pub async fn write_matches(
     // match edges.
     let mut start: Vec<Uuid> = judged.to_vec();
     start.extend(decisions.iter().map(|d| d.candidate_id));
+    start.extend(dropped);
     start.push(document_id);
     let reached: Vec<Uuid> = sqlx::query_scalar(
         r#"
@@ -212,6 +230,93 @@ pub async fn write_matches(
         cluster_id: assigned.get(&document_id).copied().flatten(),
         reassigned: changed.len(),
     })
+}
+
+/// Whether a document of type `child` has at most one partner of type `parent`.
+pub fn exclusive(child: DocumentType, parent: DocumentType) -> bool {
+    use DocumentType::*;
+    matches!(
+        (child, parent),
+        (DeliveryNote, PurchaseOrder)
+            | (DeliveryNote, Invoice)
+            | (Invoice, PurchaseOrder)
+            | (CreditNote, Invoice)
+    )
+}
+
+#[derive(Debug, sqlx::FromRow)]
+struct Partner {
+    edge_id: Uuid,
+    other_id: Uuid,
+    circumstantial: bool,
+}
+
+/// Applies the exclusive-partner rule (module docs) to `decisions`: returns the ones to
+/// write, and the documents whose circumstantial edges it deleted (their clusters are
+/// recomputed too).
+async fn enforce_exclusive_partners(
+    conn: &mut PgConnection,
+    document_id: Uuid,
+    source_type: DocumentType,
+    decisions: &[Decision],
+) -> Result<(Vec<Decision>, Vec<Uuid>), sqlx::Error> {
+    let mut keep = Vec::new();
+    let mut dropped = Vec::new();
+    for d in decisions {
+        // The side that may have only one partner of the other's type.
+        let (child, parent_type, parent) = if exclusive(source_type, d.candidate_type) {
+            (document_id, d.candidate_type, d.candidate_id)
+        } else if exclusive(d.candidate_type, source_type) {
+            (d.candidate_id, source_type, document_id)
+        } else {
+            keep.push(d.clone());
+            continue;
+        };
+        let others = sqlx::query_as::<_, Partner>(
+            r#"
+            SELECT m.id AS edge_id,
+                   o.id AS other_id,
+                   m.decided_by = 'score' AND NOT EXISTS (
+                       SELECT 1 FROM jsonb_array_elements(m.evidence) e
+                        WHERE e->>'kind' = 'reference_conflict'
+                           OR (e->>'kind' = 'reference' AND e->>'relation' <> 'near')
+                   ) AS circumstantial
+              FROM document_match m
+              JOIN document o
+                ON o.id = CASE WHEN m.document_a_id = $1 THEN m.document_b_id ELSE m.document_a_id END
+             WHERE (m.document_a_id = $1 OR m.document_b_id = $1)
+               AND o.type = $2
+               AND o.id <> $3
+            "#,
+        )
+        .bind(child)
+        .bind(parent_type)
+        .bind(parent)
+        .fetch_all(&mut *conn)
+        .await?;
+        let new_is_circumstantial =
+            d.decided_by == DecidedBy::Score && super::score::circumstantial(&d.evidence);
+        let weaker: Vec<&Partner> = others.iter().filter(|o| o.circumstantial).collect();
+        if !weaker.is_empty() {
+            let ids: Vec<Uuid> = weaker.iter().map(|o| o.edge_id).collect();
+            sqlx::query("DELETE FROM document_match WHERE id = ANY($1)")
+                .bind(&ids)
+                .execute(&mut *conn)
+                .await?;
+            dropped.extend(weaker.iter().map(|o| o.other_id));
+            dropped.push(child);
+        }
+        if new_is_circumstantial && !others.is_empty() {
+            tracing::info!(
+                document_id = %child,
+                candidate = %parent,
+                "a second partner on circumstance alone is contested; not linked"
+            );
+            continue;
+        }
+        keep.push(d.clone());
+    }
+    Ok((keep, dropped))
 }
 
 /// The cluster of every document: connected components of `edges`; a component of one

@@ -400,13 +400,19 @@ pub async fn deps(pool: &PgPool, llm: Option<LlmClient>, notifier: Notifier) -> 
 // ---- moto internals ----
 
 /// moto's model dump (`/moto-api/data.json`): every SQS message and SES email it holds.
+/// moto serialises its whole state for this and now and then answers a request made
+/// while another test changes that state with a cut-off body: asked again, it answers.
 pub async fn moto_data() -> Value {
-    reqwest::get(format!("{}/moto-api/data.json", docflow_tests::endpoint()))
-        .await
-        .expect("moto-api reachable")
-        .json()
-        .await
-        .expect("moto-api answers JSON")
+    let url = format!("{}/moto-api/data.json", docflow_tests::endpoint());
+    let mut last = None;
+    for _ in 0..5 {
+        let response = reqwest::get(&url).await.expect("moto-api reachable");
+        match response.json::<Value>().await {
+            Ok(data) => return data,
+            Err(e) => last = Some(e),
+        }
+    }
+    panic!("moto-api did not answer JSON: {last:?}");
 }
 
 /// How long from now an SQS message stays hidden, from moto's `visible_at`.
