@@ -4,6 +4,7 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use sqlx::migrate::MigrateDatabase as _;
 
+mod eval_matching;
 mod extract;
 
 #[derive(Parser)]
@@ -33,6 +34,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Evaluate a stage of the pipeline on a labelled set.
+    Eval {
+        #[command(subcommand)]
+        command: EvalCommand,
+    },
     /// Database operations.
     Db {
         #[command(subcommand)]
@@ -57,6 +63,13 @@ enum LocalCommand {
 }
 
 #[derive(Subcommand)]
+enum EvalCommand {
+    /// Run the labelled matching set through the matching function; print edge and
+    /// cluster precision/recall.
+    Matching(eval_matching::Args),
+}
+
+#[derive(Subcommand)]
 enum DbCommand {
     /// Create the database if missing and apply every pending migration.
     Migrate,
@@ -71,6 +84,9 @@ async fn main() -> anyhow::Result<()> {
         Command::Db {
             command: DbCommand::Migrate,
         } => migrate(&database_url).await,
+        Command::Eval {
+            command: EvalCommand::Matching(args),
+        } => eval_matching::run(&database_url, &args).await,
         Command::Extract {
             file,
             provider,

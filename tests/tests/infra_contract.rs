@@ -661,3 +661,72 @@ resource "aws_lambda_event_source_mapping" "jobs" {
         assert_reported(&found, &[fragment]);
     }
 }
+
+// --- admin notifications ---------------------------------------------------------------------
+
+#[test]
+fn admin_notifications_that_reach_no_one_raise_an_alarm_for_every_function_that_sends_them() {
+    let infra = Infra::evaluate(&real_infra()).expect("infra/ parses");
+    let filter = infra
+        .root
+        .resource("aws_cloudwatch_log_metric_filter.admin_notification_failed")
+        .expect("a metric filter on notification failures");
+    let alarm = infra
+        .root
+        .resource("aws_cloudwatch_metric_alarm.admin_notification_failed")
+        .expect("an alarm on notification failures");
+    let text = |v: Option<hcl::Value>| {
+        v.and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    };
+
+    // The filter matches the JSON field docflow::notify logs on a failed channel.
+    let pattern = text(filter.attr("pattern"));
+    assert_eq!(
+        pattern,
+        format!(
+            "{{ $.fields.{} IS TRUE }}",
+            docflow::notify::FAILED_LOG_FIELD
+        )
+    );
+    // It covers the log group of every function that notifies admins.
+    let groups = format!("{:?}", filter.attr("for_each").expect("for_each"));
+    for source in [
+        "module.matching.log_group_name",
+        "module.document_output.log_group_name",
+        "aws_cloudwatch_log_group.sweeper.name",
+    ] {
+        assert!(groups.contains(source), "{source} missing from {groups}");
+    }
+    // The alarm watches the metric the filter writes and tells the alarm topic.
+    let transformation = first_block(filter, "metric_transformation");
+    assert_eq!(
+        text(alarm.attr("metric_name")),
+        text(hcl_attr(&transformation, "name"))
+    );
+    assert_eq!(
+        text(alarm.attr("namespace")),
+        text(hcl_attr(&transformation, "namespace"))
+    );
+    assert_eq!(
+        text(alarm.attr("comparison_operator")),
+        "GreaterThanThreshold"
+    );
+    assert_eq!(alarm.attr("threshold"), Some(0.into()));
+    assert_eq!(
+        alarm.attr("alarm_actions"),
+        Some(hcl::Value::from(vec!["${aws_sns_topic.alarms.arn}"]))
+    );
+}
+
+fn first_block(resource: &terraform::Resource, identifier: &str) -> hcl::Body {
+    terraform::blocks(&resource.body, identifier)
+        .next()
+        .unwrap_or_else(|| panic!("{} has no {identifier} block", resource.address))
+        .body()
+        .clone()
+}
+
+fn hcl_attr(body: &hcl::Body, key: &str) -> Option<hcl::Value> {
+    terraform::attr(body, key)
+}
