@@ -162,7 +162,7 @@ impl Classify for NotifyError {
     fn retry_class(&self) -> RetryClass {
         match self {
             NotifyError::SlackTransport(e) => e.retry_class(),
-            NotifyError::SlackStatus { status, .. } => classify_http_status(*status),
+            NotifyError::SlackStatus { status, .. } => classify_slack_status(*status),
             NotifyError::Ses(e) => match e.as_ref() {
                 SdkError::ServiceError(s) if s.err().is_message_rejected() => RetryClass::Permanent,
                 _ => RetryClass::Transient,
@@ -170,6 +170,17 @@ impl Classify for NotifyError {
             NotifyError::EmailBuild(_) => RetryClass::Permanent,
             NotifyError::Timeout { .. } => RetryClass::Transient,
         }
+    }
+}
+
+/// Slack's incoming webhooks answer a broken request or a removed webhook/channel with
+/// 400 (`invalid_payload`), 403 (`action_prohibited`), 404 (`no_service`,
+/// `channel_not_found`) or 410 (`channel_is_archived`): sending the same again cannot
+/// succeed. Every other status follows the shared table (unknown = transient).
+fn classify_slack_status(status: u16) -> RetryClass {
+    match status {
+        400 | 403 | 404 | 410 => RetryClass::Permanent,
+        _ => classify_http_status(status),
     }
 }
 

@@ -36,12 +36,11 @@ use docflow::datev::{MaesnClient, MaesnConfig};
 use docflow::ids::OutputJobId;
 use docflow::notify::{AdminNotice, Notifier, NotifySettings};
 use docflow::output::worker::{self, Attempt, Claimed, ExportOutcome, Recovery, WorkerSettings};
-use docflow::output::{Domain, JobStatus, check_eligibility};
+use docflow::output::{Domain, JobStatus, OutputJob, check_eligibility};
 use docflow::retry::ReceivePolicy;
 use docflow::{BatchRuntime, Message, Outcome};
 use lambda_runtime::LambdaEvent;
 use sqlx::PgPool;
-use uuid::Uuid;
 
 /// Title of the admin notification for an export that may have reached DATEV.
 pub const IN_DOUBT_TITLE: &str = "DATEV export in doubt: check DATEV before exporting again";
@@ -360,10 +359,11 @@ pub fn aws_actions<F: Fn(&str) -> Option<String>>(
 /// update failed the job gets here).
 async fn notify(deps: &Deps, msg: &Message, claim: &Claimed, title: &str, error: &str) {
     let job = &claim.job;
-    let tenant_name = tenant_name(&deps.pool, job.tenant_id).await;
+    let (tenant_name, document_type) = names(&deps.pool, job).await;
     let notice = AdminNotice {
         title: title.to_owned(),
         document_id: job.document_id,
+        document_type,
         tenant_id: Some(job.tenant_id),
         tenant_name,
         error: format!("output job {}: {error}", job.id),
@@ -372,12 +372,18 @@ async fn notify(deps: &Deps, msg: &Message, claim: &Claimed, title: &str, error:
     deps.notifier.notify(&notice).await;
 }
 
-async fn tenant_name(pool: &PgPool, tenant_id: Uuid) -> Option<String> {
-    sqlx::query_scalar("SELECT name FROM tenant WHERE id = $1")
-        .bind(tenant_id)
-        .fetch_optional(pool)
-        .await
-        .inspect_err(|e| tracing::warn!(error.message = %e, "could not read the tenant's name for the notice"))
-        .ok()
-        .flatten()
+/// The tenant's name and the document's type for the notice (absent when unreadable).
+async fn names(pool: &PgPool, job: &OutputJob) -> (Option<String>, Option<String>) {
+    sqlx::query_as(
+        "SELECT t.name, d.type::text FROM tenant t, document d WHERE t.id = $1 AND d.id = $2",
+    )
+    .bind(job.tenant_id)
+    .bind(job.document_id)
+    .fetch_optional(pool)
+    .await
+    .inspect_err(|e| tracing::warn!(error.message = %e, "could not read the tenant and document for the notice"))
+    .ok()
+    .flatten()
+    .map(|(name, kind)| (Some(name), Some(kind)))
+    .unwrap_or_default()
 }
