@@ -4,6 +4,7 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use sqlx::migrate::MigrateDatabase as _;
 
+mod eval_extraction;
 mod extract;
 
 #[derive(Parser)]
@@ -32,6 +33,14 @@ enum Command {
         /// Print exactly the extraction JSON (the `structured_data` contract).
         #[arg(long)]
         json: bool,
+        /// Print the transcribed text (what the extractor reads) before the result.
+        #[arg(long)]
+        show_text: bool,
+    },
+    /// Measure extraction (and matching) on your own labelled documents.
+    Eval {
+        #[command(subcommand)]
+        command: EvalCommand,
     },
     /// Database operations.
     Db {
@@ -57,6 +66,14 @@ enum LocalCommand {
 }
 
 #[derive(Subcommand)]
+enum EvalCommand {
+    /// Extract every file in DIR that has a `<name>.json` of expected fields beside it,
+    /// and print per-field accuracy, per-document misses, tokens, cost and time: the way
+    /// to choose a provider on your own documents.
+    Extraction(eval_extraction::Args),
+}
+
+#[derive(Subcommand)]
 enum DbCommand {
     /// Create the database if missing and apply every pending migration.
     Migrate,
@@ -75,7 +92,11 @@ async fn main() -> anyhow::Result<()> {
             file,
             provider,
             json,
-        } => extract::run(&file, &provider, json).await,
+            show_text,
+        } => extract::run(&file, &provider, json, show_text).await,
+        Command::Eval {
+            command: EvalCommand::Extraction(args),
+        } => eval_extraction::run(args).await,
         Command::Local {
             command:
                 LocalCommand::Up {

@@ -98,7 +98,9 @@ pub fn extract(text: &str) -> Extraction {
         total: totals.total,
         po_reference,
         delivery_note_reference,
+        invoice_reference: None,
         line_items: items.items.clone(),
+        field_confidence: Default::default(),
     };
     extraction.missing_fields = missing_fields(&extraction, kind);
     let items_add_up = {
