@@ -147,7 +147,10 @@ impl Extraction {
                 .any(|f| GATE_FIELDS.contains(&f.as_str()));
         !self.passes_quality_gate()
             || gate_field_missing
-            || self.field_confidence.values().any(|c| *c == Confidence::Low)
+            || self
+                .field_confidence
+                .values()
+                .any(|c| *c == Confidence::Low)
     }
 
     /// The confidence recorded for `field`, if any.

@@ -71,7 +71,10 @@ async fn the_rules_extractor_stays_above_its_floor_on_the_labelled_corpus() {
     let report = rules_report().await;
     println!("{}", report.render());
 
-    assert!(report.documents.len() >= 30, "the corpus has at least 30 documents");
+    assert!(
+        report.documents.len() >= 30,
+        "the corpus has at least 30 documents"
+    );
     assert!(
         report.documents.iter().all(|d| d.error.is_none()),
         "every fixture transcribes and extracts"
@@ -105,13 +108,25 @@ async fn the_corpus_labels_are_consistent() {
                 .and_then(|f| f.expected.as_f64())
         };
         let fields: Vec<&str> = doc.fields.iter().map(|f| f.field.as_str()).collect();
-        for core in ["document_type", "invoice_number", "invoice_date", "supplier_name", "total"] {
+        for core in [
+            "document_type",
+            "invoice_number",
+            "invoice_date",
+            "supplier_name",
+            "total",
+        ] {
             assert!(fields.contains(&core), "{} labels {core}", doc.file);
         }
-        if let (Some(s), Some(v), Some(t)) =
-            (expected("subtotal"), expected("vat_amount"), expected("total"))
-        {
-            let extra = if doc.file.starts_with("us_bill_ship_to") { 85.0 } else { 0.0 };
+        if let (Some(s), Some(v), Some(t)) = (
+            expected("subtotal"),
+            expected("vat_amount"),
+            expected("total"),
+        ) {
+            let extra = if doc.file.starts_with("us_bill_ship_to") {
+                85.0
+            } else {
+                0.0
+            };
             assert!(
                 (s + v + extra - t).abs() < 0.005,
                 "{}: net + VAT != gross in its label",

@@ -325,8 +325,8 @@ impl Report {
 /// sorted by name. Other files are ignored.
 pub fn labelled_documents(dir: &Path) -> anyhow::Result<Vec<(PathBuf, PathBuf)>> {
     let mut out = Vec::new();
-    let entries =
-        std::fs::read_dir(dir).with_context(|| format!("cannot read directory {}", dir.display()))?;
+    let entries = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read directory {}", dir.display()))?;
     for entry in entries {
         let path = entry?.path();
         let is_doc = path
@@ -365,7 +365,12 @@ pub async fn evaluate_dir(
         let expected: Map<String, Value> = serde_json::from_slice(
             &std::fs::read(&label).with_context(|| format!("cannot read {}", label.display()))?,
         )
-        .with_context(|| format!("{} is not a JSON object of expected fields", label.display()))?;
+        .with_context(|| {
+            format!(
+                "{} is not a JSON object of expected fields",
+                label.display()
+            )
+        })?;
         let name = file
             .strip_prefix(dir)
             .unwrap_or(&file)
@@ -394,7 +399,12 @@ async fn extract_file(file: &Path, extractor: &Extractor) -> Outcome {
         .extract(&transcription.text)
         .await
         .map_err(|e| format!("extraction failed: {e}"))?;
-    Ok((run.extraction, run.model, run.input_tokens, run.output_tokens))
+    Ok((
+        run.extraction,
+        run.model,
+        run.input_tokens,
+        run.output_tokens,
+    ))
 }
 
 /// Scores one document's outcome against its expected fields.
@@ -526,10 +536,50 @@ pub fn normalise_id(id: &str) -> String {
 
 /// Legal forms and filler words that do not tell two companies apart.
 const NAME_NOISE: [&str; 44] = [
-    "gmbh", "mbh", "ag", "kg", "ohg", "gbr", "ug", "ek", "ev", "co", "cokg", "bv", "nv", "vof",
-    "ltd", "limited", "llc", "llp", "inc", "incorporated", "corp", "corporation", "plc", "pty",
-    "pvt", "private", "sa", "sas", "sarl", "srl", "spa", "sl", "sp", "z", "oo", "spzoo", "sc",
-    "and", "und", "en", "et", "the", "de", "der",
+    "gmbh",
+    "mbh",
+    "ag",
+    "kg",
+    "ohg",
+    "gbr",
+    "ug",
+    "ek",
+    "ev",
+    "co",
+    "cokg",
+    "bv",
+    "nv",
+    "vof",
+    "ltd",
+    "limited",
+    "llc",
+    "llp",
+    "inc",
+    "incorporated",
+    "corp",
+    "corporation",
+    "plc",
+    "pty",
+    "pvt",
+    "private",
+    "sa",
+    "sas",
+    "sarl",
+    "srl",
+    "spa",
+    "sl",
+    "sp",
+    "z",
+    "oo",
+    "spzoo",
+    "sc",
+    "and",
+    "und",
+    "en",
+    "et",
+    "the",
+    "de",
+    "der",
 ];
 
 /// The tokens of a name: lower case, accents folded, dots inside abbreviations
@@ -632,21 +682,38 @@ mod tests {
     fn names_ignore_case_accents_punctuation_and_legal_forms() {
         assert!(names_match("Müller Haustechnik GmbH", "MÜLLER HAUSTECHNIK"));
         assert!(names_match("Jansen B.V.", "Jansen BV"));
-        assert!(names_match("Zakład Usług Informatycznych Sp. z o.o.", "Zaklad Uslug Informatycznych sp. z o. o."));
-        assert!(names_match("Haus-Technik Nord GmbH", "Haustechnik Nord GmbH"));
+        assert!(names_match(
+            "Zakład Usług Informatycznych Sp. z o.o.",
+            "Zaklad Uslug Informatycznych sp. z o. o."
+        ));
+        assert!(names_match(
+            "Haus-Technik Nord GmbH",
+            "Haustechnik Nord GmbH"
+        ));
     }
 
     #[test]
     fn a_label_prefix_a_department_or_another_company_is_a_different_name() {
-        assert!(!names_match("Acme Supplies Ltd", "Acme Supplies Ltd Accounts Department"));
+        assert!(!names_match(
+            "Acme Supplies Ltd",
+            "Acme Supplies Ltd Accounts Department"
+        ));
         assert!(!names_match("Globex Inc.", "Initech LLC"));
         assert!(!names_match("Dupont Services", "Vendeur : Dupont Services"));
     }
 
     #[test]
     fn dates_compare_as_iso_dates() {
-        assert!(field_matches("invoice_date", &json!("2024-03-05"), &json!("2024-03-05")));
-        assert!(!field_matches("invoice_date", &json!("2024-03-05"), &json!("2024-05-03")));
+        assert!(field_matches(
+            "invoice_date",
+            &json!("2024-03-05"),
+            &json!("2024-03-05")
+        ));
+        assert!(!field_matches(
+            "invoice_date",
+            &json!("2024-03-05"),
+            &json!("2024-05-03")
+        ));
     }
 
     #[test]
@@ -661,21 +728,35 @@ mod tests {
         let doc = score_document(
             "a.txt",
             &expected,
-            Ok((extraction, "claude-sonnet-4-5".into(), Some(1000), Some(200))),
+            Ok((
+                extraction,
+                "claude-sonnet-4-5".into(),
+                Some(1000),
+                Some(200),
+            )),
             Duration::from_millis(5),
         );
         let failed = score_document("b.txt", &expected, Err("boom".into()), Duration::ZERO);
 
         let report = Report::new("anthropic", vec![doc, failed], None);
 
-        assert_eq!(report.field("total").map(|f| (f.correct, f.scored)), Some((1, 2)));
-        assert_eq!(report.field("currency").map(|f| (f.correct, f.scored)), Some((0, 2)));
+        assert_eq!(
+            report.field("total").map(|f| (f.correct, f.scored)),
+            Some((1, 2))
+        );
+        assert_eq!(
+            report.field("currency").map(|f| (f.correct, f.scored)),
+            Some((0, 2))
+        );
         assert_eq!((report.correct, report.scored), (1, 4));
         assert_eq!(report.input_tokens, Some(1000));
         let cost = report.cost_usd.unwrap();
         assert!((cost - (1000.0 * 3.0 + 200.0 * 15.0) / 1e6).abs() < 1e-12);
         let table = report.render();
-        assert!(table.contains("currency: expected \"EUR\", got \"USD\""), "{table}");
+        assert!(
+            table.contains("currency: expected \"EUR\", got \"USD\""),
+            "{table}"
+        );
         assert!(table.contains("error: boom"), "{table}");
     }
 }
