@@ -79,6 +79,12 @@ fn line_cell_prefix(line: &str, at: usize) -> &str {
 /// right before it: `Faktura nr 2024/05/07` is numbered like a date). A short upper-case
 /// prefix printed apart is kept (`NC 3/2024`).
 fn document_number(text: &str) -> Option<String> {
+    number_after(text, false)
+}
+
+/// [`document_number`] for the text after a label that names a number
+/// (`Nr faktury: 12/06/2024`): there a date-like token is the number.
+fn number_after(text: &str, labelled: bool) -> Option<String> {
     static MARKER: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"(?i)^(?:nr|no|n°|nº|n|num|nummer|number|numer|numéro|número|numero|#)\.?:?$")
             .unwrap()
@@ -92,7 +98,8 @@ fn document_number(text: &str) -> Option<String> {
         let plausible = token
             .chars()
             .all(|c| c.is_alphanumeric() || "-/._#".contains(c));
-        let after_marker = previous.is_some_and(|p| MARKER.is_match(p));
+        let after_marker = previous.is_some_and(|p| MARKER.is_match(p))
+            || (labelled && previous.is_none());
         let is_date = parse_date(token, false).is_some() && !after_marker;
         let is_amount = token.contains([',', '.']) && parse_amount(token).is_some();
         if has_digit && plausible && !is_date && !is_amount && (2..=30).contains(&token.len()) {
@@ -137,11 +144,12 @@ fn first_number(doc: &Doc, labels: &[&Regex], skip_cited: bool) -> Option<String
     });
     labels.iter().find_map(|label| {
         let below = !std::ptr::eq(*label, &*TITLE_NO);
+        let labelled = !std::ptr::eq(*label, &*TITLE_NO) && !std::ptr::eq(*label, &*DN_BARE);
         candidates(doc, label, below, |before, after| {
             skip_cited && (cited(before) || CITED_AFTER.is_match(after))
         })
         .into_iter()
-        .find_map(|c| document_number(&c.text))
+        .find_map(|c| number_after(&c.text, labelled))
     })
 }
 
@@ -230,7 +238,7 @@ pub(crate) fn po_reference(doc: &Doc) -> Option<String> {
 /// `Rif. fattura n.`.
 pub(crate) fn invoice_reference(doc: &Doc) -> Option<String> {
     static CITED_INVOICE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)\b(?:zur?\s+rechnung(?:\s*-?\s*(?:nr\.?|nummer|no\.?))?|bezug\s*:?\s*rechnung(?:\s*-?\s*(?:nr\.?|nummer))?|(?:ursprungs|original|storno)rechnung(?:\s*-?\s*(?:nr\.?|nummer))?|ursprüngliche\s+rechnung(?:\s*(?:nr\.?|nummer))?|(?:original|originating|corrected|related)\s+invoice(?:\s*(?:no\.?|number|nr\.?|#))?|applies\s+to\s+invoice(?:\s*(?:no\.?|number|#))?|(?:against|for)\s+invoice(?:\s*(?:no\.?|number|#))|invoice\s+reference|ref(?:erence)?\.?\s+invoice(?:\s*(?:no\.?|#))?|betreft\s+factuur(?:nummer)?|(?:oorspronkelijke|originele)\s+factuur(?:nummer)?|facture\s+(?:d'origine|initiale|rectifiée|annulée)(?:\s*n[°º])?|r[ée]f\.?\s+facture(?:\s*n[°º])?|do\s+faktury(?:\s+vat)?(?:\s+(?:nr|numer)\.?)?|faktura\s+korygowana(?:\s+nr\.?)?|dotyczy\s+faktury(?:\s+nr\.?)?|factura\s+(?:rectificada|original)(?:\s+n[°ºo]\.?)?|rif(?:erimento)?\.?\s+fattura(?:\s+n(?:r|um|o)?\.?)?)")
+        Regex::new(r"(?i)\b(?:zur?\s+rechnung(?:\s*-?\s*(?:nr\.?|nummer|no\.?))?|bezug\s*:?\s*rechnung(?:\s*-?\s*(?:nr\.?|nummer))?|(?:ursprungs|original|storno)rechnung(?:\s*-?\s*(?:nr\.?|nummer))?|ursprüngliche\s+rechnung(?:\s*(?:nr\.?|nummer))?|(?:original|originating|corrected|related)\s+invoice(?:\s*(?:no\.?|number|nr\.?|#))?|applies\s+to\s+invoice(?:\s*(?:no\.?|number|#))?|(?:against|for)\s+invoice(?:\s*(?:no\.?|number|#))|invoice\s+reference|ref(?:erence)?\.?\s+invoice(?:\s*(?:no\.?|#))?|betreft\s*:?\s*(?:de\s+)?factuur(?:nummer)?|(?:oorspronkelijke|originele)\s+factuur(?:nummer)?|facture\s+(?:d'origine|initiale|rectifiée|annulée)(?:\s*n[°º])?|r[ée]f\.?\s+facture(?:\s*n[°º])?|do\s+faktury(?:\s+vat)?(?:\s+(?:nr|numer)\.?)?|faktura\s+korygowana(?:\s+nr\.?)?|dotyczy\s+faktury(?:\s+nr\.?)?|factura\s+(?:rectificada|original)(?:\s+n[°ºo]\.?)?|rif(?:erimento)?\.?\s+fattura(?:\s+n(?:r|um|o)?\.?)?)")
             .unwrap()
     });
     candidates(doc, &CITED_INVOICE, true, |_, _| false)

@@ -13,6 +13,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::amount::numbers_in;
 use super::text::{Doc, col_of};
 use crate::extract::DocumentType;
 
@@ -64,7 +65,7 @@ static NOT_A_NAME: LazyLock<Regex> = LazyLock::new(|| {
         .unwrap()
 });
 static RECIPIENT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^(?:an|to|rechnungsempfänger(?:in)?|rechnungsanschrift|rechnungsadresse|empfänger|kunde|bill(?:ed)?\s*to|invoice(?:d)?\s*to|sold\s*to|ship(?:ped)?\s*to|deliver(?:ed)?\s*to|delivery\s*address|credit\s*to|consignee|lieferanschrift|lieferadresse|customer|client|cliente|aan|klant|factuuradres|afleveradres|afnemer|geadresseerde|käufer|buyer|nabywca|odbiorca|płatnik|destinataire|destinatario|factur[ée]e?\s+à|adress[ée]e?\s+à|livr[ée]e?\s+à|adresse\s+de\s+(?:livraison|facturation)|spett(?:\.\s?le|abile)|intestatario|facturar\s+a)\b\.?\s*(?:\([^)]*\))?\s*(?::\s*(.*))?$")
+    Regex::new(r"(?i)^(?:details\s+of\s+(?:receiver|consignee|buyer|recipient)\s*\(?\s*)?(?:an|to|rechnungsempfänger(?:in)?|rechnungsanschrift|rechnungsadresse|empfänger|kunde|bill(?:ed)?\s*to|invoice(?:d)?\s*to|sold\s*to|ship(?:ped)?\s*to|deliver(?:ed)?\s*to|delivery\s*address|credit\s*to|consignee|lieferanschrift|lieferadresse|customer|client|cliente|aan|klant|factuuradres|afleveradres|afnemer|geadresseerde|käufer|buyer|nabywca|odbiorca|płatnik|destinataire|destinatario|factur[ée]e?\s+à|adress[ée]e?\s+à|livr[ée]e?\s+à|adresse\s+de\s+(?:livraison|facturation)|spett(?:\.\s?le|abile)|intestatario|facturar\s+a|cessionario(?:\s*/\s*committente)?|committente|receiver)\b\.?\s*\)?\s*(?:\([^)]*\))?\s*(?::\s*(.*))?$")
         .unwrap()
 });
 /// Recipient labels of a delivery address, which names the customer only when no billing
@@ -73,7 +74,7 @@ static SHIP_LABEL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)ship|deliver|liefer|consignee|aflever|livr|odbiorca|entrega").unwrap()
 });
 static ISSUER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^(?:lieferant|supplier|vendor|from|von|absender|seller|verkäufer|leverancier|afzender|rechnungssteller|issued\s*by|sold\s*by|auftragnehmer|vendeur|fournisseur|émetteur|prestataire|sprzedawca|wystawca|proveedor|emisor|vendedor|fornitore|cedente(?:\s*/\s*prestatore)?|venditore)\b\s*(?::\s*(.*))?$")
+    Regex::new(r"(?i)^(?:lieferant|supplier|vendor|from|von|absender|seller|verkäufer|leverancier|afzender|rechnungssteller|issued\s*by|sold\s*by|auftragnehmer|vendeur|fournisseur|émetteur|prestataire|sprzedawca|wystawca|proveedor|emisor|vendedor|fornitore|cedente(?:\s*/\s*prestatore)?|venditore|verkauft\s+von|vendu\s+par|vendido\s+por|venduto\s+da|details\s+of\s+supplier)\b\.?\s*(?:\([^)]*\))?\s*(?::\s*(.*))?$")
         .unwrap()
 });
 static NOT_A_BLOCK: LazyLock<Regex> = LazyLock::new(|| {
@@ -81,11 +82,11 @@ static NOT_A_BLOCK: LazyLock<Regex> = LazyLock::new(|| {
         .unwrap()
 });
 static POSTCODE_CITY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:^|\s)(?:[A-Z]{1,2}-)?\d{4,5}\s?[A-Z]{0,2}\s+\p{Lu}\p{L}+|\b[A-Z]{1,2}\d[A-Z\d]?\s*\d[A-Z]{2}\b|\b[A-Z]{2}\s+\d{5}(?:-\d{4})?\b")
+    Regex::new(r"(?:^|\s)(?:[A-Z]{1,2}-)?\d{4,5}\s?[A-Z]{0,2}\s+\p{Lu}\p{L}+|\b[A-Z]{1,2}\d[A-Z\d]?\s*\d[A-Z]{2}\b|\b[A-Z]{2}\s+\d{5}(?:-\d{4})?\b|(?:^|\s)\d{2}-\d{3}\s+\p{Lu}\p{L}+|\p{Lu}\p{L}+,?\s*-?\s*\d{3}\s?\d{3}\b")
         .unwrap()
 });
 static STREET: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:str\.|straße|strasse|weg\b|gasse|platz|allee|ring\b|damm|ufer|chaussee|straat|laan\b|plein|gracht|kade|dijk|singel|street|\bst\.|road|\brd\.?|avenue|\bave\.?|lane|drive|\bway\b|blvd|boulevard|suite|\bunit\b|floor|house|park\b|court|place|square|postfach|p\.?\s?o\.?\s?box|postbus|markt)|^\p{L}{3,}[\p{L}\s.\-']*\s\d{1,4}[a-zA-Z]?(?:[-/]\d{1,4})?$")
+    Regex::new(r"(?i)(?:str\.|straße|strasse|weg\b|gasse|platz|allee|ring\b|damm|ufer|chaussee|straat|laan\b|plein|gracht|kade|dijk|singel|street|\bst\.|road|\brd\.?|avenue|\bave\.?|lane|drive|\bway\b|blvd|boulevard|suite|\bunit\b|floor|house|park\b|court|place|square|postfach|p\.?\s?o\.?\s?box|postbus|markt|\bul\.|\bal\.|\bos\.|\brue\b|\bavenida\b|\bavda\.|\bvia\b|\bcorso\b|\bpiazza\b|\bcalle\b|\bc/|\bplot\b|\bflat\b|\bshop\b)|^\p{L}{3,}[\p{L}\s.\-']*\s\d{1,4}[a-zA-Z]?(?:[-/]\d{1,4})?$")
         .unwrap()
 });
 static COUNTRY: LazyLock<Regex> = LazyLock::new(|| {
@@ -115,7 +116,7 @@ fn looks_like_address(s: &str) -> bool {
 /// A name from a cell part: leading labels and stray punctuation removed.
 fn clean_name(part: &str) -> String {
     static LEAD: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)^(?:(?:firma|fa\.|die|den|company|bedrijf)\s+|[:\-–]\s*|(?:sold\s+by|seller|supplier|vendor|from|verkäufer|lieferant|vendeur|fournisseur|sprzedawca|leverancier|proveedor|fornitore|bill\s+to|invoice\s+to|customer|client|cliente|kunde|klant|nabywca|buyer|käufer)\s*:\s*)+").unwrap()
+        Regex::new(r"(?i)^(?:(?:firma|fa\.|die|den|company|bedrijf)\s+|[:\-–]\s*|(?:sold\s+by|verkauft\s+von|vendu\s+par|seller|supplier|vendor|from|verkäufer|lieferant|vendeur|fournisseur|sprzedawca|leverancier|proveedor|fornitore|bill\s+to|invoice\s+to|customer|client|cliente|kunde|klant|nabywca|buyer|käufer|name|company|firma|nom|raison\s+sociale|denominazione|ragione\s+sociale|nazwa|raz[óo]n\s+social|nombre)\s*:\s*)+").unwrap()
     });
     let part = part.trim().trim_end_matches([',', ';', ':']);
     LEAD.replace(part, "")
@@ -123,6 +124,65 @@ fn clean_name(part: &str) -> String {
         .trim_start_matches(['(', ')'])
         .trim()
         .to_string()
+}
+
+/// The name in an inline labelled value (`Sprzedawca: Stocznia "Bryza" Sp. z o.o., ul.
+/// Marynarki 96, 80-557 Gdańsk, NIP …`): the comma-separated parts before the first
+/// address or id part.
+fn name_before_address(value: &str) -> String {
+    static ID_PART: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)^(?:nip|regon|vat|ust|btw|tva|iva|gstin|siret|cif|nif|p\.?\s?iva|tel|phone|e-?mail)\b").unwrap()
+    });
+    let parts: Vec<&str> = value.split(", ").collect();
+    let kept: Vec<&str> = parts
+        .iter()
+        .take_while(|p| !looks_like_address(p) && !ID_PART.is_match(p.trim()) && !STREET.is_match(p))
+        .copied()
+        .collect();
+    if kept.is_empty() {
+        value.to_string()
+    } else {
+        kept.join(", ")
+    }
+}
+
+/// The name a block gives under its label: the first line that reads as a name, or the
+/// value of a `Name:`/`Denominazione:`/`Firma:` line; other `key: value` lines (ids,
+/// addresses) are passed over.
+fn name_below(doc: &Doc, label_line: usize, col: usize, col_to: usize) -> Option<(usize, String)> {
+    static NAME_KEY: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)^(?:name|company|firma|nom|raison\s+sociale|denominazione|ragione\s+sociale|nazwa|raz[óo]n\s+social|nombre)\s*:?\s*$").unwrap()
+    });
+    let mut i = label_line;
+    for _ in 0..4 {
+        let j = doc.next_nonblank(i, 2)?;
+        i = j;
+        let line = &doc.lines[j];
+        let Some(k) = line
+            .cells
+            .iter()
+            .position(|c| c.col + 3 >= col && c.col < col_to && c.col <= col + 12)
+        else {
+            continue;
+        };
+        let cell = &line.cells[k];
+        let text = cell.text.trim();
+        if NAME_KEY.is_match(text.trim_end_matches(':').trim()) {
+            if let Some(value) = line.cells.get(k + 1) {
+                let name = clean_name(value.text.trim_start_matches(':'));
+                if is_name(&name) {
+                    return Some((j, name));
+                }
+            }
+            continue;
+        }
+        let name = clean_name(&name_before_address(text));
+        if name.contains(':') || looks_like_address(&name) || !is_name(&name) {
+            continue;
+        }
+        return Some((j, name));
+    }
+    None
 }
 
 fn is_name(s: &str) -> bool {
@@ -154,18 +214,11 @@ fn recipient_blocks(doc: &Doc) -> Vec<Recipient> {
             let col_to = line.cells.get(k + 1).map_or(usize::MAX, |n| n.col);
             let inline = clean_name(rest);
             let (name, name_line) = if is_name(&inline) {
-                (Some(inline), i)
+                (Some(clean_name(&name_before_address(&inline))), i)
             } else {
-                match doc.next_nonblank(i, 2) {
-                    Some(j) => (
-                        doc.lines[j]
-                            .cell_near(cell.col, 12)
-                            .filter(|c| c.col + 3 >= cell.col && c.col < col_to)
-                            .map(|c| clean_name(&c.text))
-                            .filter(|n| is_name(n) && !looks_like_address(n)),
-                        j,
-                    ),
-                    None => (None, i),
+                match name_below(doc, i, cell.col, col_to) {
+                    Some((j, name)) => (Some(name), j),
+                    None => (None, doc.next_nonblank(i, 2).unwrap_or(i)),
                 }
             };
             let mut last = name_line;
@@ -214,7 +267,13 @@ fn address_blocks(doc: &Doc) -> Vec<AddressBlock> {
             .unwrap()
     });
     let mut out = Vec::new();
-    let n = doc.lines.len().min(35);
+    // Addresses stand above the items: stop at the first line with an amount.
+    let n = doc
+        .lines
+        .iter()
+        .position(|l| numbers_in(&l.text, true).iter().any(|n| n.decimals == 2))
+        .unwrap_or(doc.lines.len())
+        .min(35);
     for i in 0..n {
         for (k, cell) in doc.lines[i].cells.iter().enumerate() {
             let near = |line: usize| {
@@ -235,12 +294,10 @@ fn address_blocks(doc: &Doc) -> Vec<AddressBlock> {
                 }
                 j += 1;
             }
-            let addressed = texts.iter().skip(1).any(|t| {
-                PART_SEPARATOR.split(t).any(|p| {
-                    POSTCODE_CITY.is_match(p)
-                        || (STREET.is_match(p) && p.chars().any(|c| c.is_ascii_digit()))
-                })
-            });
+            let addressed = texts
+                .iter()
+                .skip(1)
+                .any(|t| PART_SEPARATOR.split(t).any(|p| POSTCODE_CITY.is_match(p)));
             if texts.len() < 2 || !addressed {
                 continue;
             }
@@ -281,15 +338,16 @@ fn issuer_label(doc: &Doc) -> Option<(usize, usize, String)> {
                 continue;
             }
             if is_name(&rest) {
-                return Some((i, cell.col, rest));
+                return Some((i, cell.col, clean_name(&name_before_address(&rest))));
             }
-            if let Some(j) = doc.next_nonblank(i, 2)
-                && let Some(below) = doc.lines[j].cell_near(cell.col, 12)
-            {
-                let name = clean_name(&below.text);
-                if is_name(&name) && !looks_like_address(&name) {
-                    return Some((j, below.col, name));
-                }
+            let col_to = line
+                .cells
+                .iter()
+                .find(|n| n.col > cell.col)
+                .map_or(usize::MAX, |n| n.col);
+            if let Some((j, name)) = name_below(doc, i, cell.col, col_to) {
+                let col = doc.lines[j].cell_near(cell.col, 12).map_or(cell.col, |c| c.col);
+                return Some((j, col, name));
             }
         }
     }
@@ -485,6 +543,18 @@ pub(crate) fn parties(doc: &Doc, kind: DocumentType) -> Parties {
         .filter(|c| !in_blocks(c.line, c.col))
         .filter(|c| !recipient_names.iter().any(|r| same_name(r, &c.name)))
         .max_by(|a, b| a.score.total_cmp(&b.score).then(b.line.cmp(&a.line)));
+    // A letterhead without a legal form beats a company name further down that heads an
+    // address block of its own (the addressee), when the letterhead carries a sender's
+    // marks (phone, e-mail, web, a tax or company number).
+    let head = letterhead(doc, &blocks).filter(|(line, col, _)| {
+        let first = doc.lines.iter().position(|l| !l.is_blank());
+        first == Some(*line) && sender_marks(doc, *line, *col)
+    });
+    let best_outside = best_outside.filter(|c| {
+        head.as_ref().is_none_or(|(line, _, name)| {
+            c.line <= line + 1 || same_name(name, &c.name) || c.score >= 14.0
+        })
+    });
     // The issuer: a labelled supplier, the best legal-form name, or the letterhead.
     let (issuer_name, issuer_address, source, issuer_line) = match (&issuer, best_outside) {
         (Some((line, col, name)), _) if kind != DocumentType::PurchaseOrder => (
@@ -557,6 +627,20 @@ pub(crate) fn parties(doc: &Doc, kind: DocumentType) -> Parties {
         recipient_blocks: blocks,
         supplier_source: source,
     }
+}
+
+/// Whether the lines under a letterhead name (same column, up to eight) carry what only
+/// a sender prints: phone, e-mail, web address, a tax or company number.
+fn sender_marks(doc: &Doc, line: usize, col: usize) -> bool {
+    static MARKS: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)\b(?:tel|tél|phone|telefon|mobile|fax|e-?mail|www|siret|siren|kvk|nip|regon|gstin|vat|ust|btw|tva|cif|nif|p\.?\s?iva|abn|ein|steuer)\b|@").unwrap()
+    });
+    (line..doc.lines.len().min(line + 9)).any(|i| {
+        doc.lines[i]
+            .cells
+            .iter()
+            .any(|c| c.col.abs_diff(col) <= 3 && MARKS.is_match(&c.text))
+    })
 }
 
 /// The first line of a block that reads as a name (not an attention line, an address

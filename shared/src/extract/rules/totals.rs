@@ -51,10 +51,10 @@ static LABELS: LazyLock<Regex> = LazyLock::new(|| {
     let rate = r"(?:\s*\d{1,2}(?:[.,]\d{1,2})?\s*%\s*)?";
     let suffix = format!(r"(?:\s*(?:\.|\(|\))?\s*{rate}{TAX})?\.?\)?");
     let sub = format!(
-        r"zwischensumme|sub\s*-?\s*total|subtotaal|(?:summe|gesamt(?:betrag)?|total|totaal|rechnungsbetrag|betrag|bedrag|amount|waarde)\s*\(?\s*(?:netto|net|excl\.?|exkl\.?|excluding|exclusief|ohne|before|vor|ex\.?){suffix}|netto\s*-?\s*(?:betrag|summe|bedrag|wert|gesamt|rechnungsbetrag)?|nettosumme|nettowert|warenwert|net\s*(?:amount|total|value|worth)|total\s*net|excl\.?\s*(?:btw|vat|mwst)|exkl\.?\s*(?:mwst|ust)|(?:total|montant)\s+h\.?\s?t\.?|total\s+hors\s+(?:taxes?|tva)|montant\s+hors\s+(?:taxes?|tva)|(?:total\s+)?taxable\s+(?:value|amount)|goods\s+total|warto[śs][ćc]\s+netto|razem\s+netto|(?:total\s+)?base\s+imponible|(?:totale\s+)?imponibile"
+        r"zwischensumme|sub\s*-?\s*total|subtotaal|(?:summe|gesamt(?:betrag)?|total|totaal|rechnungsbetrag|betrag|bedrag|amount|waarde)\s*\(?\s*(?:netto|net|excl\.?|exkl\.?|excluding|exclusief|ohne|before|vor|ex\.?){suffix}|netto\s*-?\s*(?:betrag|summe|bedrag|wert|gesamt|rechnungsbetrag)?|nettosumme|nettowert|warenwert|net\s*(?:amount|total|value|worth)|total\s*net|excl\.?\s*(?:btw|vat|mwst)|exkl\.?\s*(?:mwst|ust)|(?:total|montant)\s+h\.?\s?t\.?|total\s+hors\s+(?:taxes?|tva)|montant\s+hors\s+(?:taxes?|tva)|(?:total\s+)?taxable\s+(?:value|amount)|goods\s+total|warto[śs][ćc]\s+netto|razem\s+netto|(?:total\s+)?base\s+imponible|(?:totale\s+)?imponibile|maatstaf\s+van\s+heffing|base\s+(?:imposable|ht)|total\s+amount\s+before\s+tax"
     );
     let strong_total = format!(
-        r"(?:gesamt|rechnungs|end|zahl|brutto|gutschrifts|factuur|eind|totaal|total)\s*-?\s*(?:betrag|summe|bedrag)|(?:summe|total|gesamt|totaal|betrag|bedrag|amount)\s*\(?\s*(?:brutto|gross|incl\.?|inkl\.?|including|inclusief|inc\.?){suffix}|brutto|(?:noch\s+)?zu\s+zahlen(?:der\s+betrag)?|zahlbetrag|offener\s+betrag|grand\s+total|total\s*(?:due|payable|amount|to\s+pay)|amount\s*(?:due|payable|to\s+pay)|balance\s*due|te\s+betalen(?:\s+bedrag)?|eindtotaal|gesamtsumme|totaal\s*te\s*betalen|(?:total|montant)\s+t\.?t\.?c\.?|net\s+[àa]\s+payer|reste\s+[àa]\s+payer|total\s+[àa]\s+payer|total\s+tvac|(?:razem\s+)?do\s+zap[łl]aty|warto[śs][ćc]\s+brutto|total\s+factura|importe\s+total|total\s+a\s+pagar|totale\s+(?:documento|fattura|a\s+pagare|da\s+pagare|nota\s+di\s+credito)|netto\s+a\s+pagare|invoice\s+total|credit\s+total|total\s+credit"
+        r"(?:gesamt|rechnungs|end|zahl|brutto|gutschrifts|factuur|eind|totaal|total)\s*-?\s*(?:betrag|summe|bedrag)|(?:summe|total|gesamt|totaal|betrag|bedrag|amount)\s*\(?\s*(?:brutto|gross|incl\.?|inkl\.?|including|inclusief|inc\.?){suffix}|brutto|(?:noch\s+)?zu\s+zahlen(?:der\s+betrag)?|zahlbetrag|offener\s+betrag|grand\s+total|total\s*(?:due|payable|amount|to\s+pay)|amount\s*(?:due|payable|to\s+pay)|balance\s*due|te\s+betalen(?:\s+bedrag)?|eindtotaal|gesamtsumme|totaal\s*te\s*betalen|(?:total|montant)\s+t\.?t\.?c\.?|net\s+[àa]\s+payer|reste\s+[àa]\s+payer|total\s+[àa]\s+payer|total\s+tvac|(?:razem\s+)?do\s+zap[łl]aty|warto[śs][ćc]\s+brutto|total\s+factura|importe\s+total|total\s+a\s+pagar|totale\s+(?:documento|fattura|a\s+pagare|da\s+pagare|nota\s+di\s+credito)|netto\s+a\s+pagare|invoice\s+total|credit\s+total|total\s+credit|total\s+amount\s+after\s+tax"
     );
     let total = r"totaal|gesamt|summe|total|balance|razem|suma|totale";
     let vat = r"(?:zzgl\.?\s*|plus\s*|zuzüglich\s*)?(?:\d{1,2}(?:[.,]\d{1,2})?\s*%\s*)?(?:mwst|mehrwertsteuer|umsatzsteuer|ust|vat|v\.a\.t\.?|btw|sales\s*tax|tax|omzetbelasting|gst|tva|iva|kwota\s+vat|podatek\s+vat|[cs]gst|igst\d*|utgst)";
@@ -67,7 +67,7 @@ static LABELS: LazyLock<Regex> = LazyLock::new(|| {
 /// is the gross, `Summe exkl. USt.` the net.
 static TAX_QUALIFIER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!(
-        r"(?i)^\s*\(?\s*(?:(?P<incl>inkl\.?|incl\.?|including|inclusief|inc\.?|tvac|ttc|brutto)|(?P<excl>exkl\.?|excl\.?|excluding|exclusief|ohne|zzgl\.?|hors|ht|netto))\s*\.?\s*(?:{TAX}|tva|iva|gst)?\.?\)?"
+        r"(?i)^\s*\(?\s*(?:(?P<incl>inkl\.?|incl\.?|including|inclusief|inc\.?|tvac|ttc|brutto|after)|(?P<excl>exkl\.?|excl\.?|excluding|exclusief|ohne|zzgl\.?|hors|ht|netto|before))\s*\.?\s*(?:{TAX}|tva|iva|gst)?\.?\)?"
     ))
     .unwrap()
 });
@@ -181,7 +181,9 @@ fn found_in(doc: &Doc, item_rows: &[usize]) -> Vec<Found> {
 /// brutto`; `Taxable Value`, `Central Tax`, …). `None` when the line is no such row.
 fn summary_row(doc: &Doc, i: usize) -> Option<Vec<Found>> {
     let line = &doc.lines[i];
-    if !SUMMARY_ROW.is_match(&line.text) {
+    let labels = labels_in(&line.text);
+    let bare = labels.len() <= 1 && labels.iter().all(|l| l.2 == Role::Total && l.3 < 2);
+    if !SUMMARY_ROW.is_match(&line.text) || !bare {
         return None;
     }
     let amounts: Vec<_> = numbers_in(&line.text, true)
@@ -259,6 +261,25 @@ pub(crate) fn totals(doc: &Doc, item_rows: &[usize]) -> Totals {
                     let key = (t.strength, t.line);
                     if best.is_none_or(|b| (b.0, b.1) < key) {
                         best = Some((t.strength, t.line, s.value, v, t.value));
+                    }
+                }
+            }
+        }
+    }
+    // Net and gross whose difference is one VAT line or two (CGST + SGST).
+    if best.is_none() {
+        let singles: Vec<f64> = of(Role::Vat).map(|f| f.value).collect();
+        for t in &totals {
+            for s in &subs {
+                let d = t.value - s.value;
+                let explained = singles.iter().any(|&v| close(v, d))
+                    || singles.iter().enumerate().any(|(a, &x)| {
+                        singles.iter().skip(a + 1).any(|&y| close(x + y, d))
+                    });
+                if explained && s.value.abs() > 0.0 && d.abs() < t.value.abs() {
+                    let key = (t.strength, t.line);
+                    if best.is_none_or(|b| (b.0, b.1) < key) {
+                        best = Some((t.strength, t.line, s.value, cents(d), t.value));
                     }
                 }
             }
