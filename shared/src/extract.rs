@@ -274,6 +274,71 @@ mod tests {
     }
 
     #[test]
+    fn a_low_confidence_gate_field_fails_the_gate_and_other_fields_only_ask_for_review() {
+        let mut e: Extraction = serde_json::from_str(
+            r#"{"extraction_successful": true, "confidence": "high", "document_type": "invoice",
+                "field_confidence": {"total": "high", "customer_name": "low"}}"#,
+        )
+        .unwrap();
+        assert!(e.passes_quality_gate());
+        assert!(
+            e.needs_human_review(),
+            "a low customer name is worth a look"
+        );
+
+        e.field_confidence.insert("total".into(), Confidence::Low);
+
+        assert!(!e.passes_quality_gate());
+        assert!(e.needs_human_review());
+    }
+
+    #[test]
+    fn an_invoice_without_a_total_needs_review_and_a_delivery_note_does_not() {
+        let invoice: Extraction = serde_json::from_str(
+            r#"{"extraction_successful": true, "confidence": "medium", "document_type": "invoice",
+                "missing_fields": ["total"]}"#,
+        )
+        .unwrap();
+        let delivery_note: Extraction = serde_json::from_str(
+            r#"{"extraction_successful": true, "confidence": "high", "document_type": "delivery_note",
+                "missing_fields": ["total", "currency"]}"#,
+        )
+        .unwrap();
+
+        assert!(invoice.passes_quality_gate());
+        assert!(invoice.needs_human_review());
+        assert!(!delivery_note.needs_human_review());
+    }
+
+    #[test]
+    fn an_answer_without_field_confidence_is_gated_as_before() {
+        let e: Extraction = serde_json::from_str(
+            r#"{"extraction_successful": true, "confidence": "medium", "invoice_reference": "RE-1"}"#,
+        )
+        .unwrap();
+
+        assert!(e.field_confidence.is_empty());
+        assert!(e.passes_quality_gate());
+        assert_eq!(e.invoice_reference.as_deref(), Some("RE-1"));
+        let json = serde_json::to_value(&e).unwrap();
+        assert_eq!(json["invoice_reference"], "RE-1");
+    }
+
+    #[test]
+    fn the_prompt_asks_for_every_field_of_the_contract() {
+        let e: Extraction =
+            serde_json::from_str(r#"{"extraction_successful": true, "confidence": "high"}"#)
+                .unwrap();
+        let json = serde_json::to_value(&e).unwrap();
+        for key in json.as_object().unwrap().keys() {
+            assert!(
+                SYSTEM_PROMPT.contains(&format!("\"{key}\"")),
+                "the prompt does not name {key}"
+            );
+        }
+    }
+
+    #[test]
     fn an_unknown_confidence_is_a_schema_error() {
         let err = serde_json::from_str::<Extraction>(
             r#"{"extraction_successful": true, "confidence": "certain"}"#,

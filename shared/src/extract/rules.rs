@@ -393,6 +393,44 @@ mod tests {
     }
 
     #[test]
+    fn a_credit_note_names_the_invoice_it_corrects_and_an_invoice_does_not() {
+        let credit = extract(
+            "ACME GmbH\nGutschrift Nr. GS-7\nzu Rechnung Nr. RE-1001 vom 01.04.2024\nGesamtbetrag -119,00 EUR\n",
+        );
+        let invoice = extract(
+            "ACME GmbH\nRechnung Nr. RE-1002\nzu Ihrer Bestellung 4711\nGesamtbetrag 119,00 EUR\n",
+        );
+
+        assert_eq!(credit.document_type, Some(DocumentType::CreditNote));
+        assert_eq!(credit.invoice_number.as_deref(), Some("GS-7"));
+        assert_eq!(credit.invoice_reference.as_deref(), Some("RE-1001"));
+        assert_eq!(invoice.invoice_reference, None);
+    }
+
+    #[test]
+    fn field_confidence_follows_the_rule_that_found_the_value() {
+        let labelled = extract(
+            "ACME GmbH\nRechnung\nRechnungsnummer: RE-1\nRechnungsdatum: 07.05.2024\nNetto 100,00 EUR\nMwSt 19 % 19,00 EUR\nBrutto 119,00 EUR\n",
+        );
+        let guessed = extract("Nr.: 4711\nBerlin, 07.05.2024\nSumme 119,00\n");
+
+        let c = |e: &Extraction, f: &str| e.field_confidence_of(f);
+        assert_eq!(c(&labelled, "invoice_number"), Some(Confidence::High));
+        assert_eq!(c(&labelled, "invoice_date"), Some(Confidence::High));
+        assert_eq!(c(&labelled, "total"), Some(Confidence::High));
+        assert_eq!(c(&labelled, "currency"), Some(Confidence::High));
+        assert_eq!(c(&guessed, "invoice_number"), Some(Confidence::Low));
+        assert_eq!(c(&guessed, "invoice_date"), Some(Confidence::Medium));
+        assert_eq!(c(&guessed, "total"), Some(Confidence::Medium));
+        assert_eq!(
+            c(&guessed, "supplier_name"),
+            None,
+            "nothing found, nothing judged"
+        );
+        assert!(!guessed.passes_quality_gate());
+    }
+
+    #[test]
     fn the_customers_vat_id_is_not_taken_for_the_suppliers() {
         let text = "ACME GmbH\nRechnung Nr. 1\nIhre USt-IdNr.: DE 987 654 321\nUnsere USt-IdNr.: DE 123 456 789\n";
 

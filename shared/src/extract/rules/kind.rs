@@ -63,6 +63,13 @@ static REFERENCE_BEFORE: LazyLock<Regex> = LazyLock::new(|| {
         .unwrap()
 });
 
+/// A word after the keyword that makes it a cited document (`Factura rectificada`,
+/// `Facture d'origine`, `Original invoice`).
+static CITED_AFTER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^\s*(?:rectificada|d'origine|originale?|initiale|rectifiée|korygowan\w*|oryginalna|corrected)\b")
+        .unwrap()
+});
+
 /// The document's type; `Other` when no heading names one.
 pub(crate) fn classify(doc: &Doc) -> DocumentType {
     let mut scores = [0.0_f64; 4];
@@ -71,14 +78,31 @@ pub(crate) fn classify(doc: &Doc) -> DocumentType {
         let position = (3.0 - 0.1 * i as f64).max(0.5);
         for (k, pattern) in PATTERNS.iter().enumerate() {
             for cell in &line.cells {
+                // A credit note's title contains the invoice word (`Faktura korygująca`,
+                // `Factura rectificativa`): inside it, that word does not count.
+                let credit_spans: Vec<(usize, usize)> = PATTERNS[0]
+                    .re
+                    .find_iter(&cell.text)
+                    .map(|m| (m.start(), m.end()))
+                    .collect();
                 for m in pattern.re.find_iter(&cell.text) {
+                    if k != 0
+                        && credit_spans
+                            .iter()
+                            .any(|&(a, b)| m.start() >= a && m.end() <= b)
+                    {
+                        continue;
+                    }
                     let keyword = m.as_str().to_lowercase();
                     let before = &cell.text[..m.start()];
                     let after = &cell.text[m.end()..];
                     let label_only = keyword.ends_with("nummer") || keyword.ends_with("datum");
                     let at_start = before.trim().is_empty();
                     let numbered = NUMBER_AFTER.is_match(after);
-                    let strength = if label_only || REFERENCE_BEFORE.is_match(before) {
+                    let strength = if label_only
+                        || REFERENCE_BEFORE.is_match(before)
+                        || CITED_AFTER.is_match(after)
+                    {
                         0.2
                     } else if at_start && !numbered {
                         2.0

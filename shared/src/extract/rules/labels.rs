@@ -98,8 +98,8 @@ fn number_after(text: &str, labelled: bool) -> Option<String> {
         let plausible = token
             .chars()
             .all(|c| c.is_alphanumeric() || "-/._#".contains(c));
-        let after_marker = previous.is_some_and(|p| MARKER.is_match(p))
-            || (labelled && previous.is_none());
+        let after_marker =
+            previous.is_some_and(|p| MARKER.is_match(p)) || (labelled && previous.is_none());
         let is_date = parse_date(token, false).is_some() && !after_marker;
         let is_amount = token.contains([',', '.']) && parse_amount(token).is_some();
         if has_digit && plausible && !is_date && !is_amount && (2..=30).contains(&token.len()) {

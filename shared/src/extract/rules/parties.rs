@@ -136,7 +136,9 @@ fn name_before_address(value: &str) -> String {
     let parts: Vec<&str> = value.split(", ").collect();
     let kept: Vec<&str> = parts
         .iter()
-        .take_while(|p| !looks_like_address(p) && !ID_PART.is_match(p.trim()) && !STREET.is_match(p))
+        .take_while(|p| {
+            !looks_like_address(p) && !ID_PART.is_match(p.trim()) && !STREET.is_match(p)
+        })
         .copied()
         .collect();
     if kept.is_empty() {
@@ -346,7 +348,9 @@ fn issuer_label(doc: &Doc) -> Option<(usize, usize, String)> {
                 .find(|n| n.col > cell.col)
                 .map_or(usize::MAX, |n| n.col);
             if let Some((j, name)) = name_below(doc, i, cell.col, col_to) {
-                let col = doc.lines[j].cell_near(cell.col, 12).map_or(cell.col, |c| c.col);
+                let col = doc.lines[j]
+                    .cell_near(cell.col, 12)
+                    .map_or(cell.col, |c| c.col);
                 return Some((j, col, name));
             }
         }

@@ -273,9 +273,10 @@ pub(crate) fn totals(doc: &Doc, item_rows: &[usize]) -> Totals {
             for s in &subs {
                 let d = t.value - s.value;
                 let explained = singles.iter().any(|&v| close(v, d))
-                    || singles.iter().enumerate().any(|(a, &x)| {
-                        singles.iter().skip(a + 1).any(|&y| close(x + y, d))
-                    });
+                    || singles
+                        .iter()
+                        .enumerate()
+                        .any(|(a, &x)| singles.iter().skip(a + 1).any(|&y| close(x + y, d)));
                 if explained && s.value.abs() > 0.0 && d.abs() < t.value.abs() {
                     let key = (t.strength, t.line);
                     if best.is_none_or(|b| (b.0, b.1) < key) {
