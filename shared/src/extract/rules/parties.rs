@@ -362,7 +362,25 @@ fn legal_form_candidates(doc: &Doc) -> Vec<Candidate> {
     let mut out = Vec::new();
     for (i, line) in doc.lines.iter().enumerate() {
         for cell in &line.cells {
-            let parts: Vec<&str> = PART_SEPARATOR.split(&cell.text).collect();
+            // `Acme Analytics, Inc.`: a legal form split off by its comma belongs to the
+            // name before it.
+            let mut parts: Vec<String> = Vec::new();
+            for piece in PART_SEPARATOR.split(&cell.text) {
+                let bare_form = LEGAL_FORM.is_match(piece.trim())
+                    && LEGAL_FORM.find(piece.trim()).is_some_and(|m| {
+                        m.start() == 0 || piece.trim()[..m.start()].trim().is_empty()
+                    });
+                match parts.last_mut() {
+                    Some(last)
+                        if bare_form
+                            && cell.text.contains(&format!("{last}, {}", piece.trim())) =>
+                    {
+                        last.push_str(", ");
+                        last.push_str(piece.trim());
+                    }
+                    _ => parts.push(piece.to_string()),
+                }
+            }
             for (p, part) in parts.iter().enumerate() {
                 let name = clean_name(part);
                 if !LEGAL_FORM.is_match(&name) || !is_name(&name) {
