@@ -431,6 +431,28 @@ mod tests {
     }
 
     #[test]
+    fn an_iban_broken_across_two_lines_and_a_bill_to_beside_a_deliver_to_are_read() {
+        let text = "Brightwater Utilities Ltd\nRiverside House, 2 Water Lane\nNorwich NR3 1AB\n\n\
+                    INVOICE\nInvoice No: BW-55012\n\n\
+                    Deliver to:                              Invoice to:\n\
+                    Site Office                              Anglia Homes Ltd\n\
+                    Plot 4, Mill Road                        18 King Street\n\n\
+                    Net 30 days\n\
+                    Net          1,250.00\nVAT 20%        250.00\nTotal        1,500.00\n\n\
+                    Please pay to IBAN GB29 NWBK 6016\n1331 9268 19\n";
+
+        let e = extract(text);
+
+        assert_eq!(e.supplier_iban.as_deref(), Some("GB29NWBK60161331926819"));
+        assert_eq!(e.customer_name.as_deref(), Some("Anglia Homes Ltd"));
+        assert_eq!(
+            (e.subtotal, e.vat_amount, e.total),
+            (Some(1250.0), Some(250.0), Some(1500.0))
+        );
+        assert_eq!(e.field_confidence_of("total"), Some(Confidence::High));
+    }
+
+    #[test]
     fn the_customers_vat_id_is_not_taken_for_the_suppliers() {
         let text = "ACME GmbH\nRechnung Nr. 1\nIhre USt-IdNr.: DE 987 654 321\nUnsere USt-IdNr.: DE 123 456 789\n";
 

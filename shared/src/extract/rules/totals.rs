@@ -51,7 +51,7 @@ static LABELS: LazyLock<Regex> = LazyLock::new(|| {
     let rate = r"(?:\s*\d{1,2}(?:[.,]\d{1,2})?\s*%\s*)?";
     let suffix = format!(r"(?:\s*(?:\.|\(|\))?\s*{rate}{TAX})?\.?\)?");
     let sub = format!(
-        r"zwischensumme|sub\s*-?\s*total|subtotaal|(?:summe|gesamt(?:betrag)?|total|totaal|rechnungsbetrag|betrag|bedrag|amount|waarde)\s*\(?\s*(?:netto|net|excl\.?|exkl\.?|excluding|exclusief|ohne|before|vor|ex\.?){suffix}|netto\s*-?\s*(?:betrag|summe|bedrag|wert|gesamt|rechnungsbetrag)?|nettosumme|nettowert|warenwert|net\s*(?:amount|total|value|worth)|total\s*net|excl\.?\s*(?:btw|vat|mwst)|exkl\.?\s*(?:mwst|ust)|(?:total|montant)\s+h\.?\s?t\.?|total\s+hors\s+(?:taxes?|tva)|montant\s+hors\s+(?:taxes?|tva)|(?:total\s+)?taxable\s+(?:value|amount)|goods\s+total|warto[śs][ćc]\s+netto|razem\s+netto|(?:total\s+)?base\s+imponible|(?:totale\s+)?imponibile|maatstaf\s+van\s+heffing|base\s+(?:imposable|ht)|total\s+amount\s+before\s+tax"
+        r"zwischensumme|sub\s*-?\s*total|subtotaal|(?:summe|gesamt(?:betrag)?|total|totaal|rechnungsbetrag|betrag|bedrag|amount|waarde)\s*\(?\s*(?:netto|net|excl\.?|exkl\.?|excluding|exclusief|ohne|before|vor|ex\.?){suffix}|netto\s*-?\s*(?:betrag|summe|bedrag|wert|gesamt|rechnungsbetrag)?|nettosumme|nettowert|warenwert|net\s*(?:amount|total|value|worth)|total\s*net|excl\.?\s*(?:btw|vat|mwst)|exkl\.?\s*(?:mwst|ust)|(?:total|montant)\s+h\.?\s?t\.?|total\s+hors\s+(?:taxes?|tva)|montant\s+hors\s+(?:taxes?|tva)|(?:total\s+)?taxable\s+(?:value|amount)|goods\s+total|warto[śs][ćc]\s+netto|razem\s+netto|(?:total\s+)?base\s+imponible|(?:totale\s+)?imponibile|maatstaf\s+van\s+heffing|base\s+(?:imposable|ht)|total\s+amount\s+before\s+tax|net"
     );
     let strong_total = format!(
         r"(?:gesamt|rechnungs|end|zahl|brutto|gutschrifts|factuur|eind|totaal|total)\s*-?\s*(?:betrag|summe|bedrag)|(?:summe|total|gesamt|totaal|betrag|bedrag|amount)\s*\(?\s*(?:brutto|gross|incl\.?|inkl\.?|including|inclusief|inc\.?){suffix}|brutto|(?:noch\s+)?zu\s+zahlen(?:der\s+betrag)?|zahlbetrag|offener\s+betrag|grand\s+total|total\s*(?:due|payable|amount|to\s+pay)|amount\s*(?:due|payable|to\s+pay)|balance\s*due|te\s+betalen(?:\s+bedrag)?|eindtotaal|gesamtsumme|totaal\s*te\s*betalen|(?:total|montant)\s+t\.?t\.?c\.?|net\s+[àa]\s+payer|reste\s+[àa]\s+payer|total\s+[àa]\s+payer|total\s+tvac|(?:razem\s+)?do\s+zap[łl]aty|warto[śs][ćc]\s+brutto|total\s+factura|importe\s+total|total\s+a\s+pagar|totale\s+(?:documento|fattura|a\s+pagare|da\s+pagare|nota\s+di\s+credito)|netto\s+a\s+pagare|invoice\s+total|credit\s+total|total\s+credit|total\s+amount\s+after\s+tax"
@@ -146,13 +146,22 @@ fn found_in(doc: &Doc, item_rows: &[usize]) -> Vec<Found> {
             continue;
         }
         let matches = labels_in(text);
-        for (k, &(_, end, role, strength)) in matches.iter().enumerate() {
+        for (k, &(start, end, role, strength)) in matches.iter().enumerate() {
             let segment_end = matches.get(k + 1).map_or(text.len(), |n| n.0);
             let segment = &text[end..segment_end];
             if role == Role::Vat && ID_AFTER.is_match(segment) {
                 continue;
             }
-            let value = amount_of(&numbers_in(segment, true)).or_else(|| {
+            // A bare `Net` is the net amount only with cents (`Net 30` is a payment term).
+            let bare_net = text[start..end].trim().eq_ignore_ascii_case("net");
+            let nums: Vec<Num> = numbers_in(segment, true)
+                .into_iter()
+                .filter(|n| !bare_net || n.decimals == 2)
+                .collect();
+            if bare_net && nums.is_empty() {
+                continue;
+            }
+            let value = amount_of(&nums).or_else(|| {
                 // The amount alone on the next line, under a label that stands alone.
                 let alone =
                     k + 1 == matches.len() && segment.trim().trim_end_matches(':').is_empty();
