@@ -77,8 +77,16 @@ pub struct Extraction {
     /// How sure the provider is of each field it filled, by field name (the rules
     /// extractor: from the rule that produced the value; an LLM: its own judgement).
     /// A field without an entry is not judged; see [`Extraction::passes_quality_gate`].
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub field_confidence: BTreeMap<String, Confidence>,
+}
+
+/// `null` where a model leaves the per-field confidence out reads as "none judged".
+fn null_as_empty<'de, D>(deserializer: D) -> Result<BTreeMap<String, Confidence>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    Ok(Option::deserialize(deserializer)?.unwrap_or_default())
 }
 
 /// The fields the quality gate judges by their own confidence: without them a document
@@ -322,6 +330,20 @@ mod tests {
         assert_eq!(e.invoice_reference.as_deref(), Some("RE-1"));
         let json = serde_json::to_value(&e).unwrap();
         assert_eq!(json["invoice_reference"], "RE-1");
+    }
+
+    #[test]
+    fn a_null_field_confidence_reads_as_none_judged_and_an_unknown_level_is_a_schema_error() {
+        let e: Extraction = serde_json::from_str(
+            r#"{"extraction_successful": true, "confidence": "high", "field_confidence": null}"#,
+        )
+        .unwrap();
+        assert!(e.field_confidence.is_empty());
+
+        let err = serde_json::from_str::<Extraction>(
+            r#"{"extraction_successful": true, "confidence": "high", "field_confidence": {"total": "sure"}}"#,
+        );
+        assert!(err.is_err());
     }
 
     #[test]
