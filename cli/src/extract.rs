@@ -9,7 +9,7 @@ use docflow::llm::{LlmClient, LlmSettings};
 use docflow::ocr::{FileKind, Transcriber};
 use docflow::settings::Env;
 
-pub async fn run(file: &Path, provider: &str, json: bool) -> anyhow::Result<()> {
+pub async fn run(file: &Path, provider: &str, json: bool, show_text: bool) -> anyhow::Result<()> {
     let kind = FileKind::from_path(&file.to_string_lossy()).with_context(|| {
         format!(
             "{}: unsupported file type; use .pdf, .txt, .png or .jpg",
@@ -27,6 +27,9 @@ pub async fn run(file: &Path, provider: &str, json: bool) -> anyhow::Result<()> 
             file.display()
         );
     }
+    if show_text {
+        println!("{}\n---", transcription.text);
+    }
     let extractor = extractor(provider)?;
     let run = extractor
         .extract(&transcription.text)
@@ -40,7 +43,7 @@ pub async fn run(file: &Path, provider: &str, json: bool) -> anyhow::Result<()> 
     Ok(())
 }
 
-fn extractor(provider: &str) -> anyhow::Result<Extractor> {
+pub(crate) fn extractor(provider: &str) -> anyhow::Result<Extractor> {
     if provider == "rules" {
         return Ok(Extractor::Rules);
     }

@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 use sqlx::migrate::MigrateDatabase as _;
 
 mod eval_matching;
+mod eval_extraction;
 mod extract;
 
 #[derive(Parser)]
@@ -33,8 +34,11 @@ enum Command {
         /// Print exactly the extraction JSON (the `structured_data` contract).
         #[arg(long)]
         json: bool,
+        /// Print the transcribed text (what the extractor reads) before the result.
+        #[arg(long)]
+        show_text: bool,
     },
-    /// Evaluate a stage of the pipeline on a labelled set.
+    /// Measure extraction (and matching) on your own labelled documents.
     Eval {
         #[command(subcommand)]
         command: EvalCommand,
@@ -67,6 +71,10 @@ enum EvalCommand {
     /// Run the labelled matching set through the matching function; print edge and
     /// cluster precision/recall.
     Matching(eval_matching::Args),
+    /// Extract every file in DIR that has a `<name>.json` of expected fields beside it,
+    /// and print per-field accuracy, per-document misses, tokens, cost and time: the way
+    /// to choose a provider on your own documents.
+    Extraction(eval_extraction::Args),
 }
 
 #[derive(Subcommand)]
@@ -91,7 +99,11 @@ async fn main() -> anyhow::Result<()> {
             file,
             provider,
             json,
-        } => extract::run(&file, &provider, json).await,
+            show_text,
+        } => extract::run(&file, &provider, json, show_text).await,
+        Command::Eval {
+            command: EvalCommand::Extraction(args),
+        } => eval_extraction::run(args).await,
         Command::Local {
             command:
                 LocalCommand::Up {

@@ -7,7 +7,10 @@
 //! numbers, currency is ISO 4217. An answer that does not deserialize or validate is a
 //! transient error (the next LLM answer may be fine).
 
+pub mod eval;
 pub mod rules;
+
+use std::collections::BTreeMap;
 
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
@@ -64,9 +67,31 @@ pub struct Extraction {
     pub po_reference: Option<String>,
     #[serde(default)]
     pub delivery_note_reference: Option<String>,
+    /// On a credit note: the number of the invoice it corrects (`zu Rechnung Nr.`,
+    /// `Original invoice`, `Facture d'origine`, `Korekta do faktury nr`). Matching links
+    /// the credit note to that invoice through it.
+    #[serde(default)]
+    pub invoice_reference: Option<String>,
     #[serde(default)]
     pub line_items: Vec<LineItem>,
+    /// How sure the provider is of each field it filled, by field name (the rules
+    /// extractor: from the rule that produced the value; an LLM: its own judgement).
+    /// A field without an entry is not judged; see [`Extraction::passes_quality_gate`].
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub field_confidence: BTreeMap<String, Confidence>,
 }
+
+/// `null` where a model leaves the per-field confidence out reads as "none judged".
+fn null_as_empty<'de, D>(deserializer: D) -> Result<BTreeMap<String, Confidence>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    Ok(Option::deserialize(deserializer)?.unwrap_or_default())
+}
+
+/// The fields the quality gate judges by their own confidence: without them a document
+/// cannot be booked or matched.
+pub const GATE_FIELDS: [&str; 4] = ["invoice_number", "invoice_date", "supplier_name", "total"];
 
 /// The fields whose absence is listed in `missing_fields` by the rules extractor and
 /// that the prompt asks the LLM to account for.
@@ -100,26 +125,64 @@ impl Extraction {
         Ok(())
     }
 
-    /// Seed 003's quality gate: successful and confidence not low.
+    /// The quality gate ingestion applies before completing a document (seed 003's,
+    /// sharpened by per-field confidence): the extraction is successful, its overall
+    /// confidence is not `low`, and none of the [`GATE_FIELDS`] that were filled has a
+    /// `low` field confidence (a guessed total or supplier must not be booked unseen).
+    /// Fields without a `field_confidence` entry are not judged, so an answer that
+    /// carries no per-field confidence is gated as before.
     pub fn passes_quality_gate(&self) -> bool {
-        self.extraction_successful && self.confidence != Confidence::Low
+        self.extraction_successful
+            && self.confidence != Confidence::Low
+            && GATE_FIELDS
+                .iter()
+                .all(|field| self.field_confidence_of(field) != Some(Confidence::Low))
+    }
+
+    /// Whether a person should look at the document even though it passed the gate: an
+    /// invoice or credit note lacks a gate field, or any filled field has `low`
+    /// confidence. (Ingestion
+    /// may copy this to `document.needs_human_review`; failing the gate implies it.)
+    pub fn needs_human_review(&self) -> bool {
+        let booked = matches!(
+            self.document_type,
+            Some(DocumentType::Invoice | DocumentType::CreditNote)
+        );
+        let gate_field_missing = booked
+            && self
+                .missing_fields
+                .iter()
+                .any(|f| GATE_FIELDS.contains(&f.as_str()));
+        !self.passes_quality_gate()
+            || gate_field_missing
+            || self
+                .field_confidence
+                .values()
+                .any(|c| *c == Confidence::Low)
+    }
+
+    /// The confidence recorded for `field`, if any.
+    pub fn field_confidence_of(&self, field: &str) -> Option<Confidence> {
+        self.field_confidence.get(field).copied()
     }
 }
 
 /// The instructions sent with every extraction request.
-pub const SYSTEM_PROMPT: &str = r#"You extract structured data from business documents (invoices, credit notes, purchase orders, delivery notes) in German, Dutch or English.
+pub const SYSTEM_PROMPT: &str = r#"You extract structured data from business documents (invoices, credit notes, purchase orders, delivery notes) in any language (German, English, Dutch, French, Polish, Spanish, Italian, ...).
 Answer with ONE JSON object and nothing else, with exactly these keys:
 - "extraction_successful": boolean, false if the text is not a business document or unreadable
 - "confidence": "high" | "medium" | "low", your honest confidence in the extracted values
 - "missing_fields": array of the key names below that you could not find
-- "document_type": "invoice" | "purchase_order" | "delivery_note" | "credit_note" | "other"
+- "document_type": "invoice" | "purchase_order" | "delivery_note" | "credit_note" | "other" (a corrective invoice / "Korekta" / "Avoir" / "Gutschrift" is a credit_note)
 - "invoice_number": the document's own number (invoice, credit note, PO or delivery note number), string or null
 - "invoice_date", "due_date": ISO 8601 dates (YYYY-MM-DD) or null
-- "supplier_name", "supplier_address", "supplier_vat_id", "supplier_iban", "customer_name": strings or null (VAT id and IBAN without spaces)
-- "currency": ISO 4217 code (EUR, USD, GBP, CHF, ...) or null
-- "subtotal", "vat_amount", "total": JSON numbers with a dot as decimal separator, or null
+- "supplier_name", "supplier_address", "supplier_vat_id", "supplier_iban", "customer_name": strings or null. The supplier is the party that issued the document (seller, "Verkäufer", "Vendeur", "Sprzedawca", "Leverancier"), never the customer, a ship-to or attention line; the name without a label prefix. VAT id and IBAN without spaces.
+- "currency": ISO 4217 code (EUR, USD, GBP, CHF, PLN, INR, ...) or null
+- "subtotal" (net, before VAT), "vat_amount", "total" (gross, amount payable): JSON numbers with a dot as decimal separator, signed as printed (a credit note printed with minus signs gives negative amounts), or null
 - "po_reference", "delivery_note_reference": referenced purchase order / delivery note numbers, or null
+- "invoice_reference": on a credit note, the number of the invoice it corrects, else null
 - "line_items": array of {"description": string, "quantity": number|null, "unit_price": number|null, "amount": number|null}
+- "field_confidence": object mapping each key you filled (e.g. "total", "supplier_name") to "high" | "medium" | "low"
 Never invent values: use null and list the key in missing_fields."#;
 
 /// One extraction and what it cost.
@@ -216,6 +279,85 @@ mod tests {
                 .unwrap();
         assert!(!low.passes_quality_gate());
         assert!(!failed.passes_quality_gate());
+    }
+
+    #[test]
+    fn a_low_confidence_gate_field_fails_the_gate_and_other_fields_only_ask_for_review() {
+        let mut e: Extraction = serde_json::from_str(
+            r#"{"extraction_successful": true, "confidence": "high", "document_type": "invoice",
+                "field_confidence": {"total": "high", "customer_name": "low"}}"#,
+        )
+        .unwrap();
+        assert!(e.passes_quality_gate());
+        assert!(
+            e.needs_human_review(),
+            "a low customer name is worth a look"
+        );
+
+        e.field_confidence.insert("total".into(), Confidence::Low);
+
+        assert!(!e.passes_quality_gate());
+        assert!(e.needs_human_review());
+    }
+
+    #[test]
+    fn an_invoice_without_a_total_needs_review_and_a_delivery_note_does_not() {
+        let invoice: Extraction = serde_json::from_str(
+            r#"{"extraction_successful": true, "confidence": "medium", "document_type": "invoice",
+                "missing_fields": ["total"]}"#,
+        )
+        .unwrap();
+        let delivery_note: Extraction = serde_json::from_str(
+            r#"{"extraction_successful": true, "confidence": "high", "document_type": "delivery_note",
+                "missing_fields": ["total", "currency"]}"#,
+        )
+        .unwrap();
+
+        assert!(invoice.passes_quality_gate());
+        assert!(invoice.needs_human_review());
+        assert!(!delivery_note.needs_human_review());
+    }
+
+    #[test]
+    fn an_answer_without_field_confidence_is_gated_as_before() {
+        let e: Extraction = serde_json::from_str(
+            r#"{"extraction_successful": true, "confidence": "medium", "invoice_reference": "RE-1"}"#,
+        )
+        .unwrap();
+
+        assert!(e.field_confidence.is_empty());
+        assert!(e.passes_quality_gate());
+        assert_eq!(e.invoice_reference.as_deref(), Some("RE-1"));
+        let json = serde_json::to_value(&e).unwrap();
+        assert_eq!(json["invoice_reference"], "RE-1");
+    }
+
+    #[test]
+    fn a_null_field_confidence_reads_as_none_judged_and_an_unknown_level_is_a_schema_error() {
+        let e: Extraction = serde_json::from_str(
+            r#"{"extraction_successful": true, "confidence": "high", "field_confidence": null}"#,
+        )
+        .unwrap();
+        assert!(e.field_confidence.is_empty());
+
+        let err = serde_json::from_str::<Extraction>(
+            r#"{"extraction_successful": true, "confidence": "high", "field_confidence": {"total": "sure"}}"#,
+        );
+        assert!(err.is_err());
+    }
+
+    #[test]
+    fn the_prompt_asks_for_every_field_of_the_contract() {
+        let e: Extraction =
+            serde_json::from_str(r#"{"extraction_successful": true, "confidence": "high"}"#)
+                .unwrap();
+        let json = serde_json::to_value(&e).unwrap();
+        for key in json.as_object().unwrap().keys() {
+            assert!(
+                SYSTEM_PROMPT.contains(&format!("\"{key}\"")),
+                "the prompt does not name {key}"
+            );
+        }
     }
 
     #[test]

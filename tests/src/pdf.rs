@@ -1,12 +1,43 @@
 //! A minimal PDF writer for test fixtures: one page per slice of lines (a tab separates
-//! table cells, each placed at its own position), Helvetica,
+//! table cells, each placed at its own position), or pages drawn as monospaced text
+//! ([`layout_pdf`]), Helvetica,
 //! WinAnsi encoding (so German and Dutch text and € survive), a real text layer that
 //! PDF text extraction reads back.
 
 /// Builds a text PDF with one page per element of `pages`.
 pub fn text_pdf(pages: &[&[&str]]) -> Vec<u8> {
-    let page_count = pages.len();
-    // Objects: 1 catalog, 2 pages, 3 font, then per page: page object, content stream.
+    let streams: Vec<Vec<u8>> = pages
+        .iter()
+        .map(|lines| {
+            // Each line is its own text object; tab-separated cells are placed at their own
+            // x position, as layout programs do for table columns, so text extraction has
+            // to work out the spacing itself.
+            let mut stream = Vec::new();
+            for (row, line) in lines.iter().enumerate() {
+                let y = 800 - 14 * row;
+                for (col, cell) in line.split('\t').enumerate() {
+                    if cell.is_empty() {
+                        continue;
+                    }
+                    let x = 50 + column_x(line, col);
+                    stream.extend(format!("BT /F1 10 Tf {x} {y} Td (").into_bytes());
+                    stream.extend(win_ansi(cell));
+                    stream.extend(b") Tj ET\n");
+                }
+            }
+            stream
+        })
+        .collect();
+    pdf_of_streams(&streams)
+}
+
+/// A PDF with one page per content stream; fonts `/F1` Helvetica and `/F2`
+/// Helvetica-Bold, WinAnsi encoded.
+fn pdf_of_streams(streams: &[Vec<u8>]) -> Vec<u8> {
+    let page_count = streams.len();
+    // Objects: 1 catalog, 2 pages, 3 font, then per page: page object, content stream;
+    // the bold font last.
+    let bold_id = 4 + 2 * page_count;
     let mut objects: Vec<Vec<u8>> = Vec::new();
     objects.push(b"<< /Type /Catalog /Pages 2 0 R >>".to_vec());
     let kids: Vec<String> = (0..page_count)
@@ -23,36 +54,24 @@ pub fn text_pdf(pages: &[&[&str]]) -> Vec<u8> {
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"
             .to_vec(),
     );
-    for (i, lines) in pages.iter().enumerate() {
+    for (i, stream) in streams.iter().enumerate() {
         let content_id = 5 + 2 * i;
         objects.push(
             format!(
                 "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents {content_id} 0 R \
-                 /Resources << /Font << /F1 3 0 R >> >> >>"
+                 /Resources << /Font << /F1 3 0 R /F2 {bold_id} 0 R >> >> >>"
             )
             .into_bytes(),
         );
-        // Each line is its own text object; tab-separated cells are placed at their own x
-        // position, as layout programs do for table columns, so text extraction has to
-        // work out the spacing itself.
-        let mut stream = Vec::new();
-        for (row, line) in lines.iter().enumerate() {
-            let y = 800 - 14 * row;
-            for (col, cell) in line.split('\t').enumerate() {
-                if cell.is_empty() {
-                    continue;
-                }
-                let x = 50 + column_x(line, col);
-                stream.extend(format!("BT /F1 10 Tf {x} {y} Td (").into_bytes());
-                stream.extend(win_ansi(cell));
-                stream.extend(b") Tj ET\n");
-            }
-        }
         let mut object = format!("<< /Length {} >>\nstream\n", stream.len()).into_bytes();
         object.extend(stream);
         object.extend(b"\nendstream");
         objects.push(object);
     }
+    objects.push(
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica-Bold /Encoding /WinAnsiEncoding >>"
+            .to_vec(),
+    );
 
     let mut pdf = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n".to_vec();
     let mut offsets = Vec::new();
@@ -75,6 +94,96 @@ pub fn text_pdf(pages: &[&[&str]]) -> Vec<u8> {
         .into_bytes(),
     );
     pdf
+}
+
+/// Builds a PDF from a page drawn as monospaced text, the way the invoice fixtures are
+/// written (`tests/fixtures/invoices/src/*.layout`):
+///
+/// - each run of text separated from the next by two or more spaces is placed on its
+///   own at the x position of its column (4.9 points per column from a 40 point margin,
+///   9 pt Helvetica), so right-aligned amounts stay right-aligned and text extraction
+///   must find the gaps itself, as with a real PDF; a run is pushed right when the
+///   proportional text before it would overlap it;
+/// - a line starting with `^` is a heading in 13 pt Helvetica-Bold;
+/// - a line holding only `\f` (form feed) or `=== page ===` starts a new page.
+pub fn layout_pdf(source: &str) -> Vec<u8> {
+    const MARGIN: f64 = 40.0;
+    const COLUMN: f64 = 4.9;
+    const TOP: f64 = 800.0;
+    let mut streams = Vec::new();
+    let mut stream = Vec::new();
+    let mut y = TOP;
+    for raw in source.lines() {
+        let raw = raw.trim_end();
+        if raw == "\u{c}" || raw == "=== page ===" {
+            streams.push(std::mem::take(&mut stream));
+            y = TOP;
+            continue;
+        }
+        let (line, size, font) = match raw.strip_prefix('^') {
+            Some(rest) => (rest, 13.0, "F2"),
+            None => (raw, 9.0, "F1"),
+        };
+        let mut min_x = 0.0_f64;
+        for (col, text) in runs(line) {
+            let x = (MARGIN + col as f64 * COLUMN).max(min_x);
+            stream.extend(format!("BT /{font} {size} Tf {x:.1} {y:.1} Td (").into_bytes());
+            stream.extend(win_ansi(text));
+            stream.extend(b") Tj ET\n");
+            let bold = if font == "F2" { 1.06 } else { 1.0 };
+            min_x = x + helvetica_width(text) * size / 1000.0 * bold + 1.6 * size;
+        }
+        y -= if size > 9.0 { 18.0 } else { 11.5 };
+    }
+    streams.push(stream);
+    pdf_of_streams(&streams)
+}
+
+/// The runs of a drawn line with their starting columns: text separated by two or more
+/// spaces.
+fn runs(line: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let chars: Vec<(usize, char)> = line.char_indices().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i].1 == ' ' {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let mut end = i;
+        while end < chars.len() {
+            if chars[end].1 == ' ' && chars.get(end + 1).is_none_or(|c| c.1 == ' ') {
+                break;
+            }
+            end += 1;
+        }
+        let from = chars[start].0;
+        let to = chars.get(end).map_or(line.len(), |c| c.0);
+        out.push((start, &line[from..to]));
+        i = end;
+    }
+    out
+}
+
+/// The advance width of `text` in Helvetica, in thousandths of the font size (the
+/// standard AFM metrics; accented letters as their base letter).
+fn helvetica_width(text: &str) -> f64 {
+    const ASCII: [u16; 95] = [
+        278, 278, 355, 556, 556, 889, 667, 191, 333, 333, 389, 584, 278, 333, 278, 278, 556, 556,
+        556, 556, 556, 556, 556, 556, 556, 556, 278, 278, 584, 584, 584, 556, 1015, 667, 667, 722,
+        722, 667, 611, 778, 722, 278, 500, 667, 556, 833, 722, 778, 667, 778, 722, 667, 611, 722,
+        667, 944, 667, 667, 611, 278, 278, 278, 469, 556, 333, 556, 556, 500, 556, 556, 278, 556,
+        556, 222, 222, 500, 222, 833, 556, 556, 556, 556, 333, 500, 278, 556, 500, 722, 500, 500,
+        500, 334, 260, 334, 584,
+    ];
+    text.chars()
+        .map(|c| match c {
+            ' '..='~' => f64::from(ASCII[c as usize - 32]),
+            _ if c.is_uppercase() => 722.0,
+            _ => 556.0,
+        })
+        .sum()
 }
 
 /// The x offset of cell `col`: cells start every 120 points, or further right when the

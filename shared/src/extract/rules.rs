@@ -61,14 +61,18 @@ pub fn extract(text: &str) -> Extraction {
     let has_amounts = totals.total.is_some()
         || totals.subtotal.is_some()
         || items.items.iter().any(|i| i.amount.is_some());
-    let currency = totals::currency(&doc).or_else(|| totals::default_currency(&doc, has_amounts));
+    let printed_currency = totals::currency(&doc);
+    let currency_printed = printed_currency.is_some();
+    let currency = printed_currency.or_else(|| totals::default_currency(&doc, has_amounts));
     let month_first = is_american(&doc, currency.as_deref());
-    let invoice_number = labels::own_number(&doc, kind);
-    let invoice_date = labels::document_date(&doc, kind, month_first);
-    let due_date = labels::due_date(&doc, invoice_date, month_first)
-        .filter(|due| invoice_date.is_none_or(|issued| *due >= issued));
+    let number = labels::own_number(&doc, kind);
+    let date = labels::document_date(&doc, kind, month_first);
+    let invoice_date = date.map(|d| d.0);
+    let labelled_due = labels::due_date(&doc, invoice_date, month_first)
+        .filter(|due| invoice_date.is_none_or(|issued| due.0 >= issued));
     let parties = parties::parties(&doc, kind);
     let (supplier_vat_id, supplier_iban) = supplier_ids(&doc, kind, &parties);
+    let invoice_number = number.as_ref().map(|n| n.0.clone());
     let po_reference = match kind {
         DocumentType::PurchaseOrder => invoice_number.clone(),
         _ => labels::po_reference(&doc),
@@ -78,6 +82,11 @@ pub fn extract(text: &str) -> Extraction {
         DocumentType::PurchaseOrder => None,
         _ => labels::delivery_note_reference(&doc),
     };
+    let invoice_reference = match kind {
+        DocumentType::CreditNote => labels::invoice_reference(&doc)
+            .filter(|r| invoice_number.as_deref().is_none_or(|own| own != r)),
+        _ => None,
+    };
 
     let mut extraction = Extraction {
         extraction_successful: false,
@@ -86,7 +95,7 @@ pub fn extract(text: &str) -> Extraction {
         document_type: Some(kind),
         invoice_number,
         invoice_date,
-        due_date,
+        due_date: labelled_due.map(|d| d.0),
         supplier_name: parties.supplier.clone(),
         supplier_address: parties.supplier_address.clone(),
         supplier_vat_id,
@@ -98,7 +107,9 @@ pub fn extract(text: &str) -> Extraction {
         total: totals.total,
         po_reference,
         delivery_note_reference,
+        invoice_reference,
         line_items: items.items.clone(),
+        field_confidence: Default::default(),
     };
     extraction.missing_fields = missing_fields(&extraction, kind);
     let items_add_up = {
@@ -140,6 +151,104 @@ pub fn extract(text: &str) -> Extraction {
     } else {
         Confidence::Low
     };
+    let money = if totals.agree {
+        Confidence::High
+    } else if contradicted {
+        Confidence::Low
+    } else {
+        Confidence::Medium
+    };
+    let of = |evidence: labels::Evidence| match evidence {
+        labels::Evidence::Labelled => Confidence::High,
+        labels::Evidence::Inferred => Confidence::Medium,
+        labels::Evidence::Weak => Confidence::Low,
+    };
+    let supplier = match parties.supplier_source {
+        parties::SupplierSource::Labelled => Confidence::High,
+        parties::SupplierSource::LegalForm => Confidence::High,
+        parties::SupplierSource::Letterhead | parties::SupplierSource::None => Confidence::Medium,
+    };
+    let e = &extraction;
+    let judged: [(&str, bool, Confidence); 17] = [
+        (
+            "document_type",
+            true,
+            if kind == DocumentType::Other {
+                Confidence::Low
+            } else {
+                Confidence::High
+            },
+        ),
+        (
+            "invoice_number",
+            e.invoice_number.is_some(),
+            number.map_or(Confidence::Low, |n| of(n.1)),
+        ),
+        (
+            "invoice_date",
+            e.invoice_date.is_some(),
+            date.map_or(Confidence::Low, |d| of(d.1)),
+        ),
+        (
+            "due_date",
+            e.due_date.is_some(),
+            labelled_due.map_or(Confidence::Low, |d| of(d.1)),
+        ),
+        ("supplier_name", e.supplier_name.is_some(), supplier),
+        (
+            "supplier_address",
+            e.supplier_address.is_some(),
+            Confidence::Medium,
+        ),
+        (
+            "supplier_vat_id",
+            e.supplier_vat_id.is_some(),
+            Confidence::High,
+        ),
+        ("supplier_iban", e.supplier_iban.is_some(), Confidence::High),
+        (
+            "customer_name",
+            e.customer_name.is_some(),
+            Confidence::Medium,
+        ),
+        (
+            "currency",
+            e.currency.is_some(),
+            if currency_printed {
+                Confidence::High
+            } else {
+                Confidence::Medium
+            },
+        ),
+        ("subtotal", e.subtotal.is_some(), money),
+        ("vat_amount", e.vat_amount.is_some(), money),
+        ("total", e.total.is_some(), money),
+        ("po_reference", e.po_reference.is_some(), Confidence::High),
+        (
+            "delivery_note_reference",
+            e.delivery_note_reference.is_some(),
+            Confidence::High,
+        ),
+        (
+            "invoice_reference",
+            e.invoice_reference.is_some(),
+            Confidence::High,
+        ),
+        (
+            "line_items",
+            !e.line_items.is_empty(),
+            if items.consistent {
+                Confidence::High
+            } else {
+                Confidence::Medium
+            },
+        ),
+    ];
+    extraction.field_confidence = judged
+        .into_iter()
+        .filter(|(_, filled, _)| *filled)
+        .map(|(field, _, confidence)| (field.to_owned(), confidence))
+        .collect();
     extraction
 }
 
@@ -195,7 +304,7 @@ fn supplier_ids(
     parties: &Parties,
 ) -> (Option<String>, Option<String>) {
     static CUSTOMER_MARK: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)\b(?:ihre?|your|uw|kunden?|customer|client|klant|käufer|buyer|empfänger|recipient|afnemer|bill\s*to)\b")
+        Regex::new(r"(?i)\b(?:ihre?|your|uw|kunden?|customer|client|cliente|klant|käufer|buyer|empfänger|recipient|afnemer|bill\s*to|nabywca|odbiorca|acheteur|destinatario|destinataire)\b")
             .unwrap()
     });
     let is_customers = |i: usize, pos: usize| {
@@ -217,7 +326,7 @@ fn supplier_ids(
             && doc.lines[i - 1].cell_near(col, 10).is_some_and(|c| {
                 CUSTOMER_MARK.is_match(&c.text) && !c.text.chars().any(|c| c.is_ascii_digit())
             });
-        let in_block = parties.recipient_block.is_some_and(|b| b.contains(i, col));
+        let in_block = parties.recipient_blocks.iter().any(|b| b.contains(i, col));
         let marked = CUSTOMER_MARK.is_match(&before) || label_above;
         if kind == DocumentType::PurchaseOrder {
             !in_block
@@ -231,8 +340,24 @@ fn supplier_ids(
             .find(|(pos, _)| !is_customers(i, *pos))
             .map(|(_, id)| id)
     });
+    // An IBAN may be printed without its `PL` (a Polish NRB) or broken across two lines.
     let iban = doc.lines.iter().enumerate().find_map(|(i, l)| {
-        ids::ibans_in(&l.text)
+        let mut found = ids::ibans_in(&l.text);
+        if found.is_empty()
+            && let Some(nrb) = ids::nrb_in(&l.text)
+        {
+            found.push(nrb);
+        }
+        if found.is_empty()
+            && let Some(next) = doc.lines.get(i + 1)
+        {
+            let joined = format!("{} {}", l.text, next.text.trim_start());
+            found = ids::ibans_in(&joined)
+                .into_iter()
+                .filter(|(pos, _)| *pos < l.text.len())
+                .collect();
+        }
+        found
             .into_iter()
             .find(|(pos, _)| !is_customers(i, *pos))
             .map(|(_, iban)| iban)
@@ -265,6 +390,66 @@ mod tests {
         assert!(!extraction.passes_quality_gate());
         assert_eq!(extraction.total, None);
         assert!(extraction.validate().is_ok());
+    }
+
+    #[test]
+    fn a_credit_note_names_the_invoice_it_corrects_and_an_invoice_does_not() {
+        let credit = extract(
+            "ACME GmbH\nGutschrift Nr. GS-7\nzu Rechnung Nr. RE-1001 vom 01.04.2024\nGesamtbetrag -119,00 EUR\n",
+        );
+        let invoice = extract(
+            "ACME GmbH\nRechnung Nr. RE-1002\nzu Ihrer Bestellung 4711\nGesamtbetrag 119,00 EUR\n",
+        );
+
+        assert_eq!(credit.document_type, Some(DocumentType::CreditNote));
+        assert_eq!(credit.invoice_number.as_deref(), Some("GS-7"));
+        assert_eq!(credit.invoice_reference.as_deref(), Some("RE-1001"));
+        assert_eq!(invoice.invoice_reference, None);
+    }
+
+    #[test]
+    fn field_confidence_follows_the_rule_that_found_the_value() {
+        let labelled = extract(
+            "ACME GmbH\nRechnung\nRechnungsnummer: RE-1\nRechnungsdatum: 07.05.2024\nNetto 100,00 EUR\nMwSt 19 % 19,00 EUR\nBrutto 119,00 EUR\n",
+        );
+        let guessed = extract("Nr.: 4711\nBerlin, 07.05.2024\nSumme 119,00\n");
+
+        let c = |e: &Extraction, f: &str| e.field_confidence_of(f);
+        assert_eq!(c(&labelled, "invoice_number"), Some(Confidence::High));
+        assert_eq!(c(&labelled, "invoice_date"), Some(Confidence::High));
+        assert_eq!(c(&labelled, "total"), Some(Confidence::High));
+        assert_eq!(c(&labelled, "currency"), Some(Confidence::High));
+        assert_eq!(c(&guessed, "invoice_number"), Some(Confidence::Low));
+        assert_eq!(c(&guessed, "invoice_date"), Some(Confidence::Medium));
+        assert_eq!(c(&guessed, "total"), Some(Confidence::Medium));
+        assert_eq!(
+            c(&guessed, "supplier_name"),
+            None,
+            "nothing found, nothing judged"
+        );
+        assert!(!guessed.passes_quality_gate());
+    }
+
+    #[test]
+    fn an_iban_broken_across_two_lines_and_a_bill_to_beside_a_deliver_to_are_read() {
+        let text = "Brightwater Utilities Ltd\nRiverside House, 2 Water Lane\nNorwich NR3 1AB\n\n\
+                    INVOICE\nInvoice No: BW-55012\n\n\
+                    Deliver to:                              Invoice to:\n\
+                    Site Office                              Anglia Homes Ltd\n\
+                    Plot 4, Mill Road                        18 King Street\n\n\
+                    Net 30 days\n\
+                    Net          1,250.00\nVAT 20%        250.00\nTotal        1,500.00\n\n\
+                    Please pay to IBAN GB29 NWBK 6016\n1331 9268 19\n";
+
+        let e = extract(text);
+
+        assert_eq!(e.supplier_iban.as_deref(), Some("GB29NWBK60161331926819"));
+        assert_eq!(e.customer_name.as_deref(), Some("Anglia Homes Ltd"));
+        assert_eq!(
+            (e.subtotal, e.vat_amount, e.total),
+            (Some(1250.0), Some(250.0), Some(1500.0))
+        );
+        assert_eq!(e.field_confidence_of("total"), Some(Confidence::High));
     }
 
     #[test]

@@ -54,8 +54,9 @@ pub(crate) fn parse_amount(s: &str) -> Option<f64> {
 }
 
 fn strip_currency(s: &str) -> &str {
-    const CURRENCIES: [&str; 13] = [
-        "US$", "SFr.", "Fr.", "EUR", "USD", "GBP", "CHF", "CAD", "AUD", "€", "$", "£", "¥",
+    const CURRENCIES: [&str; 19] = [
+        "US$", "SFr.", "Fr.", "EUR", "USD", "GBP", "CHF", "CAD", "AUD", "INR", "PLN", "Rs.", "Rs",
+        "zł", "€", "$", "£", "¥", "₹",
     ];
     for c in CURRENCIES {
         if let Some(rest) = s.strip_prefix(c) {
@@ -108,7 +109,9 @@ pub(crate) fn parse_core(s: &str) -> Option<(f64, usize)> {
     Some((value, frac.len()))
 }
 
-/// The digits of an integer part whose groups (if any) are separated consistently.
+/// The digits of an integer part whose groups (if any) are separated consistently:
+/// thousands (`1.234.567`) or the Indian lakh and crore grouping (`1,72,280`: the last
+/// group of three, the ones before it of two).
 fn integer_digits(int_part: &str) -> Option<String> {
     let seps: Vec<char> = int_part.chars().filter(|c| !c.is_ascii_digit()).collect();
     if seps.is_empty() {
@@ -119,10 +122,14 @@ fn integer_digits(int_part: &str) -> Option<String> {
     }
     let groups: Vec<&str> = int_part.split(seps[0]).collect();
     let first_ok = (1..=3).contains(&groups[0].len());
-    if !first_ok || groups[1..].iter().any(|g| g.len() != 3) {
-        return None;
-    }
-    Some(groups.concat())
+    let thousands = first_ok && groups[1..].iter().all(|g| g.len() == 3);
+    let n = groups.len();
+    let indian = seps[0] == ','
+        && n >= 3
+        && (1..=2).contains(&groups[0].len())
+        && groups[1..n - 1].iter().all(|g| g.len() == 2)
+        && groups[n - 1].len() == 3;
+    (thousands || indian).then(|| groups.concat())
 }
 
 /// Every number in `line` that stands on its own: not part of a word, an id
@@ -268,6 +275,11 @@ mod tests {
             ("1.234.567,89", 1_234_567.89),
             ("1,234,567.89", 1_234_567.89),
             ("119", 119.0),
+            ("1,72,280.00", 172_280.0),
+            ("₹ 1,10,330.00", 110_330.0),
+            ("Rs. 18,450.00", 18_450.0),
+            ("2 207,85 zł", 2207.85),
+            ("12,34,56,789.00", 123_456_789.0),
         ];
         for (text, expected) in cases {
             assert_eq!(parse_amount(text), Some(expected), "{text}");

@@ -1,6 +1,7 @@
 //! Dates as invoices print them: `07.05.2014`, `7.5.14`, `07/05/2014`, `07-05-2014`,
 //! `2014-05-07`, `19 april 2014`, `19. April 2014`, `3. März 2014`, `19-Apr-2014`,
-//! `April 19, 2014`, `19th April 2014` — German, Dutch and English month names.
+//! `April 19, 2014`, `19th April 2014`, `10 de julio de 2024` — month names in German,
+//! Dutch, English, French, Polish, Spanish and Italian.
 //!
 //! Numeric dates are day-first (as in German, Dutch and British texts) unless the
 //! caller says the text is American: then `05/07/2014` is May 7th. Either way a first
@@ -29,12 +30,12 @@ static NUMERIC: LazyLock<Regex> = LazyLock::new(|| {
 });
 static DAY_MONTH: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b(\d{1,2})(?:st|nd|rd|th|e)?\.?[\s\-/]*(?:of\s+)?(\p{L}{3,10})\.?[\s\-/,]*(\d{4})\b",
+        r"(?i)\b(\d{1,2})(?:st|nd|rd|th|e|er|º|°)?\.?[\s\-/]*(?:(?:of|de|di)\s+)?(\p{L}{3,12})\.?[\s\-/,]*(?:de\s+|del\s+)?(\d{4})\b",
     )
     .unwrap()
 });
 static MONTH_DAY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(\p{L}{3,10})\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\b").unwrap()
+    Regex::new(r"(?i)\b(\p{L}{3,12})\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\b").unwrap()
 });
 
 /// Every date in `line`, in order. `month_first` is the reading of ambiguous numeric
@@ -123,22 +124,33 @@ fn ymd(year: u32, month: u32, day: u32) -> Option<NaiveDate> {
     NaiveDate::from_ymd_opt(i32::try_from(year).ok()?, month, day)
 }
 
-/// The month of a German, Dutch or English month name or abbreviation.
+/// The month of a month name or abbreviation in German, Dutch, English, French,
+/// Polish (nominative and genitive), Spanish or Italian.
 pub(crate) fn month_number(word: &str) -> Option<u32> {
     let w = word.trim_end_matches('.').to_lowercase();
     let month = match w.as_str() {
-        "jan" | "january" | "januar" | "januari" | "jänner" | "janner" => 1,
-        "feb" | "febr" | "february" | "februar" | "februari" => 2,
-        "mar" | "march" | "märz" | "maerz" | "marz" | "mär" | "mrz" | "maart" | "mrt" => 3,
-        "apr" | "april" => 4,
-        "may" | "mai" | "mei" => 5,
-        "jun" | "june" | "juni" => 6,
-        "jul" | "july" | "juli" => 7,
-        "aug" | "august" | "augustus" => 8,
-        "sep" | "sept" | "september" => 9,
-        "oct" | "october" | "okt" | "oktober" => 10,
-        "nov" | "november" => 11,
-        "dec" | "december" | "dez" | "dezember" => 12,
+        "jan" | "january" | "januar" | "januari" | "jänner" | "janner" | "janv" | "janvier"
+        | "styczeń" | "stycznia" | "sty" | "enero" | "ene" | "gennaio" | "gen" => 1,
+        "feb" | "febr" | "february" | "februar" | "februari" | "févr" | "fév" | "février"
+        | "fevrier" | "luty" | "lutego" | "lut" | "febrero" | "febbraio" => 2,
+        "mar" | "march" | "märz" | "maerz" | "marz" | "mär" | "mrz" | "maart" | "mrt" | "mars"
+        | "marzec" | "marca" | "marzo" => 3,
+        "apr" | "april" | "avr" | "avril" | "kwiecień" | "kwietnia" | "kwi" | "abril" | "abr"
+        | "aprile" => 4,
+        "may" | "mai" | "mei" | "maj" | "maja" | "mayo" | "maggio" | "mag" => 5,
+        "jun" | "june" | "juni" | "juin" | "czerwiec" | "czerwca" | "cze" | "junio" | "giugno"
+        | "giu" => 6,
+        "jul" | "july" | "juli" | "juil" | "juillet" | "lipiec" | "lipca" | "lip" | "julio"
+        | "luglio" | "lug" => 7,
+        "aug" | "august" | "augustus" | "août" | "aout" | "sierpień" | "sierpnia" | "sie"
+        | "agosto" | "ago" => 8,
+        "sep" | "sept" | "september" | "septembre" | "wrzesień" | "września" | "wrz"
+        | "septiembre" | "setiembre" | "settembre" | "set" => 9,
+        "oct" | "october" | "okt" | "oktober" | "octobre" | "październik" | "października"
+        | "paź" | "octubre" | "ottobre" | "ott" => 10,
+        "nov" | "november" | "novembre" | "listopad" | "listopada" | "lis" | "noviembre" => 11,
+        "dec" | "december" | "dez" | "dezember" | "déc" | "décembre" | "decembre" | "grudzień"
+        | "grudnia" | "gru" | "diciembre" | "dic" | "dicembre" => 12,
         _ => return None,
     };
     Some(month)
@@ -172,6 +184,13 @@ mod tests {
             ("3. Maerz 2014", d(2014, 3, 3)),
             ("1 okt. 2014", d(2014, 10, 1)),
             ("Dec 1st, 2014", d(2014, 12, 1)),
+            ("12 mars 2024", d(2024, 3, 12)),
+            ("1er février 2024", d(2024, 2, 1)),
+            ("5 kwietnia 2024 r.", d(2024, 4, 5)),
+            ("15 października 2024", d(2024, 10, 15)),
+            ("10 de julio de 2024", d(2024, 7, 10)),
+            ("14 giugno 2024", d(2024, 6, 14)),
+            ("15. Jänner 2024", d(2024, 1, 15)),
         ];
         for (text, expected) in cases {
             assert_eq!(parse_date(text, false), Some(expected), "{text}");

@@ -1,6 +1,8 @@
 //! Bank and tax identifiers: IBANs (checked with ISO 13616 mod-97, so a number that
-//! merely looks like one is never reported) and EU/UK/Swiss VAT ids, both tolerant of
-//! the spaces and dots they are printed with and returned without them.
+//! merely looks like one is never reported, including Polish account numbers printed
+//! without their `PL`) and VAT ids (EU, UK, Swiss, Indian GSTIN, and labelled national
+//! numbers), tolerant of the spaces, dots and dashes they are printed with and returned
+//! without them.
 
 use std::sync::LazyLock;
 
@@ -82,40 +84,86 @@ pub(crate) fn ibans_in(line: &str) -> Vec<(usize, String)> {
 }
 
 /// VAT ids in `line` with their byte offsets, normalised (`DE 123 456 789` →
-/// `DE123456789`, `CHE-123.456.789` → `CHE123456789`).
+/// `DE123456789`, `CHE-123.456.789` → `CHE123456789`): EU, UK and Swiss VAT ids with
+/// their country prefix, Indian GSTINs, and national tax numbers that need their label
+/// to be told from any other number (Polish `NIP`, Spanish `CIF`/`NIF`, Italian
+/// `P.IVA`), returned as printed (with a country prefix only when one is printed).
 pub(crate) fn vat_ids_in(line: &str) -> Vec<(usize, String)> {
     static VAT: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(
             r"(?x)\b(?:
-                AT\ ?U\ ?\d{8}
+                AT\ ?U\ ?\d{4}\ ?\d{4}
               | BE\ ?[01]\d{3}[\ .]?\d{3}[\ .]?\d{3}
               | DE\ ?\d{3}\ ?\d{3}\ ?\d{3}
               | NL\ ?\d{4}[\ .]?\d{2}[\ .]?\d{3}[\ .]?B[\ .]?\d{2}
+              | NL\ ?\d{9}\ ?B\ ?\d{2}
               | GB\ ?\d{3}\ ?\d{4}\ ?\d{2}(?:\ ?\d{3})?
               | FR\ ?[0-9A-HJ-NP-Z]{2}\ ?\d{3}\ ?\d{3}\ ?\d{3}
               | LU\ ?\d{8}
               | DK\ ?\d{2}\ ?\d{2}\ ?\d{2}\ ?\d{2}
               | IT\ ?\d{11}
               | ES\ ?[0-9A-Z]\d{7}[0-9A-Z]
+              | PL\ ?\d{3}[-\ ]?\d{3}[-\ ]?\d{2}[-\ ]?\d{2}
               | PL\ ?\d{10}
               | SE\ ?\d{12}
               | IE\ ?\d{7}[A-W][A-I]?
               | PT\ ?\d{9}
+              | CZ\ ?\d{8,10}
               | CHE[-\ ]?\d{3}\.?\d{3}\.?\d{3}
+              | \d{2}[A-Z]{5}\d{4}[A-Z][1-9A-Z]Z[0-9A-Z]
             )\b",
         )
         .unwrap()
     });
-    VAT.find_iter(line)
-        .map(|m| {
-            let id: String = m
-                .as_str()
-                .chars()
-                .filter(|c| c.is_ascii_alphanumeric())
-                .collect();
-            (m.start(), id)
-        })
-        .collect()
+    // National numbers after their label: NIP 679-308-12-55, NIP: 947-19-88-123,
+    // CIF B25123456, NIF: A25998877, P.IVA 03187650366.
+    static LABELLED: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?ix)\b(?:
+                NIP\b\s*:?\s*(?P<nip>\d{3}-\d{3}-\d{2}-\d{2}|\d{3}-\d{2}-\d{2}-\d{3}|\d{10})
+              | (?:C\.?I\.?F|N\.?I\.?F)\.?\s*:?\s*(?P<es>[A-HJ-NP-SUVW]\d{7}[0-9A-J]|\d{8}[A-Z])
+              | (?:P\.?\s?IVA|Partita\s+IVA)(?:\s+e\s+C\.?F\.?)?\s*:?\s*(?P<it>\d{11})
+            )\b",
+        )
+        .unwrap()
+    });
+    let compact = |s: &str| -> String { s.chars().filter(|c| c.is_ascii_alphanumeric()).collect() };
+    let mut out: Vec<(usize, String)> = VAT
+        .find_iter(line)
+        .map(|m| (m.start(), compact(m.as_str())))
+        .collect();
+    for c in LABELLED.captures_iter(line) {
+        let Some(m) = c.name("nip").or(c.name("es")).or(c.name("it")) else {
+            continue;
+        };
+        if !out
+            .iter()
+            .any(|(pos, _)| *pos <= m.start() && m.start() < pos + 16)
+        {
+            out.push((m.start(), compact(m.as_str())));
+        }
+    }
+    out.sort_by_key(|(pos, _)| *pos);
+    out
+}
+
+/// A Polish account number (NRB, 26 digits) after its label (`Nr konta`, `Numer
+/// rachunku`, `Konto`), as the PL IBAN it is, with its byte offset; checked like any
+/// IBAN.
+pub(crate) fn nrb_in(line: &str) -> Option<(usize, String)> {
+    static NRB: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)\b(?:konta|konto|rachunku|rachunek)\b[^0-9]{0,20}(\d{2}(?:\s?\d{4}){6})\b")
+            .unwrap()
+    });
+    let c = NRB.captures(line)?;
+    let m = c.get(1)?;
+    let iban: String = std::iter::once("PL")
+        .chain(std::iter::once(m.as_str()))
+        .collect::<String>()
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    iban_is_valid(&iban).then(|| (m.start(), iban))
 }
 
 #[cfg(test)]
@@ -172,12 +220,29 @@ mod tests {
             ("TVA BE 0123.456.789", "BE0123456789"),
             ("MWST CHE-123.456.789", "CHE123456789"),
             ("TVA FR 12 345 678 901", "FR12345678901"),
+            ("UID: ATU 6512 3478", "ATU65123478"),
+            ("NIP: 679-308-12-55", "6793081255"),
+            ("NIP: 947-19-88-123", "9471988123"),
+            ("NIP PL 725-100-20-34", "PL7251002034"),
+            ("CIF: B25123456", "B25123456"),
+            ("P.IVA e C.F. 03187650366", "03187650366"),
+            ("GSTIN/UIN: 24AAKFS4471M1Z3", "24AAKFS4471M1Z3"),
         ];
         for (line, expected) in cases {
             let found = vat_ids_in(line);
             assert_eq!(found.len(), 1, "{line}");
             assert_eq!(found[0].1, expected, "{line}");
         }
+    }
+
+    #[test]
+    fn a_polish_account_number_after_its_label_is_a_pl_iban() {
+        assert_eq!(
+            nrb_in("Nr konta: 61 1090 1014 0000 0712 1981 2874").map(|(_, i)| i),
+            Some("PL61109010140000071219812874".to_string())
+        );
+        assert_eq!(nrb_in("Nr konta: 62 1090 1014 0000 0712 1981 2874"), None);
+        assert_eq!(nrb_in("Tel. 61 1090 1014 0000 0712 1981 2874"), None);
     }
 
     #[test]

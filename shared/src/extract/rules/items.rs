@@ -21,7 +21,7 @@ static HEADER_WORD: LazyLock<Regex> = LazyLock::new(|| {
         .unwrap()
 });
 static STOP: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^\s*(?:zwischensumme|summe|sub\s*-?\s*total|total|totaal|subtotaal|netto|nettobetrag|gesamt|gesamtbetrag|rechnungsbetrag|übertrag|carried\s+forward|mwst|ust|vat|btw|tax|te\s+betalen|amount\s+due|balance|zzgl|excl|incl|inkl|bitte|please|zahlbar|payment|betaling|wir\s+danken|thank|bedankt|iban|bankverbindung)\b")
+    Regex::new(r"(?i)^\s*(?:zwischensumme|summe|sub\s*-?\s*total|total|totaal|subtotaal|netto|nettobetrag|gesamt|gesamtbetrag|rechnungsbetrag|übertrag|carried\s+forward|mwst|ust|vat|btw|tax|te\s+betalen|amount\s+due|balance|zzgl|excl|incl|inkl|bitte|please|zahlbar|payment|betaling|wir\s+danken|thank|bedankt|iban|bankverbindung|montant|tva|iva|totale|razem|suma|do\s+zap[łl]aty|warto[śs][ćc]|kwota|base\s+imponible|imponibile|taxable|[csiu]gst|subtotaal|goods\s+total|invoice\s+total|net\s+[àa]\s+payer|grand\s+total|w\s+tym|übertrag|continued|carried|net)\b")
         .unwrap()
 });
 static UNIT: LazyLock<Regex> = LazyLock::new(|| {

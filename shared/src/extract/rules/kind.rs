@@ -30,7 +30,7 @@ static PATTERNS: LazyLock<Vec<KindPattern>> = LazyLock::new(|| {
     vec![
         p(
             DocumentType::CreditNote,
-            r"(?i)\b(?:gutschrift(?:snummer)?|rechnungskorrektur|storno-?rechnung|credit\s*note|credit\s*memo|creditnota|credit\s*nota|creditfactuur|credit\s*factuur)\b",
+            r"(?i)\b(?:gutschrift(?:snummer)?|rechnungskorrektur|storno-?rechnung|credit\s*note|credit\s*memo|creditnota|credit\s*nota|creditfactuur|credit\s*factuur|avoir|facture\s+d'avoir|note\s+de\s+crédit|faktura\s+korygująca|korekta\s+faktury|factura\s+rectificativa|nota\s+de\s+(?:crédito|abono)|nota\s+di\s+credito)\b",
             1.5,
         ),
         p(
@@ -45,7 +45,7 @@ static PATTERNS: LazyLock<Vec<KindPattern>> = LazyLock::new(|| {
         ),
         p(
             DocumentType::Invoice,
-            r"(?i)\b(?:(?:pro\s*-?\s*forma\s*-?\s*)?rechnung|(?:tax\s+|commercial\s+)?invoice|factuur|faktura|facture|receipt|quittung|kassenbon|kassabon|kwitantie|rechnungsnummer|rechnungsdatum|factuurnummer|factuurdatum)\b",
+            r"(?i)\b(?:(?:pro\s*-?\s*forma\s*-?\s*)?rechnung|(?:tax\s+|commercial\s+)?invoice|factuur|faktura(?:\s+vat)?|facture|factura|fattura|receipt|quittung|kassenbon|kassabon|kwitantie|rechnungsnummer|rechnungsdatum|factuurnummer|factuurdatum|bill\s+of\s+supply)\b",
             1.0,
         ),
     ]
@@ -59,7 +59,14 @@ static NUMBER_AFTER: LazyLock<Regex> = LazyLock::new(|| {
 });
 /// A possessive or preposition before the keyword makes it a reference.
 static REFERENCE_BEFORE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(?:ihre|ihrer|ihr|unsere|unserer|your|our|uw|zu|zur|zum|gemäß|laut|lt\.|per|for|to|op|bij|betreft|ref\.?|reference|bezug|from|der|die|the|van|aus|with|mit|see|siehe|original|ursprüngliche|korrektur)\s*:?\s*$")
+    Regex::new(r"(?i)\b(?:ihre|ihrer|ihr|unsere|unserer|your|our|uw|zu|zur|zum|gemäß|laut|lt\.|per|for|to|op|bij|betreft|ref\.?|reference|bezug|from|der|die|the|van|aus|with|mit|see|siehe|original|ursprüngliche|korrektur|do|de|d'|du|la|rif\.?|applies\s+to|against|votre|vs\.?)\s*:?\s*$")
+        .unwrap()
+});
+
+/// A word after the keyword that makes it a cited document (`Factura rectificada`,
+/// `Facture d'origine`, `Original invoice`).
+static CITED_AFTER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^\s*(?:rectificada|d'origine|originale?|initiale|rectifiée|korygowan\w*|oryginalna|corrected)\b")
         .unwrap()
 });
 
@@ -71,14 +78,31 @@ pub(crate) fn classify(doc: &Doc) -> DocumentType {
         let position = (3.0 - 0.1 * i as f64).max(0.5);
         for (k, pattern) in PATTERNS.iter().enumerate() {
             for cell in &line.cells {
+                // A credit note's title contains the invoice word (`Faktura korygująca`,
+                // `Factura rectificativa`): inside it, that word does not count.
+                let credit_spans: Vec<(usize, usize)> = PATTERNS[0]
+                    .re
+                    .find_iter(&cell.text)
+                    .map(|m| (m.start(), m.end()))
+                    .collect();
                 for m in pattern.re.find_iter(&cell.text) {
+                    if k != 0
+                        && credit_spans
+                            .iter()
+                            .any(|&(a, b)| m.start() >= a && m.end() <= b)
+                    {
+                        continue;
+                    }
                     let keyword = m.as_str().to_lowercase();
                     let before = &cell.text[..m.start()];
                     let after = &cell.text[m.end()..];
                     let label_only = keyword.ends_with("nummer") || keyword.ends_with("datum");
                     let at_start = before.trim().is_empty();
                     let numbered = NUMBER_AFTER.is_match(after);
-                    let strength = if label_only || REFERENCE_BEFORE.is_match(before) {
+                    let strength = if label_only
+                        || REFERENCE_BEFORE.is_match(before)
+                        || CITED_AFTER.is_match(after)
+                    {
                         0.2
                     } else if at_start && !numbered {
                         2.0
@@ -144,6 +168,32 @@ mod tests {
         );
         assert_eq!(kind("Pakbon 2014-33\nAantal"), DocumentType::DeliveryNote);
         assert_eq!(kind("Factuur\nFactuurnummer 12"), DocumentType::Invoice);
+    }
+
+    #[test]
+    fn titles_in_french_polish_spanish_and_italian_are_read() {
+        assert_eq!(
+            kind("FACTURE N° F-1\nTotal TTC 120,00"),
+            DocumentType::Invoice
+        );
+        assert_eq!(
+            kind("AVOIR N° AV-7\nFacture d'origine : F-1"),
+            DocumentType::CreditNote
+        );
+        assert_eq!(kind("Faktura VAT nr FV/1/2024"), DocumentType::Invoice);
+        assert_eq!(
+            kind("FAKTURA KORYGUJĄCA nr FK/3/2024\ndo faktury nr FV/1/2024"),
+            DocumentType::CreditNote
+        );
+        assert_eq!(
+            kind("FACTURA RECTIFICATIVA\nFactura rectificada: 2024-1877"),
+            DocumentType::CreditNote
+        );
+        assert_eq!(kind("FATTURA N. 245/2024"), DocumentType::Invoice);
+        assert_eq!(
+            kind("NOTA DI CREDITO N. NC 3/2024\nRif. fattura n. 118/2024"),
+            DocumentType::CreditNote
+        );
     }
 
     #[test]

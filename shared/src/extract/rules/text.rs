@@ -8,13 +8,17 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-/// The language the text is mostly written in; it decides defaults (EUR for German and
-/// Dutch texts, day-first dates) and nothing else.
+/// The language the text is mostly written in; it decides defaults (the currency of a
+/// text that prints none, day-first dates) and nothing else.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Lang {
     De,
     Nl,
     En,
+    Fr,
+    Pl,
+    Es,
+    It,
     Unknown,
 }
 
@@ -211,21 +215,155 @@ fn detect_lang(text: &str) -> Lang {
         "you",
         "number",
     ];
-    let (mut de, mut nl, mut en) = (0, 0, 0);
+    const FR: &[&str] = &[
+        "facture",
+        "date",
+        "montant",
+        "total",
+        "tva",
+        "ht",
+        "ttc",
+        "désignation",
+        "quantité",
+        "prix",
+        "échéance",
+        "règlement",
+        "paiement",
+        "de",
+        "la",
+        "le",
+        "les",
+        "du",
+        "des",
+        "et",
+        "à",
+        "pour",
+        "votre",
+        "nous",
+        "avoir",
+        "net",
+        "payer",
+        "rue",
+        "client",
+        "siret",
+        "virement",
+        "jours",
+    ];
+    const PL: &[&str] = &[
+        "faktura",
+        "sprzedawca",
+        "nabywca",
+        "data",
+        "wystawienia",
+        "sprzedaży",
+        "netto",
+        "brutto",
+        "vat",
+        "razem",
+        "zapłaty",
+        "płatności",
+        "termin",
+        "przelew",
+        "ilość",
+        "cena",
+        "wartość",
+        "kwota",
+        "słownie",
+        "nazwa",
+        "nip",
+        "ul",
+        "zł",
+        "dni",
+        "do",
+        "i",
+        "na",
+        "w",
+        "z",
+        "nr",
+        "konta",
+        "usługi",
+        "stawka",
+    ];
+    const ES: &[&str] = &[
+        "factura",
+        "fecha",
+        "importe",
+        "total",
+        "iva",
+        "base",
+        "imponible",
+        "cantidad",
+        "precio",
+        "concepto",
+        "descripción",
+        "vencimiento",
+        "pago",
+        "de",
+        "la",
+        "el",
+        "los",
+        "del",
+        "y",
+        "en",
+        "por",
+        "para",
+        "cliente",
+        "nif",
+        "cif",
+        "forma",
+    ];
+    const IT: &[&str] = &[
+        "fattura",
+        "data",
+        "importo",
+        "totale",
+        "iva",
+        "imponibile",
+        "quantità",
+        "prezzo",
+        "descrizione",
+        "scadenza",
+        "pagamento",
+        "di",
+        "il",
+        "la",
+        "del",
+        "della",
+        "e",
+        "per",
+        "cliente",
+        "partita",
+        "spett",
+        "documento",
+        "nota",
+        "credito",
+        "bonifico",
+    ];
+    let mut counts = [0usize; 7];
     for word in WORD.find_iter(text) {
         let w = word.as_str().to_lowercase();
-        de += usize::from(DE.contains(&w.as_str()));
-        nl += usize::from(NL.contains(&w.as_str()));
-        en += usize::from(EN.contains(&w.as_str()));
+        for (k, list) in [DE, NL, EN, FR, PL, ES, IT].iter().enumerate() {
+            counts[k] += usize::from(list.contains(&w.as_str()));
+        }
     }
-    if de == 0 && nl == 0 && en == 0 {
+    let langs = [
+        Lang::De,
+        Lang::Nl,
+        Lang::En,
+        Lang::Fr,
+        Lang::Pl,
+        Lang::Es,
+        Lang::It,
+    ];
+    // The first language with the highest count wins a tie, as before for De/Nl/En.
+    let (best, count) = counts
+        .iter()
+        .enumerate()
+        .fold((0, 0), |acc, (k, &c)| if c > acc.1 { (k, c) } else { acc });
+    if count == 0 {
         Lang::Unknown
-    } else if de >= nl && de >= en {
-        Lang::De
-    } else if nl > en {
-        Lang::Nl
     } else {
-        Lang::En
+        langs[best]
     }
 }
 
@@ -254,5 +392,18 @@ mod tests {
         );
         assert_eq!(Doc::new("Factuur\nTotaal incl. BTW").lang, Lang::Nl);
         assert_eq!(Doc::new("Invoice\nTotal due within 30 days").lang, Lang::En);
+        assert_eq!(
+            Doc::new("Facture\nTotal TTC à payer par virement").lang,
+            Lang::Fr
+        );
+        assert_eq!(
+            Doc::new("Faktura VAT\nDo zapłaty: 100,00 zł\nSłownie: sto").lang,
+            Lang::Pl
+        );
+        assert_eq!(Doc::new("Factura\nBase imponible\nIVA 21%").lang, Lang::Es);
+        assert_eq!(
+            Doc::new("Fattura\nImponibile\nTotale documento").lang,
+            Lang::It
+        );
     }
 }
