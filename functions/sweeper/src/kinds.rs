@@ -1,0 +1,193 @@
+//! The three kinds of work the sweeper recovers, as SQL (docs/sweeper.md).
+//!
+//! Every statement takes the same parameters: `$1` batch limit, `$2` the most re-sends,
+//! `$3` and `$4` two thresholds in seconds whose meaning each kind states. Every statement
+//! takes its rows with `FOR UPDATE SKIP LOCKED` and changes them in the same statement, so
+//! two sweeps running at once never take the same row, and a row one sweep just re-sent
+//! is invisible to the next until its threshold passes again (`swept_at`).
+
+/// One kind of recoverable work.
+#[derive(Debug, Clone, Copy)]
+pub struct Kind {
+    /// `ingestion`, `matching` or `output`: in logs and the report.
+    pub name: &'static str,
+    /// The admin notice's title when the sweeper gives up.
+    pub give_up_title: &'static str,
+    /// Takes the rows to re-send (fewer than `$2` re-sends so far): bumps the count, sets
+    /// `swept_at`, returns `id`, `previous_swept_at`, `sweep_count`.
+    pub take: &'static str,
+    /// Fails the rows re-sent `$2` times already, with the reason; returns `id`,
+    /// `document_id`, `tenant_id`, `tenant_name`, `error`, `attempts`.
+    pub give_up: &'static str,
+    /// Undoes a take whose message could not be sent: `$1` id, `$2` previous `swept_at`,
+    /// `$3` the count the take set.
+    pub undo: &'static str,
+}
+
+/// Ingestions `in-progress` whose lease is free or stale (`$4` = STALE_INGESTION_SECONDS)
+/// and whose row has not moved for `$3` (SWEEP_INGESTION_AFTER_SECONDS).
+pub const INGESTION: Kind = Kind {
+    name: "ingestion",
+    give_up_title: "Ingestion abandoned: it never finished",
+    take: r#"
+        WITH stuck AS (
+            SELECT id, swept_at
+              FROM ingestion
+             WHERE status = 'in-progress'
+               AND (started_at IS NULL OR started_at < now() - make_interval(secs => $4))
+               AND updated_at < now() - make_interval(secs => $3)
+               AND (swept_at IS NULL OR swept_at < now() - make_interval(secs => $3))
+               AND sweep_count < $2
+             ORDER BY updated_at
+             LIMIT $1
+               FOR UPDATE SKIP LOCKED)
+        UPDATE ingestion AS t
+           SET sweep_count = t.sweep_count + 1, swept_at = now()
+          FROM stuck
+         WHERE t.id = stuck.id
+        RETURNING t.id, stuck.swept_at AS previous_swept_at, t.sweep_count
+    "#,
+    give_up: r#"
+        WITH stuck AS (
+            SELECT id, last_error, sweep_count
+              FROM ingestion
+             WHERE status = 'in-progress'
+               AND (started_at IS NULL OR started_at < now() - make_interval(secs => $4))
+               AND updated_at < now() - make_interval(secs => $3)
+               AND (swept_at IS NULL OR swept_at < now() - make_interval(secs => $3))
+               AND sweep_count >= $2
+             ORDER BY updated_at
+             LIMIT $1
+               FOR UPDATE SKIP LOCKED)
+        UPDATE ingestion AS t
+           SET status = 'failed', completed_at = now(), updated_at = now(),
+               last_error = format(
+                   'gave up: the sweeper re-sent this ingestion %s times and it never finished '
+                   '(its worker may crash on it, or its messages are lost); last error: %s',
+                   stuck.sweep_count, coalesce(stuck.last_error, 'none recorded'))
+          FROM stuck, document AS d, tenant AS tn
+         WHERE t.id = stuck.id AND d.id = t.document_id AND tn.id = d.tenant_id
+        RETURNING t.id, t.document_id, d.tenant_id, tn.name AS tenant_name,
+                  t.last_error AS error, t.attempt_count AS attempts
+    "#,
+    undo: r#"
+        UPDATE ingestion SET sweep_count = sweep_count - 1, swept_at = $2
+         WHERE id = $1 AND sweep_count = $3
+    "#,
+};
+
+/// Documents whose matching is `pending`/`in-progress` and has not moved for `$3`
+/// (SWEEP_MATCHING_AFTER_SECONDS); `$4` spaces the re-sends (the same value).
+pub const MATCHING: Kind = Kind {
+    name: "matching",
+    give_up_title: "Document matching abandoned: it never finished",
+    take: r#"
+        WITH stuck AS (
+            SELECT id, matching_swept_at AS swept_at
+              FROM document
+             WHERE matching_status IN ('pending', 'in-progress')
+               AND updated_at < now() - make_interval(secs => $3)
+               AND (matching_swept_at IS NULL OR matching_swept_at < now() - make_interval(secs => $4))
+               AND matching_sweep_count < $2
+             ORDER BY updated_at
+             LIMIT $1
+               FOR UPDATE SKIP LOCKED)
+        UPDATE document AS t
+           SET matching_sweep_count = t.matching_sweep_count + 1, matching_swept_at = now()
+          FROM stuck
+         WHERE t.id = stuck.id
+        RETURNING t.id, stuck.swept_at AS previous_swept_at, t.matching_sweep_count AS sweep_count
+    "#,
+    give_up: r#"
+        WITH stuck AS (
+            SELECT id, matching_error, matching_sweep_count
+              FROM document
+             WHERE matching_status IN ('pending', 'in-progress')
+               AND updated_at < now() - make_interval(secs => $3)
+               AND (matching_swept_at IS NULL OR matching_swept_at < now() - make_interval(secs => $4))
+               AND matching_sweep_count >= $2
+             ORDER BY updated_at
+             LIMIT $1
+               FOR UPDATE SKIP LOCKED)
+        UPDATE document AS t
+           SET matching_status = 'failed', matching_failed_at = now(), updated_at = now(),
+               matching_error = format(
+                   'gave up: the sweeper re-sent this document to matching %s times and it never finished '
+                   '(its worker may crash on it, or its messages are lost); last error: %s',
+                   stuck.matching_sweep_count, coalesce(stuck.matching_error, 'none recorded'))
+          FROM stuck, tenant AS tn
+         WHERE t.id = stuck.id AND tn.id = t.tenant_id
+        RETURNING t.id, t.id AS document_id, t.tenant_id, tn.name AS tenant_name,
+                  t.matching_error AS error, t.matching_attempts AS attempts
+    "#,
+    undo: r#"
+        UPDATE document SET matching_sweep_count = matching_sweep_count - 1, matching_swept_at = $2
+         WHERE id = $1 AND matching_sweep_count = $3
+    "#,
+};
+
+/// Output jobs `pending` for `$3` (SWEEP_OUTPUT_PENDING_AFTER_SECONDS), or `running`
+/// without a heartbeat for `$4` (SWEEP_OUTPUT_RUNNING_AFTER_SECONDS, at least the
+/// worker's own stale threshold, so the re-sent message can reclaim the job).
+pub const OUTPUT: Kind = Kind {
+    name: "output",
+    give_up_title: "DATEV export abandoned: the output job never finished",
+    take: r#"
+        WITH stuck AS (
+            SELECT id, swept_at
+              FROM document_output_job
+             WHERE ((status = 'pending'
+                     AND updated_at < now() - make_interval(secs => $3)
+                     AND (swept_at IS NULL OR swept_at < now() - make_interval(secs => $3)))
+                 OR (status = 'running'
+                     AND updated_at < now() - make_interval(secs => $4)
+                     AND (swept_at IS NULL OR swept_at < now() - make_interval(secs => $4))))
+               AND sweep_count < $2
+             ORDER BY updated_at
+             LIMIT $1
+               FOR UPDATE SKIP LOCKED)
+        UPDATE document_output_job AS t
+           SET sweep_count = t.sweep_count + 1, swept_at = now()
+          FROM stuck
+         WHERE t.id = stuck.id
+        RETURNING t.id, stuck.swept_at AS previous_swept_at, t.sweep_count
+    "#,
+    // A job whose worker died during the Maesn call has a `requested` audit: Maesn may
+    // have the export, so the reason says to check DATEV (the audit keeps blocking a new
+    // export until a person resolves it).
+    give_up: r#"
+        WITH stuck AS (
+            SELECT j.id, j.last_error, j.sweep_count,
+                   (SELECT a.id FROM ap_datev_export_audit a
+                     WHERE a.dispatch_job_id = j.id AND a.status = 'requested'
+                     ORDER BY a.created_at DESC LIMIT 1) AS requested_audit
+              FROM document_output_job j
+             WHERE ((j.status = 'pending'
+                     AND j.updated_at < now() - make_interval(secs => $3)
+                     AND (j.swept_at IS NULL OR j.swept_at < now() - make_interval(secs => $3)))
+                 OR (j.status = 'running'
+                     AND j.updated_at < now() - make_interval(secs => $4)
+                     AND (j.swept_at IS NULL OR j.swept_at < now() - make_interval(secs => $4))))
+               AND j.sweep_count >= $2
+             ORDER BY j.updated_at
+             LIMIT $1
+               FOR UPDATE OF j SKIP LOCKED)
+        UPDATE document_output_job AS t
+           SET status = 'failed', completed_at = now(), updated_at = now(),
+               last_error = format(
+                   'gave up: the sweeper re-sent this output job %s times and it never finished%s; last error: %s',
+                   stuck.sweep_count,
+                   CASE WHEN stuck.requested_audit IS NULL THEN ''
+                        ELSE format(' (DATEV export audit %s was started and may have reached Maesn: check DATEV before exporting again)',
+                                    stuck.requested_audit) END,
+                   coalesce(stuck.last_error, 'none recorded'))
+          FROM stuck, tenant AS tn
+         WHERE t.id = stuck.id AND tn.id = t.tenant_id
+        RETURNING t.id, t.document_id, t.tenant_id, tn.name AS tenant_name,
+                  t.last_error AS error, t.sweep_count AS attempts
+    "#,
+    undo: r#"
+        UPDATE document_output_job SET sweep_count = sweep_count - 1, swept_at = $2
+         WHERE id = $1 AND sweep_count = $3
+    "#,
+};

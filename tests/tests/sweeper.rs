@@ -1,0 +1,759 @@
+//! The sweeper against Postgres, moto queues and wiremock Maesn/Slack: each stuck state
+//! is reproduced, left alone before its threshold, re-sent after it, and recovered by the
+//! real function; the give-up path; two sweeps at once; a failed send; the time budget.
+//!
+//! Ages are set by moving timestamps back in the database (the Arrange step), never by
+//! sleeping.
+
+mod matching_support;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_lambda_events::eventbridge::EventBridgeEvent;
+use docflow::datev::{MaesnClient, MaesnConfig};
+use docflow::extract::Extractor;
+use docflow::ids::{DocumentId, IngestionId};
+use docflow::local::{EventSourceMapping, QueuePair, QueueSpec};
+use docflow::matching::DocumentType;
+use docflow::ocr::Transcriber;
+use docflow::secrets::SecretStore;
+use docflow::sqs::{BatchConfig, BatchRuntime};
+use docflow_tests::output::{API_KEY, OutputEnv, setup};
+use docflow_tests::pdf::text_pdf;
+use docflow_tests::*;
+use lambda_runtime::{Context, LambdaEvent};
+use matching_support::{invoice, purchase_order, slack_bodies, slack_notifier, slack_server};
+use serde_json::json;
+use sqlx::PgPool;
+use sweeper::{Deps, Queues, SweepConfig, SweepReport};
+use uuid::Uuid;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const SCHEDULED: &str = include_str!("../../events/sweeper/scheduled.json");
+
+/// Thresholds as the defaults derive them for queues with a 60 s visibility timeout.
+fn config() -> SweepConfig {
+    SweepConfig {
+        batch_limit: 100,
+        max_resends: 3,
+        stale_ingestion: Duration::from_secs(300),
+        ingestion_after: Duration::from_secs(720),
+        matching_after: Duration::from_secs(1920),
+        output_pending_after: Duration::from_secs(1020),
+        output_running_after: Duration::from_secs(660),
+        task_poll_limit: 50,
+        time_reserve: Duration::from_secs(1),
+    }
+}
+
+struct Env {
+    pool: PgPool,
+    sqs: aws_sdk_sqs::Client,
+    s3: aws_sdk_s3::Client,
+    bucket: String,
+    ingestion: QueuePair,
+    matching: QueuePair,
+    output: QueuePair,
+    slack: MockServer,
+    deps: Deps,
+}
+
+async fn env(pool: PgPool) -> Env {
+    let config = aws().await;
+    let sqs = aws_sdk_sqs::Client::new(&config);
+    let s3 = docflow::aws::s3_client(&config);
+    let bucket = fresh_bucket(&s3).await;
+    let ingestion = fresh_queue(&sqs, "sweep-ingestion", QueueSpec::default()).await;
+    let matching = fresh_queue(&sqs, "sweep-matching", QueueSpec::default()).await;
+    let output = fresh_queue(&sqs, "sweep-output", QueueSpec::default()).await;
+    let slack = slack_server().await;
+    let deps = Deps {
+        pool: pool.clone(),
+        sqs: sqs.clone(),
+        queues: Queues {
+            ingestion: ingestion.url.clone(),
+            matching: matching.url.clone(),
+            document_output: output.url.clone(),
+        },
+        maesn: None,
+        notifier: slack_notifier(&slack),
+        config: config(),
+    };
+    Env {
+        pool,
+        sqs,
+        s3,
+        bucket,
+        ingestion,
+        matching,
+        output,
+        slack,
+        deps,
+    }
+}
+
+/// Every body on a queue, received (and so hidden) until the queue is drained.
+async fn drain(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<String> {
+    let mut bodies = Vec::new();
+    loop {
+        let out = sqs
+            .receive_message()
+            .queue_url(url)
+            .max_number_of_messages(10)
+            .wait_time_seconds(0)
+            .send()
+            .await
+            .expect("receive");
+        let messages = out.messages.unwrap_or_default();
+        if messages.is_empty() {
+            return bodies;
+        }
+        bodies.extend(messages.into_iter().filter_map(|m| m.body));
+    }
+}
+
+async fn sweep(deps: &Deps) -> SweepReport {
+    let report = sweeper::sweep(deps, None).await.expect("sweep");
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    report
+}
+
+/// Moves `column` of the row `id` of `table` `seconds` into the past.
+async fn age(pool: &PgPool, table: &str, column: &str, id: Uuid, seconds: i64) {
+    sqlx::query(&format!(
+        "UPDATE {table} SET {column} = now() - make_interval(secs => $2) WHERE id = $1"
+    ))
+    .bind(id)
+    .bind(seconds as f64)
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+// ---- ingestion ---------------------------------------------------------------------------
+
+const INVOICE_LINES: &[&str] = &[
+    "Elektro Schmidt GmbH · Industriestraße 12 · 70565 Stuttgart",
+    "",
+    "Stadtwerke Musterstadt AG",
+    "Am Markt 1",
+    "12345 Musterstadt",
+    "",
+    "Rechnung",
+    "Rechnungsnummer:\tR-2024-00731",
+    "Rechnungsdatum:\t14.03.2024",
+    "Ihre Bestellung:\tBE-55120",
+    "",
+    "Pos.\tBezeichnung\tMenge\tEinzelpreis\tGesamtpreis",
+    "1\tKabel NYM-J 3x1,5 (100 m)\t4\t89,90 €\t359,60 €",
+    "",
+    "Nettobetrag\t\t\t\t359,60 €",
+    "zzgl. 19 % MwSt.\t\t\t\t68,32 €",
+    "Rechnungsbetrag\t\t\t\t427,92 €",
+    "",
+    "Elektro Schmidt GmbH · USt-IdNr. DE811907980 · IBAN DE89 3704 0044 0532 0130 00",
+];
+
+impl Env {
+    /// A tenant, a document with its PDF in S3, and an in-progress ingestion.
+    async fn ingestion_row(&self) -> (Uuid, Uuid) {
+        let tenant = matching_support::tenant(&self.pool, "Stadtwerke Musterstadt AG").await;
+        let document_id = Uuid::new_v4();
+        let key = format!("documents/{document_id}.pdf");
+        sqlx::query("INSERT INTO document (id, tenant_id, file_path) VALUES ($1, $2, $3)")
+            .bind(document_id)
+            .bind(tenant)
+            .bind(&key)
+            .execute(&self.pool)
+            .await
+            .unwrap();
+        let id: Uuid =
+            sqlx::query_scalar("INSERT INTO ingestion (document_id) VALUES ($1) RETURNING id")
+                .bind(document_id)
+                .fetch_one(&self.pool)
+                .await
+                .unwrap();
+        self.s3
+            .put_object()
+            .bucket(&self.bucket)
+            .key(&key)
+            .body(text_pdf(&[INVOICE_LINES]).into())
+            .send()
+            .await
+            .unwrap();
+        (id, document_id)
+    }
+
+    /// The ingestion function, sending matchable documents to `matching_url`.
+    fn ingestion_deps(&self, matching_url: &str) -> ingestion::Deps {
+        ingestion::Deps {
+            pool: self.pool.clone(),
+            s3: self.s3.clone(),
+            sqs: self.sqs.clone(),
+            runtime: BatchRuntime::new(self.sqs.clone(), BatchConfig::default()),
+            config: ingestion::IngestionConfig {
+                bucket: self.bucket.clone(),
+                matching_queue_url: matching_url.to_owned(),
+                stale_after: Duration::from_secs(300),
+                max_attempts: 3,
+                quality_threshold: 0.7,
+                max_file_bytes: 1024 * 1024,
+            },
+            transcriber: Transcriber::Native,
+            extractor: Extractor::Rules,
+        }
+    }
+
+    /// Receives one message from the ingestion queue and runs the ingestion function on it.
+    async fn deliver_ingestion(&self, deps: &ingestion::Deps) {
+        let esm = EventSourceMapping::new(self.sqs.clone(), &self.ingestion.url)
+            .await
+            .unwrap();
+        let event = poll_n(&esm, 1).await;
+        let response = ingestion::handler(deps, lambda_event(event.clone(), None))
+            .await
+            .unwrap();
+        esm.complete(&event, &response).await.unwrap();
+    }
+
+    async fn deliver_matching(&self) {
+        let esm = EventSourceMapping::new(self.sqs.clone(), &self.matching.url)
+            .await
+            .unwrap();
+        let event = poll_n(&esm, 1).await;
+        let deps = matching_support::deps(&self.pool, None, slack_notifier(&self.slack)).await;
+        let response = matching::handler(&deps, lambda_event(event.clone(), None))
+            .await
+            .unwrap();
+        assert!(response.batch_item_failures.is_empty());
+        esm.complete(&event, &response).await.unwrap();
+    }
+
+    async fn ingestion_status(&self, id: Uuid) -> (String, i32, Option<String>) {
+        sqlx::query_as("SELECT status, sweep_count, last_error FROM ingestion WHERE id = $1")
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await
+            .unwrap()
+    }
+
+    async fn matching_status(&self, id: Uuid) -> (Option<String>, i32, Option<String>) {
+        sqlx::query_as(
+            "SELECT matching_status, matching_sweep_count, matching_error FROM document WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_one(&self.pool)
+        .await
+        .unwrap()
+    }
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn an_ingestion_whose_worker_died_after_the_claim_is_resent_once_its_lease_and_threshold_pass(
+    pool: PgPool,
+) {
+    let env = env(pool).await;
+    let (id, _) = env.ingestion_row().await;
+    // A worker claimed it and died (OOM, crash): the lease is set, no outcome was
+    // reported, and the message went to the DLQ.
+    ingestion::claim(&env.pool, IngestionId(id), Duration::from_secs(300))
+        .await
+        .unwrap()
+        .expect("claimed");
+
+    // The row has not moved for longer than the threshold, but the lease is live: a
+    // worker that renews its lease may still be running.
+    age(&env.pool, "ingestion", "updated_at", id, 800).await;
+    age(&env.pool, "ingestion", "started_at", id, 290).await;
+    assert_eq!(sweep(&env.deps).await.ingestion.found, 0, "live lease");
+    // Stale lease, but the row moved less than 720 s ago.
+    age(&env.pool, "ingestion", "started_at", id, 310).await;
+    age(&env.pool, "ingestion", "updated_at", id, 700).await;
+    assert_eq!(sweep(&env.deps).await.ingestion.found, 0, "before the threshold");
+    assert!(drain(&env.sqs, &env.ingestion.url).await.is_empty());
+
+    age(&env.pool, "ingestion", "updated_at", id, 730).await;
+    let report = sweep(&env.deps).await;
+    assert_eq!((report.ingestion.found, report.ingestion.resent), (1, 1));
+    assert_eq!(env.ingestion_status(id).await.1, 1, "re-send counted");
+    assert_eq!(sweep(&env.deps).await.ingestion.found, 0, "one re-send per threshold");
+
+    env.deliver_ingestion(&env.ingestion_deps(&env.matching.url))
+        .await;
+    assert_eq!(env.ingestion_status(id).await.0, "completed");
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn an_ingestion_never_claimed_whose_message_is_gone_is_resent_and_completes(pool: PgPool) {
+    let env = env(pool).await;
+    // Lease free (never claimed, or released before a redelivery that never came).
+    let (id, _) = env.ingestion_row().await;
+    age(&env.pool, "ingestion", "updated_at", id, 730).await;
+
+    let report = sweep(&env.deps).await;
+
+    assert_eq!(report.ingestion.resent, 1);
+    assert_eq!(
+        drain(&env.sqs, &env.ingestion.url).await.len(),
+        0,
+        "hidden? no: drained below"
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_completed_ingestion_whose_send_to_matching_failed_is_matched_after_the_sweep(
+    pool: PgPool,
+) {
+    let env = env(pool).await;
+    let (id, document_id) = env.ingestion_row().await;
+    // Reproduce: the send to matching fails after the completion committed.
+    let lost = format!("{}/123456789012/{}", endpoint(), unique("no-such-queue"));
+    send(&env.sqs, &env.ingestion.url, &id.to_string()).await;
+    env.deliver_ingestion(&env.ingestion_deps(&lost)).await;
+    assert_eq!(env.ingestion_status(id).await.0, "completed");
+    assert_eq!(
+        env.matching_status(document_id).await.0.as_deref(),
+        Some("pending")
+    );
+    assert!(drain(&env.sqs, &env.matching.url).await.is_empty(), "no message anywhere");
+
+    assert_eq!(sweep(&env.deps).await.matching.found, 0, "fresh");
+    age(&env.pool, "document", "updated_at", document_id, 1900).await;
+    assert_eq!(sweep(&env.deps).await.matching.found, 0, "before 1920 s");
+    age(&env.pool, "document", "updated_at", document_id, 1930).await;
+    assert_eq!(sweep(&env.deps).await.matching.resent, 1);
+
+    env.deliver_matching().await;
+    assert_eq!(
+        env.matching_status(document_id).await.0.as_deref(),
+        Some("succeeded")
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_document_left_in_matching_by_a_dead_worker_is_resent_and_matched(pool: PgPool) {
+    let env = env(pool).await;
+    let tenant = matching_support::tenant(&env.pool, "Acme AG").await;
+    let po = matching_support::document(
+        &env.pool,
+        tenant,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
+    )
+    .await;
+    // The worker claimed it (in-progress, one attempt) and died on its final receive.
+    docflow::matching::status::claim(&env.pool, po).await.unwrap();
+    assert_eq!(
+        env.matching_status(po).await.0.as_deref(),
+        Some("in-progress")
+    );
+    age(&env.pool, "document", "updated_at", po, 1930).await;
+
+    assert_eq!(sweep(&env.deps).await.matching.resent, 1);
+    env.deliver_matching().await;
+
+    assert_eq!(env.matching_status(po).await.0.as_deref(), Some("succeeded"));
+}
+
+// ---- output ------------------------------------------------------------------------------
+
+fn accepted() -> Mock {
+    Mock::given(method("POST"))
+        .and(path("/accounting/bookingProposals/async"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({ "meta": {}, "data": { "taskId": "task-77" } })),
+        )
+}
+
+/// The sweeper wired to the document-output test environment's queue and Maesn.
+fn output_sweeper(env: &Env, output: &OutputEnv) -> Deps {
+    Deps {
+        pool: env.pool.clone(),
+        sqs: env.sqs.clone(),
+        queues: Queues {
+            ingestion: env.ingestion.url.clone(),
+            matching: env.matching.url.clone(),
+            document_output: output.queue.url.clone(),
+        },
+        maesn: Some(output.deps.maesn.clone()),
+        notifier: slack_notifier(&env.slack),
+        config: config(),
+    }
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn an_output_job_committed_but_never_sent_is_sent_after_its_threshold_and_dispatched(
+    pool: PgPool,
+) {
+    let output = setup(pool.clone()).await;
+    let env = env(pool).await;
+    let deps = output_sweeper(&env, &output);
+    accepted().expect(1).mount(&output.maesn).await;
+    // Reproduce: the app committed the approval with its job, then died before the send.
+    output.approve(output.tenant.document_id).await;
+    let mut tx = env.pool.begin().await.unwrap();
+    let job = docflow::output::on_final_approval(
+        &mut tx,
+        DocumentId(output.tenant.document_id),
+        Some(output.tenant.approver_id),
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    let job_id = job.id.0;
+
+    assert_eq!(sweep(&deps).await.output.found, 0, "fresh");
+    age(&env.pool, "document_output_job", "updated_at", job_id, 1010).await;
+    assert_eq!(sweep(&deps).await.output.found, 0, "before 1020 s");
+    age(&env.pool, "document_output_job", "updated_at", job_id, 1030).await;
+    assert_eq!(sweep(&deps).await.output.resent, 1);
+
+    output.deliver(1).await;
+    assert_eq!(output.job(job_id).await.status, "dispatched");
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn an_output_job_left_running_by_a_dead_worker_is_resent_and_reclaimed(pool: PgPool) {
+    let output = setup(pool.clone()).await;
+    let env = env(pool).await;
+    let deps = output_sweeper(&env, &output);
+    accepted().expect(1).mount(&output.maesn).await;
+    output.approve(output.tenant.document_id).await;
+    let job_id = output
+        .insert_job(output.tenant.document_id, "pending")
+        .await;
+    // A worker claimed it and died before calling Maesn; its message is gone.
+    docflow::output::worker::claim(&env.pool, job_id.into(), Duration::from_secs(600))
+        .await
+        .unwrap()
+        .expect("claimed");
+
+    // Younger than the worker's own stale threshold (600 s) + 60 s: maybe still alive.
+    age(&env.pool, "document_output_job", "updated_at", job_id, 650).await;
+    assert_eq!(sweep(&deps).await.output.found, 0);
+    age(&env.pool, "document_output_job", "updated_at", job_id, 670).await;
+    assert_eq!(sweep(&deps).await.output.resent, 1);
+
+    output.deliver(1).await;
+    assert_eq!(output.job(job_id).await.status, "dispatched");
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn export_tasks_nobody_polled_are_polled_to_their_end(pool: PgPool) {
+    let output = setup(pool.clone()).await;
+    let env = env(pool).await;
+    let deps = output_sweeper(&env, &output);
+    output.approve(output.tenant.document_id).await;
+    let job_id = output
+        .insert_job(output.tenant.document_id, "dispatched")
+        .await;
+    let audit: Uuid = sqlx::query_scalar(
+        r#"INSERT INTO ap_datev_export_audit (tenant_id, document_id, dispatch_job_id, status, task_id)
+           VALUES ($1, $2, $3, 'submitted', 'task-done') RETURNING id"#,
+    )
+    .bind(output.tenant.tenant_id)
+    .bind(output.tenant.document_id)
+    .bind(job_id)
+    .fetch_one(&env.pool)
+    .await
+    .unwrap();
+    Mock::given(method("GET"))
+        .and(path("/accounting/asyncTask/task-done"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(
+            json!({ "meta": {}, "data": { "status": "SUCCESS", "information": [] } }),
+        ))
+        .mount(&output.maesn)
+        .await;
+
+    let report = sweep(&deps).await;
+
+    assert_eq!((report.tasks.polled, report.tasks.succeeded), (1, 1));
+    let status: String =
+        sqlx::query_scalar("SELECT status FROM ap_datev_export_audit WHERE id = $1")
+            .bind(audit)
+            .fetch_one(&env.pool)
+            .await
+            .unwrap();
+    assert_eq!(status, "succeeded");
+    assert_eq!(sweep(&deps).await.tasks.polled, 0, "nothing open any more");
+    let _ = API_KEY;
+}
+
+// ---- giving up -----------------------------------------------------------------------------
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn work_resent_the_maximum_times_is_failed_visibly_notified_once_and_never_resent(
+    pool: PgPool,
+) {
+    let env = env(pool).await;
+    let (ingestion_id, ingested_document) = env.ingestion_row().await;
+    let tenant = matching_support::tenant(&env.pool, "Acme AG").await;
+    let document = matching_support::document(
+        &env.pool,
+        tenant,
+        DocumentType::Invoice,
+        invoice("RE-1", "PO-1", "LS-1", "2024-03-05", 119.0),
+    )
+    .await;
+    let job: Uuid = sqlx::query_scalar(
+        r#"INSERT INTO document_output_job (tenant_id, document_id, document_domain, trigger, status)
+           VALUES ($1, $2, 'ap', 'manual', 'pending') RETURNING id"#,
+    )
+    .bind(tenant)
+    .bind(document)
+    .fetch_one(&env.pool)
+    .await
+    .unwrap();
+    for (table, count, swept) in [
+        ("ingestion", "sweep_count", "swept_at"),
+        ("document", "matching_sweep_count", "matching_swept_at"),
+        ("document_output_job", "sweep_count", "swept_at"),
+    ] {
+        sqlx::query(&format!(
+            "UPDATE {table} SET {count} = 3, {swept} = now() - interval '3 hours', \
+             updated_at = now() - interval '3 hours'"
+        ))
+        .execute(&env.pool)
+        .await
+        .unwrap();
+    }
+
+    let report = sweep(&env.deps).await;
+
+    assert_eq!(
+        (report.ingestion.given_up, report.matching.given_up, report.output.given_up),
+        (1, 1, 1)
+    );
+    assert_eq!(report.ingestion.resent + report.matching.resent + report.output.resent, 0);
+    let (status, _, error) = env.ingestion_status(ingestion_id).await;
+    assert_eq!(status, "failed");
+    assert!(error.unwrap().contains("re-sent this ingestion 3 times"));
+    let review: bool = sqlx::query_scalar("SELECT needs_human_review FROM document WHERE id = $1")
+        .bind(ingested_document)
+        .fetch_one(&env.pool)
+        .await
+        .unwrap();
+    assert!(review, "the document is flagged for a person");
+    let (matching, _, error) = env.matching_status(document).await;
+    assert_eq!(matching.as_deref(), Some("failed"));
+    assert!(error.unwrap().contains("re-sent this document to matching 3 times"));
+    let (job_status, job_error): (String, Option<String>) = sqlx::query_as(
+        "SELECT status::text, last_error FROM document_output_job WHERE id = $1",
+    )
+    .bind(job)
+    .fetch_one(&env.pool)
+    .await
+    .unwrap();
+    assert_eq!(job_status, "failed");
+    assert!(job_error.unwrap().contains("re-sent this output job 3 times"));
+    for queue in [&env.ingestion, &env.matching, &env.output] {
+        assert!(drain(&env.sqs, &queue.url).await.is_empty(), "nothing re-sent");
+    }
+    let notices = slack_bodies(&env.slack).await;
+    assert_eq!(notices.len(), 3, "one notice per abandoned piece of work");
+
+    let again = sweep(&env.deps).await;
+    assert!(!again.found_anything());
+    assert_eq!(slack_bodies(&env.slack).await.len(), 3, "notified once");
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn an_ingestion_that_kills_its_worker_every_time_ends_failed_instead_of_cycling(
+    pool: PgPool,
+) {
+    let env = env(pool).await;
+    let (id, _) = env.ingestion_row().await;
+    let mut resends = 0;
+    for _ in 0..10 {
+        // Every delivery claims and then dies; its message ends in the DLQ (dropped here).
+        sqlx::query(
+            "UPDATE ingestion SET started_at = now() - interval '1 hour', \
+             updated_at = now() - interval '1 hour', swept_at = now() - interval '1 hour' WHERE id = $1",
+        )
+        .bind(id)
+        .execute(&env.pool)
+        .await
+        .unwrap();
+        let report = sweep(&env.deps).await;
+        if report.ingestion.given_up == 1 {
+            break;
+        }
+        assert_eq!(report.ingestion.resent, 1);
+        resends += 1;
+        assert_eq!(drain(&env.sqs, &env.ingestion.url).await, vec![id.to_string()]);
+        ingestion::claim(&env.pool, IngestionId(id), Duration::from_secs(300))
+            .await
+            .unwrap()
+            .expect("the re-sent message claims it, then the worker dies again");
+    }
+
+    assert_eq!(resends, 3);
+    assert_eq!(env.ingestion_status(id).await.0, "failed");
+    assert_eq!(slack_bodies(&env.slack).await.len(), 1);
+}
+
+// ---- concurrency, failures, budget ---------------------------------------------------------
+
+async fn stuck_ingestions(env: &Env, n: usize) -> Vec<Uuid> {
+    let mut ids = Vec::new();
+    for _ in 0..n {
+        let (id, _) = env.ingestion_row().await;
+        age(&env.pool, "ingestion", "updated_at", id, 3600).await;
+        ids.push(id);
+    }
+    ids
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn two_sweeps_at_once_send_each_message_once(pool: PgPool) {
+    let env = env(pool).await;
+    let ids = stuck_ingestions(&env, 24).await;
+    let mut config = config();
+    config.batch_limit = 5; // several statements each, interleaved between the two
+    let a = Deps {
+        config: config.clone(),
+        notifier: slack_notifier(&env.slack),
+        queues: env.deps.queues.clone(),
+        pool: env.pool.clone(),
+        sqs: env.sqs.clone(),
+        maesn: None,
+    };
+
+    let mut resent = 0;
+    for _ in 0..5 {
+        let (x, y) = tokio::join!(sweep(&a), sweep(&a));
+        resent += x.ingestion.resent + y.ingestion.resent;
+    }
+
+    let bodies = drain(&env.sqs, &env.ingestion.url).await;
+    assert_eq!(bodies.len(), 24, "{bodies:?}");
+    assert_eq!(resent, 24);
+    let unique: HashSet<_> = bodies.into_iter().collect();
+    assert_eq!(unique, ids.iter().map(Uuid::to_string).collect::<HashSet<_>>());
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn rows_another_transaction_holds_are_skipped_not_waited_for(pool: PgPool) {
+    let env = env(pool).await;
+    let ids = stuck_ingestions(&env, 2).await;
+    let mut holder = env.pool.begin().await.unwrap();
+    sqlx::query("SELECT id FROM ingestion WHERE id = $1 FOR UPDATE")
+        .bind(ids[0])
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+
+    let report = tokio::time::timeout(Duration::from_secs(20), sweep(&env.deps))
+        .await
+        .expect("a sweep never waits for a locked row");
+
+    assert_eq!(report.ingestion.resent, 1);
+    assert_eq!(drain(&env.sqs, &env.ingestion.url).await, vec![ids[1].to_string()]);
+    holder.commit().await.unwrap();
+    assert_eq!(sweep(&env.deps).await.ingestion.resent, 1, "taken once released");
+    assert_eq!(drain(&env.sqs, &env.ingestion.url).await, vec![ids[0].to_string()]);
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_failed_send_is_undone_so_an_sqs_outage_uses_up_no_resend(pool: PgPool) {
+    let mut env = env(pool).await;
+    let ids = stuck_ingestions(&env, 1).await;
+    let good = env.deps.queues.ingestion.clone();
+    env.deps.queues.ingestion = format!("{}/123456789012/{}", endpoint(), unique("gone"));
+
+    let report = sweep(&env.deps).await;
+
+    assert_eq!((report.ingestion.found, report.ingestion.send_failed), (1, 1));
+    let swept: (i32, Option<chrono::DateTime<chrono::Utc>>) =
+        sqlx::query_as("SELECT sweep_count, swept_at FROM ingestion WHERE id = $1")
+            .bind(ids[0])
+            .fetch_one(&env.pool)
+            .await
+            .unwrap();
+    assert_eq!(swept, (0, None), "as if never taken");
+
+    env.deps.queues.ingestion = good;
+    assert_eq!(sweep(&env.deps).await.ingestion.resent, 1, "found again at once");
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_sweep_without_time_left_starts_nothing(pool: PgPool) {
+    let env = env(pool).await;
+    let ids = stuck_ingestions(&env, 1).await;
+
+    let report = sweeper::sweep(&env.deps, Some(Duration::ZERO)).await.unwrap();
+
+    assert_eq!(report.errors.len(), 3, "{:?}", report.errors);
+    assert!(!report.found_anything());
+    assert_eq!(env.ingestion_status(ids[0]).await.1, 0);
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn finished_work_is_never_resent_however_old(pool: PgPool) {
+    let env = env(pool).await;
+    let (id, document_id) = env.ingestion_row().await;
+    sqlx::query("UPDATE ingestion SET status = 'completed', updated_at = now() - interval '1 day' WHERE id = $1")
+        .bind(id)
+        .execute(&env.pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE document SET matching_status = 'succeeded', updated_at = now() - interval '1 day' WHERE id = $1")
+        .bind(document_id)
+        .execute(&env.pool)
+        .await
+        .unwrap();
+    let tenant: Uuid = sqlx::query_scalar("SELECT tenant_id FROM document WHERE id = $1")
+        .bind(document_id)
+        .fetch_one(&env.pool)
+        .await
+        .unwrap();
+    for status in ["dispatched", "failed"] {
+        sqlx::query(
+            r#"INSERT INTO document_output_job (tenant_id, document_id, document_domain, trigger, status, updated_at)
+               VALUES ($1, $2, 'ap', 'manual', $3::document_output_status, now() - interval '1 day')"#,
+        )
+        .bind(tenant)
+        .bind(document_id)
+        .bind(status)
+        .execute(&env.pool)
+        .await
+        .unwrap();
+    }
+
+    assert!(!sweep(&env.deps).await.found_anything());
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn the_scheduled_event_sample_runs_a_sweep_through_the_handler(pool: PgPool) {
+    let env = env(pool).await;
+    stuck_ingestions(&env, 1).await;
+    let event: EventBridgeEvent<serde_json::Value> =
+        serde_json::from_str(SCHEDULED).expect("an EventBridge scheduled event");
+
+    let report = sweeper::handler(&env.deps, LambdaEvent::new(event, Context::default()))
+        .await
+        .expect("a sweep with nothing failing succeeds");
+
+    assert_eq!(report.ingestion.resent, 1);
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_failed_step_fails_the_invocation_so_the_error_alarm_sees_it(pool: PgPool) {
+    let env = env(pool.clone()).await;
+    let event: EventBridgeEvent<serde_json::Value> = serde_json::from_str(SCHEDULED).unwrap();
+    // The database goes away.
+    pool.close().await;
+
+    let result = sweeper::handler(&env.deps, LambdaEvent::new(event, Context::default())).await;
+
+    let error = result.expect_err("a sweep that could not look is an error").to_string();
+    assert!(error.contains("ingestion"), "{error}");
+}
+
+// Keeps the unused-import lint quiet where a helper is only used by some tests.
+#[allow(dead_code)]
+fn _uses(_: Arc<SecretStore>, _: MaesnConfig, _: MaesnClient) {}
