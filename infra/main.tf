@@ -58,7 +58,7 @@ module "ingestion" {
   }
   # Three LLM attempts (60 s each, plus 2 s and 4 s waits) fit in the 300 s timeout
   # with the function's failure reserve to spare.
-  settings = merge(local.llm_settings, { OCR_PROVIDER = var.ocr_provider, LLM_TIMEOUT_SECONDS = "60" })
+  settings = merge(local.llm_settings, { OCR_PROVIDER = var.ocr_provider, LLM_TIMEOUT_SECONDS = "60", STALE_INGESTION_SECONDS = tostring(var.stale_ingestion_seconds) })
   textract = var.ocr_provider == "textract"
 
   subnet_ids         = var.subnet_ids
@@ -128,10 +128,10 @@ module "document_output" {
   s3_read_prefixes      = ["documents/"]
   # A tenant's DATEV account key: the secret <prefix><tenant id>, JSON key account_key
   # (docs/document-output.md), created when the tenant connects DATEV.
-  tenant_secret_prefixes = { DATEV_CREDENTIALS_PREFIX = "${local.name_prefix}docflow/datev/" }
+  tenant_secret_prefixes = { DATEV_CREDENTIALS_PREFIX = local.datev_credentials_prefix }
   # Failed and in-doubt exports are notified to the admins like matching's failures.
   ses_identity_arns = var.ses_identity_arn == null ? [] : [var.ses_identity_arn]
-  settings          = local.notify_settings
+  settings          = merge(local.notify_settings, { STALE_RUNNING_SECONDS = tostring(var.stale_running_seconds) })
 
   subnet_ids         = var.subnet_ids
   security_group_ids = [aws_security_group.functions.id]

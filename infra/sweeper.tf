@@ -4,7 +4,14 @@
 
 locals {
   sweeper_name = "${local.name_prefix}docflow-sweeper"
+  # Where document output reads each tenant's Maesn account key; the sweeper reads the
+  # same secrets to poll open DATEV tasks.
+  datev_credentials_prefix = "${local.name_prefix}docflow/datev/"
 }
+
+data "aws_region" "current" {}
+
+data "aws_caller_identity" "current" {}
 
 resource "aws_cloudwatch_log_group" "sweeper" {
   #checkov:skip=CKV_AWS_338:operational logs; retention is var.log_retention_days (default 90), the audit trail lives in the database
@@ -48,10 +55,29 @@ data "aws_iam_policy_document" "sweeper" {
     resources = [aws_secretsmanager_secret.app.arn]
   }
 
+  # Polling a tenant's open DATEV tasks needs its Maesn account key: <prefix><tenant id>,
+  # with the suffix Secrets Manager appends (hence the trailing *, scoped to the prefix).
+  statement {
+    sid       = "ReadTenantSecrets"
+    actions   = ["secretsmanager:GetSecretValue"]
+    resources = ["arn:${data.aws_partition.current.partition}:secretsmanager:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:secret:${local.datev_credentials_prefix}*"]
+  }
+
   statement {
     sid       = "WriteOwnLogs"
     actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
     resources = ["${aws_cloudwatch_log_group.sweeper.arn}:*"]
+  }
+
+  # Give-ups and failed DATEV exports are notified to the admins like matching's failures.
+  dynamic "statement" {
+    for_each = var.ses_identity_arn == null ? [] : [[var.ses_identity_arn]]
+
+    content {
+      sid       = "SendNotificationEmail"
+      actions   = ["ses:SendEmail"]
+      resources = statement.value
+    }
   }
 
   dynamic "statement" {
@@ -98,14 +124,21 @@ resource "aws_lambda_function" "sweeper" {
   reserved_concurrent_executions = 1
 
   environment {
-    variables = {
+    variables = merge(local.notify_settings, {
       RUST_LOG                  = var.log_level
       DOCFLOW_SECRET_ID         = aws_secretsmanager_secret.app.arn
       INGESTION_QUEUE_URL       = module.ingestion.queue_url
       MATCHING_QUEUE_URL        = module.matching.queue_url
       DOCUMENT_OUTPUT_QUEUE_URL = module.document_output.queue_url
       DATABASE_MAX_CONNECTIONS  = tostring(var.database_max_connections)
-    }
+      # Thresholds are derived from these (docs/sweeper.md), so they follow the queues.
+      INGESTION_QUEUE_VISIBILITY_SECONDS       = tostring(module.ingestion.visibility_timeout_seconds)
+      MATCHING_QUEUE_VISIBILITY_SECONDS        = tostring(module.matching.visibility_timeout_seconds)
+      DOCUMENT_OUTPUT_QUEUE_VISIBILITY_SECONDS = tostring(module.document_output.visibility_timeout_seconds)
+      STALE_INGESTION_SECONDS                  = tostring(var.stale_ingestion_seconds)
+      STALE_RUNNING_SECONDS                    = tostring(var.stale_running_seconds)
+      DATEV_CREDENTIALS_PREFIX                 = local.datev_credentials_prefix
+    })
   }
 
   vpc_config {

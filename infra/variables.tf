@@ -123,6 +123,28 @@ variable "database_max_connections" {
   }
 }
 
+variable "stale_ingestion_seconds" {
+  description = "STALE_INGESTION_SECONDS of ingestion and the sweeper: an ingestion lease older than this has no live worker (the heartbeat renews it every minute). One value for both, so the sweeper never takes a live ingestion."
+  type        = number
+  default     = 300
+
+  validation {
+    condition     = var.stale_ingestion_seconds >= 120
+    error_message = "stale_ingestion_seconds must be at least 120 (two heartbeats)."
+  }
+}
+
+variable "stale_running_seconds" {
+  description = "STALE_RUNNING_SECONDS of document-output and the sweeper: a running output job not touched for this long has no live worker (seed 002: 600). One value for both."
+  type        = number
+  default     = 600
+
+  validation {
+    condition     = var.stale_running_seconds >= 300
+    error_message = "stale_running_seconds must be at least 300 (it must exceed two heartbeats plus the Maesn call budget)."
+  }
+}
+
 # --- data -----------------------------------------------------------------------------------
 
 variable "documents_bucket_name" {

@@ -4,8 +4,8 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use sqlx::migrate::MigrateDatabase as _;
 
-mod eval_matching;
 mod eval_extraction;
+mod eval_matching;
 mod extract;
 
 #[derive(Parser)]

@@ -27,11 +27,6 @@ use docflow::settings::Env;
 use hcl::{Map, Value};
 use terraform::{Infra, Sources};
 
-/// The sweeper crate is built in another branch; until it declares
-/// `sweeper::aws_actions`, these are the calls DESIGN gives it: its secret, and the
-/// re-sends to the three work queues.
-const SWEEPER_PENDING: &[&str] = &["secretsmanager:GetSecretValue", "sqs:SendMessage"];
-
 /// What the function named `function` (as Terraform names it, without the prefix)
 /// declares it calls, given its environment.
 fn declared(function: &str, env: &Map<String, Value>) -> Option<Vec<&'static str>> {
@@ -40,7 +35,7 @@ fn declared(function: &str, env: &Map<String, Value>) -> Option<Vec<&'static str
         "ingestion" => Some(ingestion::aws_actions(&env)),
         "matching" => Some(matching::aws_actions(&env)),
         "document-output" => Some(document_output::aws_actions(&env)),
-        "sweeper" => Some(SWEEPER_PENDING.to_vec()),
+        "sweeper" => Some(sweeper::aws_actions(&env)),
         _ => None,
     }
 }

@@ -428,7 +428,7 @@ fn per_tenant_secrets_granted_beyond_their_prefix_or_without_it_are_reported() {
     let broader = real_infra().replace(MODULE_IAM, r#":secret:${prefix}*""#, r#":secret:*""#);
     let missing = real_infra().replace(
         "main.tf",
-        r#"tenant_secret_prefixes = { DATEV_CREDENTIALS_PREFIX = "${local.name_prefix}docflow/datev/" }"#,
+        r#"tenant_secret_prefixes = { DATEV_CREDENTIALS_PREFIX = local.datev_credentials_prefix }"#,
         "",
     );
 
@@ -729,4 +729,91 @@ fn first_block(resource: &terraform::Resource, identifier: &str) -> hcl::Body {
 
 fn hcl_attr(body: &hcl::Body, key: &str) -> Option<hcl::Value> {
     terraform::attr(body, key)
+}
+
+// --- the sweeper's thresholds follow the functions it recovers (docs/sweeper.md) ---------
+
+/// The sweeper's environment and each queue function's, by function name.
+fn sweeper_and_function_envs(
+    sources: &Sources,
+) -> (
+    hcl::Map<String, hcl::Value>,
+    std::collections::HashMap<String, hcl::Map<String, hcl::Value>>,
+) {
+    let infra = Infra::evaluate(sources).expect("infra/ parses");
+    let sweeper = contract::environment(
+        infra
+            .root
+            .resource("aws_lambda_function.sweeper")
+            .expect("the sweeper"),
+    );
+    let functions = infra
+        .instances
+        .iter()
+        .map(|i| {
+            let function = i.resource("aws_lambda_function.this").unwrap();
+            (
+                i.vars["name"].as_str().unwrap_or_default().to_string(),
+                contract::environment(function),
+            )
+        })
+        .collect();
+    (sweeper, functions)
+}
+
+fn sweeper_threshold_mismatches(sources: &Sources) -> Vec<String> {
+    let (sweeper, functions) = sweeper_and_function_envs(sources);
+    let text = |v: Option<&hcl::Value>| match v {
+        Some(hcl::Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => "<unset>".to_owned(),
+    };
+    let mut found = Vec::new();
+    for (var, function) in [
+        ("STALE_INGESTION_SECONDS", "ingestion"),
+        ("STALE_RUNNING_SECONDS", "document-output"),
+    ] {
+        let (a, b) = (text(sweeper.get(var)), text(functions[function].get(var)));
+        if a != b || a == "<unset>" {
+            found.push(format!("{var}: sweeper {a}, {function} {b}"));
+        }
+    }
+    for (var, module) in [
+        ("INGESTION_QUEUE_VISIBILITY_SECONDS", "ingestion"),
+        ("MATCHING_QUEUE_VISIBILITY_SECONDS", "matching"),
+        (
+            "DOCUMENT_OUTPUT_QUEUE_VISIBILITY_SECONDS",
+            "document_output",
+        ),
+    ] {
+        let value = text(sweeper.get(var));
+        if !value.contains(&format!("module.{module}.visibility_timeout_seconds")) {
+            found.push(format!(
+                "{var}: {value} is not the {module} queue's visibility"
+            ));
+        }
+    }
+    found
+}
+
+#[test]
+fn the_sweeper_uses_the_lease_thresholds_and_queue_visibilities_of_the_functions() {
+    let found = sweeper_threshold_mismatches(&real_infra());
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+#[test]
+fn a_sweeper_lease_threshold_that_drifts_from_ingestion_is_reported() {
+    let broken = real_infra().replace(
+        "sweeper.tf",
+        "STALE_INGESTION_SECONDS                  = tostring(var.stale_ingestion_seconds)",
+        "STALE_INGESTION_SECONDS                  = \"120\"",
+    );
+    let found = sweeper_threshold_mismatches(&broken);
+    assert!(
+        found
+            .iter()
+            .any(|f| f.starts_with("STALE_INGESTION_SECONDS")),
+        "{found:?}"
+    );
 }

@@ -8,19 +8,16 @@
 mod matching_support;
 
 use std::collections::HashSet;
-use std::sync::Arc;
 use std::time::Duration;
 
 use aws_lambda_events::eventbridge::EventBridgeEvent;
-use docflow::datev::{MaesnClient, MaesnConfig};
 use docflow::extract::Extractor;
 use docflow::ids::{DocumentId, IngestionId};
 use docflow::local::{EventSourceMapping, QueuePair, QueueSpec};
 use docflow::matching::DocumentType;
 use docflow::ocr::Transcriber;
-use docflow::secrets::SecretStore;
 use docflow::sqs::{BatchConfig, BatchRuntime};
-use docflow_tests::output::{API_KEY, OutputEnv, setup};
+use docflow_tests::output::{OutputEnv, setup};
 use docflow_tests::pdf::text_pdf;
 use docflow_tests::*;
 use lambda_runtime::{Context, LambdaEvent};
@@ -62,9 +59,9 @@ struct Env {
 }
 
 async fn env(pool: PgPool) -> Env {
-    let config = aws().await;
-    let sqs = aws_sdk_sqs::Client::new(&config);
-    let s3 = docflow::aws::s3_client(&config);
+    let aws = aws().await;
+    let sqs = aws_sdk_sqs::Client::new(&aws);
+    let s3 = docflow::aws::s3_client(&aws);
     let bucket = fresh_bucket(&s3).await;
     let ingestion = fresh_queue(&sqs, "sweep-ingestion", QueueSpec::default()).await;
     let matching = fresh_queue(&sqs, "sweep-matching", QueueSpec::default()).await;
@@ -272,14 +269,22 @@ async fn an_ingestion_whose_worker_died_after_the_claim_is_resent_once_its_lease
     // Stale lease, but the row moved less than 720 s ago.
     age(&env.pool, "ingestion", "started_at", id, 310).await;
     age(&env.pool, "ingestion", "updated_at", id, 700).await;
-    assert_eq!(sweep(&env.deps).await.ingestion.found, 0, "before the threshold");
+    assert_eq!(
+        sweep(&env.deps).await.ingestion.found,
+        0,
+        "before the threshold"
+    );
     assert!(drain(&env.sqs, &env.ingestion.url).await.is_empty());
 
     age(&env.pool, "ingestion", "updated_at", id, 730).await;
     let report = sweep(&env.deps).await;
     assert_eq!((report.ingestion.found, report.ingestion.resent), (1, 1));
     assert_eq!(env.ingestion_status(id).await.1, 1, "re-send counted");
-    assert_eq!(sweep(&env.deps).await.ingestion.found, 0, "one re-send per threshold");
+    assert_eq!(
+        sweep(&env.deps).await.ingestion.found,
+        0,
+        "one re-send per threshold"
+    );
 
     env.deliver_ingestion(&env.ingestion_deps(&env.matching.url))
         .await;
@@ -293,14 +298,11 @@ async fn an_ingestion_never_claimed_whose_message_is_gone_is_resent_and_complete
     let (id, _) = env.ingestion_row().await;
     age(&env.pool, "ingestion", "updated_at", id, 730).await;
 
-    let report = sweep(&env.deps).await;
+    assert_eq!(sweep(&env.deps).await.ingestion.resent, 1);
+    env.deliver_ingestion(&env.ingestion_deps(&env.matching.url))
+        .await;
 
-    assert_eq!(report.ingestion.resent, 1);
-    assert_eq!(
-        drain(&env.sqs, &env.ingestion.url).await.len(),
-        0,
-        "hidden? no: drained below"
-    );
+    assert_eq!(env.ingestion_status(id).await.0, "completed");
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -318,7 +320,10 @@ async fn a_completed_ingestion_whose_send_to_matching_failed_is_matched_after_th
         env.matching_status(document_id).await.0.as_deref(),
         Some("pending")
     );
-    assert!(drain(&env.sqs, &env.matching.url).await.is_empty(), "no message anywhere");
+    assert!(
+        drain(&env.sqs, &env.matching.url).await.is_empty(),
+        "no message anywhere"
+    );
 
     assert_eq!(sweep(&env.deps).await.matching.found, 0, "fresh");
     age(&env.pool, "document", "updated_at", document_id, 1900).await;
@@ -345,7 +350,9 @@ async fn a_document_left_in_matching_by_a_dead_worker_is_resent_and_matched(pool
     )
     .await;
     // The worker claimed it (in-progress, one attempt) and died on its final receive.
-    docflow::matching::status::claim(&env.pool, po).await.unwrap();
+    docflow::matching::status::claim(&env.pool, po, None)
+        .await
+        .unwrap();
     assert_eq!(
         env.matching_status(po).await.0.as_deref(),
         Some("in-progress")
@@ -355,7 +362,10 @@ async fn a_document_left_in_matching_by_a_dead_worker_is_resent_and_matched(pool
     assert_eq!(sweep(&env.deps).await.matching.resent, 1);
     env.deliver_matching().await;
 
-    assert_eq!(env.matching_status(po).await.0.as_deref(), Some("succeeded"));
+    assert_eq!(
+        env.matching_status(po).await.0.as_deref(),
+        Some("succeeded")
+    );
 }
 
 // ---- output ------------------------------------------------------------------------------
@@ -480,7 +490,163 @@ async fn export_tasks_nobody_polled_are_polled_to_their_end(pool: PgPool) {
             .unwrap();
     assert_eq!(status, "succeeded");
     assert_eq!(sweep(&deps).await.tasks.polled, 0, "nothing open any more");
-    let _ = API_KEY;
+    assert!(
+        slack_bodies(&env.slack).await.is_empty(),
+        "a success is not news"
+    );
+}
+
+/// An audit of `output`'s document, submitted to Maesn as task `task`.
+async fn submitted_audit(output: &OutputEnv, task: &str) -> Uuid {
+    let job_id = output
+        .insert_job(output.tenant.document_id, "dispatched")
+        .await;
+    sqlx::query_scalar(
+        r#"INSERT INTO ap_datev_export_audit (tenant_id, document_id, dispatch_job_id, status, task_id)
+           VALUES ($1, $2, $3, 'submitted', $4) RETURNING id"#,
+    )
+    .bind(output.tenant.tenant_id)
+    .bind(output.tenant.document_id)
+    .bind(job_id)
+    .bind(task)
+    .fetch_one(&output.pool)
+    .await
+    .unwrap()
+}
+
+async fn audit(pool: &PgPool, id: Uuid) -> (String, bool, Option<String>) {
+    sqlx::query_as("SELECT status, retryable, error FROM ap_datev_export_audit WHERE id = $1")
+        .bind(id)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_duplicate_rejected_by_datev_blocks_re_export_and_is_notified_once(pool: PgPool) {
+    let output = setup(pool.clone()).await;
+    let env = env(pool).await;
+    let deps = output_sweeper(&env, &output);
+    output.approve(output.tenant.document_id).await;
+    let id = submitted_audit(&output, "task-dup").await;
+    Mock::given(method("GET"))
+        .and(path("/accounting/asyncTask/task-dup"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "meta": {}, "data": {
+            "status": "FAILED",
+            "information": [{ "message": "Belegnummer RE-2026-0042 bereits vorhanden", "type": "error" }]
+        }})))
+        .mount(&output.maesn)
+        .await;
+
+    let report = sweep(&deps).await;
+
+    assert_eq!(report.tasks.failed, 1);
+    let (status, retryable, error) = audit(&env.pool, id).await;
+    assert_eq!((status.as_str(), retryable), ("failed", false));
+    assert!(
+        error.unwrap().contains("bereits vorhanden"),
+        "DATEV's text is kept"
+    );
+    let notices = slack_bodies(&env.slack).await;
+    assert_eq!(notices.len(), 1);
+    assert!(
+        notices[0]
+            .to_string()
+            .contains(&output.tenant.document_id.to_string())
+    );
+    let mut conn = env.pool.acquire().await.unwrap();
+    let eligible = docflow::output::check_eligibility(&mut conn, output.tenant.document_id, None)
+        .await
+        .unwrap();
+    assert!(
+        eligible.is_err(),
+        "a duplicate is never exported again: {eligible:?}"
+    );
+
+    assert_eq!(sweep(&deps).await.tasks.polled, 0);
+    assert_eq!(slack_bodies(&env.slack).await.len(), 1, "notified once");
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_task_that_failed_validation_allows_a_corrected_re_export(pool: PgPool) {
+    let output = setup(pool.clone()).await;
+    let env = env(pool).await;
+    let deps = output_sweeper(&env, &output);
+    output.approve(output.tenant.document_id).await;
+    let id = submitted_audit(&output, "task-invalid").await;
+    let mut conn = env.pool.acquire().await.unwrap();
+    assert!(
+        docflow::output::check_eligibility(&mut conn, output.tenant.document_id, None)
+            .await
+            .unwrap()
+            .is_err(),
+        "an open task blocks a re-export until it is polled"
+    );
+    Mock::given(method("GET"))
+        .and(path("/accounting/asyncTask/task-invalid"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(json!({ "meta": {}, "data": {
+                "status": "FAILED",
+                "information": [{ "message": "Kostenstelle fehlt", "type": "error" }]
+            }})),
+        )
+        .mount(&output.maesn)
+        .await;
+
+    sweep(&deps).await;
+
+    let (status, retryable, _) = audit(&env.pool, id).await;
+    assert_eq!((status.as_str(), retryable), ("failed", true));
+    assert!(
+        docflow::output::check_eligibility(&mut conn, output.tenant.document_id, None)
+            .await
+            .unwrap()
+            .is_ok()
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_task_maesn_does_not_know_is_ended_in_doubt_instead_of_polled_for_ever(pool: PgPool) {
+    let output = setup(pool.clone()).await;
+    let env = env(pool).await;
+    let deps = output_sweeper(&env, &output);
+    let id = submitted_audit(&output, "task-gone").await;
+    Mock::given(method("GET"))
+        .and(path("/accounting/asyncTask/task-gone"))
+        .respond_with(
+            ResponseTemplate::new(404)
+                .set_body_json(json!({ "statusCode": 404, "message": "Task not found" })),
+        )
+        .mount(&output.maesn)
+        .await;
+
+    let report = sweep(&deps).await;
+
+    assert_eq!((report.tasks.failed, report.tasks.errors), (1, 0));
+    let (status, retryable, error) = audit(&env.pool, id).await;
+    assert_eq!((status.as_str(), retryable), ("failed", false));
+    assert!(error.unwrap().contains("check DATEV"));
+    assert_eq!(slack_bodies(&env.slack).await.len(), 1);
+    assert!(!sweep(&deps).await.found_anything(), "not polled again");
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_task_maesn_cannot_answer_now_is_polled_again_next_run(pool: PgPool) {
+    let output = setup(pool.clone()).await;
+    let env = env(pool).await;
+    let deps = output_sweeper(&env, &output);
+    let id = submitted_audit(&output, "task-busy").await;
+    Mock::given(method("GET"))
+        .and(path("/accounting/asyncTask/task-busy"))
+        .respond_with(ResponseTemplate::new(503))
+        .mount(&output.maesn)
+        .await;
+
+    let report = sweep(&deps).await;
+
+    assert_eq!((report.tasks.polled, report.tasks.errors), (1, 1));
+    assert_eq!(audit(&env.pool, id).await.0, "submitted");
+    assert!(slack_bodies(&env.slack).await.is_empty());
 }
 
 // ---- giving up -----------------------------------------------------------------------------
@@ -525,10 +691,17 @@ async fn work_resent_the_maximum_times_is_failed_visibly_notified_once_and_never
     let report = sweep(&env.deps).await;
 
     assert_eq!(
-        (report.ingestion.given_up, report.matching.given_up, report.output.given_up),
+        (
+            report.ingestion.given_up,
+            report.matching.given_up,
+            report.output.given_up
+        ),
         (1, 1, 1)
     );
-    assert_eq!(report.ingestion.resent + report.matching.resent + report.output.resent, 0);
+    assert_eq!(
+        report.ingestion.resent + report.matching.resent + report.output.resent,
+        0
+    );
     let (status, _, error) = env.ingestion_status(ingestion_id).await;
     assert_eq!(status, "failed");
     assert!(error.unwrap().contains("re-sent this ingestion 3 times"));
@@ -540,18 +713,38 @@ async fn work_resent_the_maximum_times_is_failed_visibly_notified_once_and_never
     assert!(review, "the document is flagged for a person");
     let (matching, _, error) = env.matching_status(document).await;
     assert_eq!(matching.as_deref(), Some("failed"));
-    assert!(error.unwrap().contains("re-sent this document to matching 3 times"));
-    let (job_status, job_error): (String, Option<String>) = sqlx::query_as(
-        "SELECT status::text, last_error FROM document_output_job WHERE id = $1",
-    )
-    .bind(job)
-    .fetch_one(&env.pool)
-    .await
-    .unwrap();
+    let told: bool =
+        sqlx::query_scalar("SELECT matching_notified_at IS NOT NULL FROM document WHERE id = $1")
+            .bind(document)
+            .fetch_one(&env.pool)
+            .await
+            .unwrap();
+    assert!(
+        told,
+        "a late message for the document must not notify again"
+    );
+    assert!(
+        error
+            .unwrap()
+            .contains("re-sent this document to matching 3 times")
+    );
+    let (job_status, job_error): (String, Option<String>) =
+        sqlx::query_as("SELECT status::text, last_error FROM document_output_job WHERE id = $1")
+            .bind(job)
+            .fetch_one(&env.pool)
+            .await
+            .unwrap();
     assert_eq!(job_status, "failed");
-    assert!(job_error.unwrap().contains("re-sent this output job 3 times"));
+    assert!(
+        job_error
+            .unwrap()
+            .contains("re-sent this output job 3 times")
+    );
     for queue in [&env.ingestion, &env.matching, &env.output] {
-        assert!(drain(&env.sqs, &queue.url).await.is_empty(), "nothing re-sent");
+        assert!(
+            drain(&env.sqs, &queue.url).await.is_empty(),
+            "nothing re-sent"
+        );
     }
     let notices = slack_bodies(&env.slack).await;
     assert_eq!(notices.len(), 3, "one notice per abandoned piece of work");
@@ -584,7 +777,10 @@ async fn an_ingestion_that_kills_its_worker_every_time_ends_failed_instead_of_cy
         }
         assert_eq!(report.ingestion.resent, 1);
         resends += 1;
-        assert_eq!(drain(&env.sqs, &env.ingestion.url).await, vec![id.to_string()]);
+        assert_eq!(
+            drain(&env.sqs, &env.ingestion.url).await,
+            vec![id.to_string()]
+        );
         ingestion::claim(&env.pool, IngestionId(id), Duration::from_secs(300))
             .await
             .unwrap()
@@ -633,7 +829,10 @@ async fn two_sweeps_at_once_send_each_message_once(pool: PgPool) {
     assert_eq!(bodies.len(), 24, "{bodies:?}");
     assert_eq!(resent, 24);
     let unique: HashSet<_> = bodies.into_iter().collect();
-    assert_eq!(unique, ids.iter().map(Uuid::to_string).collect::<HashSet<_>>());
+    assert_eq!(
+        unique,
+        ids.iter().map(Uuid::to_string).collect::<HashSet<_>>()
+    );
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -652,10 +851,20 @@ async fn rows_another_transaction_holds_are_skipped_not_waited_for(pool: PgPool)
         .expect("a sweep never waits for a locked row");
 
     assert_eq!(report.ingestion.resent, 1);
-    assert_eq!(drain(&env.sqs, &env.ingestion.url).await, vec![ids[1].to_string()]);
+    assert_eq!(
+        drain(&env.sqs, &env.ingestion.url).await,
+        vec![ids[1].to_string()]
+    );
     holder.commit().await.unwrap();
-    assert_eq!(sweep(&env.deps).await.ingestion.resent, 1, "taken once released");
-    assert_eq!(drain(&env.sqs, &env.ingestion.url).await, vec![ids[0].to_string()]);
+    assert_eq!(
+        sweep(&env.deps).await.ingestion.resent,
+        1,
+        "taken once released"
+    );
+    assert_eq!(
+        drain(&env.sqs, &env.ingestion.url).await,
+        vec![ids[0].to_string()]
+    );
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -667,7 +876,10 @@ async fn a_failed_send_is_undone_so_an_sqs_outage_uses_up_no_resend(pool: PgPool
 
     let report = sweep(&env.deps).await;
 
-    assert_eq!((report.ingestion.found, report.ingestion.send_failed), (1, 1));
+    assert_eq!(
+        (report.ingestion.found, report.ingestion.send_failed),
+        (1, 1)
+    );
     let swept: (i32, Option<chrono::DateTime<chrono::Utc>>) =
         sqlx::query_as("SELECT sweep_count, swept_at FROM ingestion WHERE id = $1")
             .bind(ids[0])
@@ -677,7 +889,11 @@ async fn a_failed_send_is_undone_so_an_sqs_outage_uses_up_no_resend(pool: PgPool
     assert_eq!(swept, (0, None), "as if never taken");
 
     env.deps.queues.ingestion = good;
-    assert_eq!(sweep(&env.deps).await.ingestion.resent, 1, "found again at once");
+    assert_eq!(
+        sweep(&env.deps).await.ingestion.resent,
+        1,
+        "found again at once"
+    );
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -685,7 +901,9 @@ async fn a_sweep_without_time_left_starts_nothing(pool: PgPool) {
     let env = env(pool).await;
     let ids = stuck_ingestions(&env, 1).await;
 
-    let report = sweeper::sweep(&env.deps, Some(Duration::ZERO)).await.unwrap();
+    let report = sweeper::sweep(&env.deps, Some(Duration::ZERO))
+        .await
+        .unwrap();
 
     assert_eq!(report.errors.len(), 3, "{:?}", report.errors);
     assert!(!report.found_anything());
@@ -750,10 +968,8 @@ async fn a_failed_step_fails_the_invocation_so_the_error_alarm_sees_it(pool: PgP
 
     let result = sweeper::handler(&env.deps, LambdaEvent::new(event, Context::default())).await;
 
-    let error = result.expect_err("a sweep that could not look is an error").to_string();
+    let error = result
+        .expect_err("a sweep that could not look is an error")
+        .to_string();
     assert!(error.contains("ingestion"), "{error}");
 }
-
-// Keeps the unused-import lint quiet where a helper is only used by some tests.
-#[allow(dead_code)]
-fn _uses(_: Arc<SecretStore>, _: MaesnConfig, _: MaesnClient) {}

@@ -19,6 +19,9 @@ pub struct Kind {
     /// Fails the rows re-sent `$2` times already, with the reason; returns `id`,
     /// `document_id`, `tenant_id`, `tenant_name`, `error`, `attempts`.
     pub give_up: &'static str,
+    /// Records that the admins were told about a give-up (`$1` id), where the kind keeps
+    /// that on the row.
+    pub mark_notified: Option<&'static str>,
     /// Undoes a take whose message could not be sent: `$1` id, `$2` previous `swept_at`,
     /// `$3` the count the take set.
     pub undo: &'static str,
@@ -67,9 +70,10 @@ pub const INGESTION: Kind = Kind {
                    stuck.sweep_count, coalesce(stuck.last_error, 'none recorded'))
           FROM stuck, document AS d, tenant AS tn
          WHERE t.id = stuck.id AND d.id = t.document_id AND tn.id = d.tenant_id
-        RETURNING t.id, t.document_id, d.tenant_id, tn.name AS tenant_name,
-                  t.last_error AS error, t.attempt_count AS attempts
+        RETURNING t.id, t.document_id, d.type::text AS document_type, d.tenant_id,
+                  tn.name AS tenant_name, t.last_error AS error, t.attempt_count AS attempts
     "#,
+    mark_notified: None,
     undo: r#"
         UPDATE ingestion SET sweep_count = sweep_count - 1, swept_at = $2
          WHERE id = $1 AND sweep_count = $3
@@ -117,9 +121,10 @@ pub const MATCHING: Kind = Kind {
                    stuck.matching_sweep_count, coalesce(stuck.matching_error, 'none recorded'))
           FROM stuck, tenant AS tn
          WHERE t.id = stuck.id AND tn.id = t.tenant_id
-        RETURNING t.id, t.id AS document_id, t.tenant_id, tn.name AS tenant_name,
-                  t.matching_error AS error, t.matching_attempts AS attempts
+        RETURNING t.id, t.id AS document_id, t.type::text AS document_type, t.tenant_id,
+                  tn.name AS tenant_name, t.matching_error AS error, t.matching_attempts AS attempts
     "#,
+    mark_notified: Some("UPDATE document SET matching_notified_at = now() WHERE id = $1"),
     undo: r#"
         UPDATE document SET matching_sweep_count = matching_sweep_count - 1, matching_swept_at = $2
          WHERE id = $1 AND matching_sweep_count = $3
@@ -181,11 +186,12 @@ pub const OUTPUT: Kind = Kind {
                         ELSE format(' (DATEV export audit %s was started and may have reached Maesn: check DATEV before exporting again)',
                                     stuck.requested_audit) END,
                    coalesce(stuck.last_error, 'none recorded'))
-          FROM stuck, tenant AS tn
-         WHERE t.id = stuck.id AND tn.id = t.tenant_id
-        RETURNING t.id, t.document_id, t.tenant_id, tn.name AS tenant_name,
-                  t.last_error AS error, t.sweep_count AS attempts
+          FROM stuck, tenant AS tn, document AS d
+         WHERE t.id = stuck.id AND tn.id = t.tenant_id AND d.id = t.document_id
+        RETURNING t.id, t.document_id, d.type::text AS document_type, t.tenant_id,
+                  tn.name AS tenant_name, t.last_error AS error, t.sweep_count AS attempts
     "#,
+    mark_notified: None,
     undo: r#"
         UPDATE document_output_job SET sweep_count = sweep_count - 1, swept_at = $2
          WHERE id = $1 AND sweep_count = $3

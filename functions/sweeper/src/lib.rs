@@ -29,7 +29,7 @@ use chrono::{DateTime, Utc};
 use docflow::bootstrap::Common;
 use docflow::datev::{MaesnClient, MaesnConfig};
 use docflow::notify::{AdminNotice, Notifier, NotifySettings};
-use docflow::output::worker::poll_open_tasks;
+use docflow::output::worker::{FailedExport, poll_open_tasks};
 use docflow::settings::{Env, SettingsError, process_env};
 use lambda_runtime::LambdaEvent;
 use serde::Serialize;
@@ -98,6 +98,18 @@ impl Deps {
             config,
         })
     }
+}
+
+/// Every AWS API action the sweeper calls (IAM names): what Terraform must grant its
+/// role (`tests/tests/iam_calls.rs` holds the two together).
+pub fn aws_actions<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Vec<&'static str> {
+    // The app secret at cold start and the tenants' DATEV secrets; the re-sends
+    // (SendMessageBatch is authorised as sqs:SendMessage).
+    let mut actions = vec!["secretsmanager:GetSecretValue", "sqs:SendMessage"];
+    if env.optional("NOTIFY_EMAIL_FROM").is_some() && env.optional("NOTIFY_EMAIL_TO").is_some() {
+        actions.push("ses:SendEmail");
+    }
+    actions
 }
 
 /// What one kind's sweep did.
@@ -209,7 +221,7 @@ pub async fn sweep(deps: &Deps, budget: Option<Duration>) -> anyhow::Result<Swee
             ));
             continue;
         }
-        if let Err(e) = sweep_kind(deps, kind, queue_url, (a, b), kind_report).await {
+        if let Err(e) = sweep_kind(deps, kind, queue_url, (a, b), kind_report, stop_at).await {
             tracing::error!(kind = kind.name, error.message = %e, error.cause_chain = ?e, "sweep step failed");
             report.errors.push(format!(
                 "{}: {}",
@@ -229,6 +241,7 @@ pub async fn sweep(deps: &Deps, budget: Option<Duration>) -> anyhow::Result<Swee
             };
             match result {
                 Ok(Ok(summary)) => {
+                    notify_failed_exports(deps, &summary.failed_exports, stop_at).await;
                     report.tasks = TaskReport {
                         polled: summary.still_running
                             + summary.succeeded
@@ -276,6 +289,7 @@ struct Taken {
 struct GivenUp {
     id: Uuid,
     document_id: Uuid,
+    document_type: Option<String>,
     tenant_id: Uuid,
     tenant_name: String,
     error: String,
@@ -289,6 +303,7 @@ async fn sweep_kind(
     queue_url: &str,
     (a, b): (f64, f64),
     report: &mut KindReport,
+    stop_at: Option<Instant>,
 ) -> Result<(), sqlx::Error> {
     let c = &deps.config;
     let given_up: Vec<GivenUp> = sqlx::query_as(kind.give_up)
@@ -305,12 +320,19 @@ async fn sweep_kind(
         let notice = AdminNotice {
             title: kind.give_up_title.to_owned(),
             document_id: row.document_id,
+            document_type: row.document_type.clone(),
             tenant_id: Some(row.tenant_id),
             tenant_name: Some(row.tenant_name.clone()),
             error: row.error.clone(),
             attempts: row.attempts,
         };
-        deps.notifier.notify(&notice).await;
+        let delivery = deps.notifier.notify_until(&notice, stop_at).await;
+        // Matching records that admins were told, so a late message for the document
+        // does not tell them again (functions/matching); the other kinds are notified
+        // only by the statement that failed them.
+        if let (Some(mark), true) = (kind.mark_notified, delivery.delivered()) {
+            sqlx::query(mark).bind(row.id).execute(&deps.pool).await?;
+        }
     }
 
     let taken: Vec<Taken> = sqlx::query_as(kind.take)
@@ -340,6 +362,34 @@ async fn sweep_kind(
         }
     }
     Ok(())
+}
+
+/// Tells the admins about each DATEV export that failed in this poll: once, since only
+/// the poll whose guarded update failed the audit reports it.
+async fn notify_failed_exports(deps: &Deps, failed: &[FailedExport], stop_at: Option<Instant>) {
+    for export in failed {
+        let tenant_name: Option<String> = sqlx::query_scalar("SELECT name FROM tenant WHERE id = $1")
+            .bind(export.tenant_id)
+            .fetch_optional(&deps.pool)
+            .await
+            .inspect_err(|e| tracing::warn!(error.message = %e, "could not read the tenant's name for the notice"))
+            .ok()
+            .flatten();
+        let notice = AdminNotice {
+            title: if export.retryable {
+                "DATEV export failed".to_owned()
+            } else {
+                "DATEV export failed; do not export again before checking DATEV".to_owned()
+            },
+            document_id: export.document_id,
+            document_type: None,
+            tenant_id: Some(export.tenant_id),
+            tenant_name,
+            error: format!("export audit {}: {}", export.audit_id, export.error),
+            attempts: 1,
+        };
+        deps.notifier.notify_until(&notice, stop_at).await;
+    }
 }
 
 /// Sends the ids in one `SendMessageBatch`; returns the ids that were not sent (all of

@@ -28,6 +28,11 @@ output "queue_url" {
   value       = aws_sqs_queue.source.url
 }
 
+output "visibility_timeout_seconds" {
+  description = "Visibility timeout of the source queue (the sweeper derives its thresholds from it)."
+  value       = aws_sqs_queue.source.visibility_timeout_seconds
+}
+
 output "dlq_name" {
   description = "Name of the dead-letter queue."
   value       = aws_sqs_queue.dlq.name

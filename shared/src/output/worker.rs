@@ -1016,6 +1016,15 @@ struct OpenTask {
     company_id: String,
 }
 
+/// What polling one task found out.
+enum Polled {
+    Answered(TaskState),
+    /// Maesn does not know the task (404/410): it will never answer.
+    Unknown {
+        reason: String,
+    },
+}
+
 #[derive(sqlx::FromRow)]
 struct Flipped {
     document_id: Uuid,
@@ -1033,7 +1042,10 @@ struct Flipped {
 /// (validation errors, a cancelled task: nothing was booked, a corrected re-export may
 /// run). One short statement per audit, none held across a call, each guarded by the
 /// audit still being open; an unreadable task is counted in [`PollSummary::errors`] and
-/// left for the next run. For the sweeper; fails only when the database does.
+/// left for the next run — except a task Maesn answers 404/410 for, which will never
+/// answer: that audit is `failed`, `retryable = false`, with an error saying to check
+/// DATEV, and reported in [`PollSummary::failed_exports`]. For the sweeper; fails only
+/// when the database does.
 pub async fn poll_open_tasks<C: DatevConnector>(
     pool: &PgPool,
     connector: &C,
@@ -1059,7 +1071,20 @@ pub async fn poll_open_tasks<C: DatevConnector>(
             company_id: task.company_id,
         };
         let state = match connector.async_task(&account, &task.task_id).await {
-            Ok(state) => state,
+            Ok(state) => Polled::Answered(state),
+            // Maesn no longer knows the task (expired, another account): asking again
+            // will never answer, and whether DATEV booked it is unknown. Ended as a
+            // non-retryable failure a person must check, instead of being polled for ever.
+            Err(DatevError::Status {
+                status: status @ (404 | 410),
+                body,
+                ..
+            }) => Polled::Unknown {
+                reason: format!(
+                    "Maesn does not know task {} (HTTP {status}: {body}); whether DATEV booked the document is unknown: check DATEV before exporting again",
+                    task.task_id
+                ),
+            },
             Err(e) => {
                 tracing::warn!(audit_id = %task.id, task_id = %task.task_id, error.message = %e, error.cause_chain = ?e, "could not read the Maesn task");
                 summary.errors += 1;
@@ -1067,9 +1092,10 @@ pub async fn poll_open_tasks<C: DatevConnector>(
             }
         };
         let (status, error, retryable) = match &state {
-            TaskState::InProgress => ("in_progress", None, true),
-            TaskState::Succeeded { .. } => ("succeeded", None, true),
-            TaskState::Failed { information } => {
+            Polled::Unknown { reason } => ("failed", Some(reason.clone()), false),
+            Polled::Answered(TaskState::InProgress) => ("in_progress", None, true),
+            Polled::Answered(TaskState::Succeeded { .. }) => ("succeeded", None, true),
+            Polled::Answered(TaskState::Failed { information }) => {
                 let duplicate = is_duplicate_rejection(information);
                 let detail = if information.is_empty() {
                     "no details from DATEV".to_owned()
@@ -1104,9 +1130,9 @@ pub async fn poll_open_tasks<C: DatevConnector>(
             continue; // another poll settled it first
         };
         match state {
-            TaskState::InProgress => summary.still_running += 1,
-            TaskState::Succeeded { .. } => summary.succeeded += 1,
-            TaskState::Failed { .. } => {
+            Polled::Answered(TaskState::InProgress) => summary.still_running += 1,
+            Polled::Answered(TaskState::Succeeded { .. }) => summary.succeeded += 1,
+            Polled::Answered(TaskState::Failed { .. }) | Polled::Unknown { .. } => {
                 summary.failed += 1;
                 tracing::warn!(audit_id = %task.id, task_id = %task.task_id, retryable = flipped.retryable, "DATEV export task failed");
                 summary.failed_exports.push(FailedExport {

@@ -73,9 +73,9 @@ pub const FUNCTIONS: &[FunctionContract] = &[
         sends_to: &["ingestion", "matching", "document-output"],
         s3_reads: &[],
         s3_writes: &[],
-        sends_email: false,
+        sends_email: true,
         may_use_textract: false,
-        tenant_secrets: &[],
+        tenant_secrets: &["DATEV_CREDENTIALS_PREFIX"],
     },
 ];
 
