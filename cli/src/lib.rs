@@ -2,8 +2,17 @@
 //! and calls in here, and the tests call the same functions.
 //!
 //! - [`wiring`]: the functions' `Deps`, built locally as their `main.rs` would;
-//! - [`samples`], [`maesn`]: the demo's documents and its Maesn stand-in.
+//! - [`run`]: `local run`, the local event-source mappings and the sweeper's schedule;
+//! - [`status`], [`dlq`], [`ingest`], [`seed`]: the operations commands;
+//! - [`samples`], [`maesn`], [`demo`]: the demo's documents, its Maesn stand-in, and its
+//!   approval and summary steps.
 
+pub mod demo;
+pub mod dlq;
+pub mod ingest;
 pub mod maesn;
+pub mod run;
 pub mod samples;
+pub mod seed;
+pub mod status;
 pub mod wiring;

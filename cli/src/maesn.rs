@@ -172,13 +172,8 @@ fn authorize(request: &Request, options: &Options) -> Result<String, ResponseTem
     if header(request, "x-account-key").is_none() {
         return Err(error(401, "UNAUTHORIZED", "missing X-ACCOUNT-KEY"));
     }
-    query(request, "companyId").ok_or_else(|| {
-        error(
-            400,
-            "BAD_REQUEST",
-            "query parameter companyId is required",
-        )
-    })
+    query(request, "companyId")
+        .ok_or_else(|| error(400, "BAD_REQUEST", "query parameter companyId is required"))
 }
 
 struct Create {
@@ -236,7 +231,8 @@ impl Create {
                 "part folderManagement (JSON) is required",
             ));
         }
-        let file = part("files").ok_or_else(|| error(400, "BAD_REQUEST", "part files is required"))?;
+        let file =
+            part("files").ok_or_else(|| error(400, "BAD_REQUEST", "part files is required"))?;
         if file.body.is_empty() {
             return Err(error(400, "BAD_REQUEST", "the uploaded file is empty"));
         }
@@ -248,8 +244,10 @@ impl Create {
             && self.options.rate_limit_once.contains(n)
             && state.rate_limited.insert(n.clone())
         {
-            return Err(error(429, "TOO_MANY_REQUESTS", "rate limit exceeded, retry later")
-                .insert_header("Retry-After", "1"));
+            return Err(
+                error(429, "TOO_MANY_REQUESTS", "rate limit exceeded, retry later")
+                    .insert_header("Retry-After", "1"),
+            );
         }
         let task_id = uuid::Uuid::new_v4().to_string();
         if let Some(n) = &number
@@ -259,7 +257,10 @@ impl Create {
         }
         state.exports.push(Export {
             task_id: task_id.clone(),
-            document_id: proposal.get("id").and_then(Value::as_str).map(str::to_owned),
+            document_id: proposal
+                .get("id")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
             number,
             company_id,
             booking_type,

@@ -37,8 +37,7 @@ impl Queues {
         Ok(Queues {
             ingestion: resolve_pair(sqs, &format!("{prefix}docflow-ingestion")).await?,
             matching: resolve_pair(sqs, &format!("{prefix}docflow-matching")).await?,
-            document_output: resolve_pair(sqs, &format!("{prefix}docflow-document-output"))
-                .await?,
+            document_output: resolve_pair(sqs, &format!("{prefix}docflow-document-output")).await?,
         })
     }
 
@@ -67,12 +66,17 @@ pub async fn resolve_pair(sqs: &aws_sdk_sqs::Client, name: &str) -> anyhow::Resu
 
 /// The URL of the queue `name`; the error says how to create it.
 pub async fn queue_url(sqs: &aws_sdk_sqs::Client, name: &str) -> anyhow::Result<String> {
-    let out = sqs.get_queue_url().queue_name(name).send().await.map_err(|e| {
-        anyhow::anyhow!(
-            "queue {name} not found ({}); run `make up` (or `docflow local up`) first",
-            aws_sdk_sqs::error::DisplayErrorContext(&e)
-        )
-    })?;
+    let out = sqs
+        .get_queue_url()
+        .queue_name(name)
+        .send()
+        .await
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "queue {name} not found ({}); run `make up` (or `docflow local up`) first",
+                aws_sdk_sqs::error::DisplayErrorContext(&e)
+            )
+        })?;
     out.queue_url
         .with_context(|| format!("GetQueueUrl returned no URL for {name}"))
 }
@@ -155,7 +159,10 @@ impl Local {
         for (var, pair) in [
             ("INGESTION_QUEUE_VISIBILITY_SECONDS", &queues.ingestion),
             ("MATCHING_QUEUE_VISIBILITY_SECONDS", &queues.matching),
-            ("DOCUMENT_OUTPUT_QUEUE_VISIBILITY_SECONDS", &queues.document_output),
+            (
+                "DOCUMENT_OUTPUT_QUEUE_VISIBILITY_SECONDS",
+                &queues.document_output,
+            ),
         ] {
             default(var, visibility_seconds(&sqs, &pair.url).await?.to_string());
         }

@@ -280,8 +280,16 @@ async fn the_rules_extractor_reads_every_sample_as_the_demo_expects() {
             Some(expected.document_type),
             "{name}: {e:#?}\n{text}"
         );
-        assert_eq!(e.invoice_number.as_deref(), Some(expected.number), "{name}: {e:#?}");
-        assert_eq!(e.supplier_name.as_deref(), Some(expected.supplier), "{name}: {e:#?}");
+        assert_eq!(
+            e.invoice_number.as_deref(),
+            Some(expected.number),
+            "{name}: {e:#?}"
+        );
+        assert_eq!(
+            e.supplier_name.as_deref(),
+            Some(expected.supplier),
+            "{name}: {e:#?}"
+        );
         assert_eq!(e.total, expected.total, "{name}: {e:#?}");
         assert!(e.passes_quality_gate(), "{name}: {e:#?}");
         if expected.document_type != DocumentType::PurchaseOrder {
