@@ -16,8 +16,9 @@ use aws_sdk_sqs::types::{MessageAttributeValue, MessageSystemAttributeName};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-/// A queue named on the command line: `ingestion`, `docflow-ingestion`,
-/// `docflow-ingestion-dlq` or a queue URL. `prefix` is the environment's name prefix.
+/// A queue named on the command line: a function (`ingestion`, with the environment's
+/// name `prefix`), a queue name (`docflow-ingestion`), its DLQ's name
+/// (`docflow-ingestion-dlq`) or either's URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueNames {
     pub source: String,
@@ -35,15 +36,9 @@ impl QueueNames {
             None => (name, ""),
         };
         let base = base.strip_suffix("-dlq").unwrap_or(base);
-        let base = if base.contains("docflow-") {
-            base.to_owned()
-        } else {
-            match base {
-                "ingestion" | "matching" | "document-output" => format!("{prefix}docflow-{base}"),
-                other => anyhow::bail!(
-                    "unknown queue {other:?}; use ingestion, matching, document-output, a queue name or URL"
-                ),
-            }
+        let base = match base {
+            "ingestion" | "matching" | "document-output" => format!("{prefix}docflow-{base}"),
+            other => other.to_owned(),
         };
         Ok(QueueNames {
             source: format!("{base}{fifo}"),
@@ -271,6 +266,10 @@ mod tests {
             QueueNames::parse("ingestion", "prod-").unwrap().dlq,
             "prod-docflow-ingestion-dlq"
         );
-        assert!(QueueNames::parse("nope", "").is_err());
+        assert_eq!(
+            QueueNames::parse("other-queue", "").unwrap().dlq,
+            "other-queue-dlq"
+        );
+        assert!(QueueNames::parse("", "").is_err());
     }
 }

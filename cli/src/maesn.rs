@@ -146,6 +146,13 @@ fn error(status: u16, code: &str, message: &str) -> ResponseTemplate {
         .set_body_json(json!({ "meta": meta(), "error": { "code": code, "message": message } }))
 }
 
+/// An error answer (boxed: a `ResponseTemplate` is large).
+type Refusal = Box<ResponseTemplate>;
+
+fn refuse(status: u16, code: &str, message: &str) -> Refusal {
+    Box::new(error(status, code, message))
+}
+
 fn query(request: &Request, name: &str) -> Option<String> {
     request
         .url
@@ -165,15 +172,15 @@ fn header(request: &Request, name: &str) -> Option<String> {
 }
 
 /// Checks the credentials both calls need; `Err` is the error response.
-fn authorize(request: &Request, options: &Options) -> Result<String, ResponseTemplate> {
+fn authorize(request: &Request, options: &Options) -> Result<String, Refusal> {
     if header(request, "x-api-key").as_deref() != Some(options.api_key.as_str()) {
-        return Err(error(401, "UNAUTHORIZED", "invalid or missing X-API-KEY"));
+        return Err(refuse(401, "UNAUTHORIZED", "invalid or missing X-API-KEY"));
     }
     if header(request, "x-account-key").is_none() {
-        return Err(error(401, "UNAUTHORIZED", "missing X-ACCOUNT-KEY"));
+        return Err(refuse(401, "UNAUTHORIZED", "missing X-ACCOUNT-KEY"));
     }
     query(request, "companyId")
-        .ok_or_else(|| error(400, "BAD_REQUEST", "query parameter companyId is required"))
+        .ok_or_else(|| refuse(400, "BAD_REQUEST", "query parameter companyId is required"))
 }
 
 struct Create {
@@ -188,30 +195,26 @@ impl Respond for Create {
         if response.is_err() {
             state.refused += 1;
         }
-        response.unwrap_or_else(|e| e)
+        response.unwrap_or_else(|e| *e)
     }
 }
 
 impl Create {
-    fn create(
-        &self,
-        state: &mut State,
-        request: &Request,
-    ) -> Result<ResponseTemplate, ResponseTemplate> {
+    fn create(&self, state: &mut State, request: &Request) -> Result<ResponseTemplate, Refusal> {
         let company_id = authorize(request, &self.options)?;
         let content_type = header(request, "content-type").unwrap_or_default();
         let boundary = content_type
             .strip_prefix("multipart/form-data")
             .and_then(|rest| rest.split("boundary=").nth(1))
             .map(|b| b.trim_matches('"').to_owned())
-            .ok_or_else(|| error(400, "BAD_REQUEST", "expected a multipart/form-data body"))?;
+            .ok_or_else(|| refuse(400, "BAD_REQUEST", "expected a multipart/form-data body"))?;
         let parts = multipart(&request.body, &boundary);
         let part = |name: &str| parts.iter().find(|p| p.name == name);
         let proposal: Value = part("bookingProposal")
             .and_then(|p| serde_json::from_slice(&p.body).ok())
             .filter(Value::is_object)
             .ok_or_else(|| {
-                error(
+                refuse(
                     400,
                     "BAD_REQUEST",
                     "part bookingProposal (a JSON object) is required",
@@ -220,21 +223,21 @@ impl Create {
         let booking_type = part("bookingType")
             .map(|p| String::from_utf8_lossy(&p.body).trim().to_owned())
             .filter(|t| !t.is_empty())
-            .ok_or_else(|| error(400, "BAD_REQUEST", "part bookingType is required"))?;
+            .ok_or_else(|| refuse(400, "BAD_REQUEST", "part bookingType is required"))?;
         if part("folderManagement")
             .and_then(|p| serde_json::from_slice::<Value>(&p.body).ok())
             .is_none()
         {
-            return Err(error(
+            return Err(refuse(
                 400,
                 "BAD_REQUEST",
                 "part folderManagement (JSON) is required",
             ));
         }
         let file =
-            part("files").ok_or_else(|| error(400, "BAD_REQUEST", "part files is required"))?;
+            part("files").ok_or_else(|| refuse(400, "BAD_REQUEST", "part files is required"))?;
         if file.body.is_empty() {
-            return Err(error(400, "BAD_REQUEST", "the uploaded file is empty"));
+            return Err(refuse(400, "BAD_REQUEST", "the uploaded file is empty"));
         }
         let number = proposal
             .get("number")
@@ -244,10 +247,10 @@ impl Create {
             && self.options.rate_limit_once.contains(n)
             && state.rate_limited.insert(n.clone())
         {
-            return Err(
+            return Err(Box::new(
                 error(429, "TOO_MANY_REQUESTS", "rate limit exceeded, retry later")
                     .insert_header("Retry-After", "1"),
-            );
+            ));
         }
         let task_id = uuid::Uuid::new_v4().to_string();
         if let Some(n) = &number
@@ -282,7 +285,7 @@ impl Respond for Task {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         if let Err(response) = authorize(request, &self.options) {
             self.state.lock().expect("state").refused += 1;
-            return response;
+            return *response;
         }
         let task_id = request
             .url

@@ -414,6 +414,16 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
         }
         Command::Ingest { files, tenant } => {
             init_logs("warn", None);
+            let mut contents = Vec::new();
+            for file in files {
+                let bytes = std::fs::read(&file)
+                    .with_context(|| format!("cannot read {}", file.display()))?;
+                let name = file
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| file.display().to_string());
+                contents.push((name, bytes));
+            }
             let local = local_env(docflow::aws::load().await, 1).await?;
             let pool = local.database().await?;
             let tenant = ingest::resolve_tenant(&pool, tenant.as_deref()).await?;
@@ -425,13 +435,7 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
                 ingestion_queue_url: &local.queues.ingestion.url,
             };
             let mut unsent = 0;
-            for file in files {
-                let bytes = std::fs::read(&file)
-                    .with_context(|| format!("cannot read {}", file.display()))?;
-                let name = file
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| file.display().to_string());
+            for (name, bytes) in contents {
                 let done = ingest::ingest(&target, tenant, &name, bytes).await?;
                 println!(
                     "{}: document {} ingestion {}{}",
