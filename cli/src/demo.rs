@@ -165,6 +165,30 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// Fails naming every document that is not finished (still in ingestion, matching,
+    /// output or a DATEV task).
+    pub fn check(&self) -> anyhow::Result<()> {
+        let open: Vec<String> = self
+            .rows
+            .iter()
+            .filter(|r| !r.is_terminal())
+            .map(|r| {
+                r.file_name
+                    .clone()
+                    .unwrap_or_else(|| r.document_id.to_string())
+            })
+            .collect();
+        if open.is_empty() {
+            Ok(())
+        } else {
+            anyhow::bail!(
+                "{} document(s) not finished: {}",
+                open.len(),
+                open.join(", ")
+            )
+        }
+    }
+
     /// Documents per cluster label.
     pub fn clusters(&self) -> HashMap<String, Vec<String>> {
         let mut clusters: HashMap<String, Vec<String>> = HashMap::new();

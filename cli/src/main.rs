@@ -205,6 +205,9 @@ enum DemoCommand {
         tenant: Option<String>,
         #[arg(long)]
         json: bool,
+        /// Fail when a document is not finished.
+        #[arg(long)]
+        check: bool,
     },
 }
 
@@ -534,13 +537,20 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
                     }
                     Ok(())
                 }
-                DemoCommand::Summary { tenant, json } => {
+                DemoCommand::Summary {
+                    tenant,
+                    json,
+                    check,
+                } => {
                     let tenant = ingest::resolve_tenant(&pool, tenant.as_deref()).await?;
                     let summary = demo::summary(&pool, &local.sqs, &local.queues, tenant).await?;
                     if json {
                         println!("{}", serde_json::to_string_pretty(&summary)?);
                     } else {
                         print!("{summary}");
+                    }
+                    if check {
+                        summary.check()?;
                     }
                     Ok(())
                 }
