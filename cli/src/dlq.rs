@@ -77,12 +77,7 @@ async fn receive(
         .message_attribute_names("All")
         .send()
         .await
-        .map_err(|e| {
-            anyhow::anyhow!(
-                "cannot receive from {url}: {}",
-                aws_sdk_sqs::error::DisplayErrorContext(&e)
-            )
-        })?;
+        .map_err(|e| anyhow::anyhow!("cannot receive from {url}: {}", crate::errors::short(&e)))?;
     Ok(out
         .messages
         .unwrap_or_default()
@@ -116,7 +111,7 @@ async fn make_visible(sqs: &aws_sdk_sqs::Client, url: &str, message: &DlqMessage
             .send()
             .await
     {
-        tracing::warn!(message_id = %message.message_id, error.message = %aws_sdk_sqs::error::DisplayErrorContext(&e), "could not make the message visible again; it is after its visibility timeout");
+        tracing::warn!(message_id = %message.message_id, error.message = %crate::errors::short(&e), "could not make the message visible again; it is after its visibility timeout");
     }
 }
 
@@ -204,7 +199,7 @@ pub async fn redrive(
                     .message_deduplication_id(message.message_id.clone());
             }
             if let Err(e) = send.send().await {
-                let why = aws_sdk_sqs::error::DisplayErrorContext(&e).to_string();
+                let why = crate::errors::short(&e);
                 make_visible(sqs, dlq_url, &message).await;
                 report.failed.push((message.message_id.clone(), why));
                 continue;
@@ -216,10 +211,9 @@ pub async fn redrive(
                 .send()
                 .await;
             if let Err(e) = deleted {
-                report.duplicated.push((
-                    message.message_id.clone(),
-                    aws_sdk_sqs::error::DisplayErrorContext(&e).to_string(),
-                ));
+                report
+                    .duplicated
+                    .push((message.message_id.clone(), crate::errors::short(&e)));
             }
             report.moved.push(message);
         }

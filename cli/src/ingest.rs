@@ -60,7 +60,7 @@ pub async fn ingest(
             anyhow::anyhow!(
                 "failed to upload {file_name} to s3://{}/{key}: {}",
                 target.bucket,
-                aws_sdk_s3::error::DisplayErrorContext(&e)
+                crate::errors::short(&e)
             )
         })?;
 
@@ -103,7 +103,7 @@ pub async fn ingest(
         Err(e) => {
             let error = format!(
                 "could not send ingestion {ingestion_id} to the ingestion queue ({}); the sweeper will re-send it",
-                aws_sdk_sqs::error::DisplayErrorContext(&e)
+                crate::errors::short(&e)
             );
             tracing::error!(%ingestion_id, error = %error, "ingestion message not sent");
             (None, Some(error))

@@ -9,6 +9,7 @@
 
 pub mod demo;
 pub mod dlq;
+pub mod errors;
 pub mod ingest;
 pub mod maesn;
 pub mod run;

@@ -250,7 +250,13 @@ fn database_url() -> String {
 /// Logs of the functions (and ours) on stderr, as text; `RUST_LOG` sets the level.
 fn init_logs(default: &str, progress: Option<indicatif::MultiProgress>) {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    // The SDK's own warnings (e.g. every credential source it tried) would bury the one
+    // line an error gets; RUST_LOG brings them back.
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        EnvFilter::new(format!(
+            "{default},aws_config=error,aws_smithy_runtime=error,aws_smithy_runtime_api=error"
+        ))
+    });
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false)
@@ -682,10 +688,10 @@ async fn local_run(args: RunArgs) -> anyhow::Result<()> {
         anyhow::bail!(
             "not idle after {} s: {}",
             report.elapsed_ms / 1000,
-            if busy.is_empty() {
-                "the sweeper still finds work".to_owned()
-            } else {
-                busy.join(", ")
+            match (busy.is_empty(), &report.last_sweep_error) {
+                (false, _) => busy.join(", "),
+                (true, Some(error)) => format!("the sweeper fails: {error}"),
+                (true, None) => "the sweeper still finds work".to_owned(),
             }
         );
     }

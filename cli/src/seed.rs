@@ -112,7 +112,7 @@ pub async fn ensure_maesn_key(
         .map_err(|e| {
             anyhow::anyhow!(
                 "cannot read secret {secret_id} ({}); run `make up` first",
-                aws_sdk_secretsmanager::error::DisplayErrorContext(&e)
+                crate::errors::short(&e)
             )
         })?;
     let mut values: serde_json::Map<String, Value> = current
@@ -135,7 +135,7 @@ pub async fn ensure_maesn_key(
         .map_err(|e| {
             anyhow::anyhow!(
                 "cannot update secret {secret_id}: {}",
-                aws_sdk_secretsmanager::error::DisplayErrorContext(&e)
+                crate::errors::short(&e)
             )
         })?;
     Ok(true)
@@ -303,7 +303,7 @@ pub async fn reset_fixtures(target: &Target<'_>) -> anyhow::Result<Fixtures> {
                 anyhow::anyhow!(
                     "failed to upload s3://{}/{key}: {}",
                     target.bucket,
-                    aws_sdk_s3::error::DisplayErrorContext(&e)
+                    crate::errors::short(&e)
                 )
             })?;
     }

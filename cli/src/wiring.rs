@@ -71,11 +71,14 @@ pub async fn queue_url(sqs: &aws_sdk_sqs::Client, name: &str) -> anyhow::Result<
         .queue_name(name)
         .send()
         .await
-        .map_err(|e| {
-            anyhow::anyhow!(
-                "queue {name} not found ({}); run `make up` (or `docflow local up`) first",
-                aws_sdk_sqs::error::DisplayErrorContext(&e)
-            )
+        .map_err(|e| match e.as_service_error() {
+            Some(s) if s.is_queue_does_not_exist() => anyhow::anyhow!(
+                "queue {name} does not exist; run `make up` (or `docflow local up`) first"
+            ),
+            _ => anyhow::anyhow!(
+                "cannot reach SQS to find queue {name}: {}",
+                crate::errors::short(&e)
+            ),
         })?;
     out.queue_url
         .with_context(|| format!("GetQueueUrl returned no URL for {name}"))

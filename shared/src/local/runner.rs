@@ -114,6 +114,8 @@ pub struct RunReport {
     /// Scheduled runs, and those that failed.
     pub sweeps: u64,
     pub sweep_errors: u64,
+    /// The last scheduled run's error, if it failed.
+    pub last_sweep_error: Option<String>,
     /// Whether the run ended because everything was idle.
     pub idle: bool,
     pub elapsed_ms: u128,
@@ -259,6 +261,7 @@ impl Runner {
             report.sweeps += 1;
             let result = scheduled.run().await.map_err(|e| format!("{e:#}"));
             self.observer.sweep(&result);
+            report.last_sweep_error = result.as_ref().err().cloned();
             match result {
                 Ok(summary) => {
                     if idle_candidate
