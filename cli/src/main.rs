@@ -643,7 +643,7 @@ async fn local_run(args: RunArgs) -> anyhow::Result<()> {
     } else {
         args.functions.clone()
     };
-    let progress = run::Progress::new(&functions);
+    let progress = run::Progress::new(&functions, !args.no_sweeper);
     init_logs("warn", Some(progress.multi().clone()));
     if args.batch_size > 10 && args.batching_window == 0 {
         anyhow::bail!("--batch-size above 10 needs --batching-window (as in Lambda)");

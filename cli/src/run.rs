@@ -237,7 +237,7 @@ pub struct Progress {
 }
 
 impl Progress {
-    pub fn new(functions: &[String]) -> Arc<Self> {
+    pub fn new(functions: &[String], sweeper: bool) -> Arc<Self> {
         let live = std::io::stderr().is_terminal();
         let multi = MultiProgress::with_draw_target(if live {
             ProgressDrawTarget::stderr()
@@ -260,6 +260,11 @@ impl Progress {
         sweep
             .set_style(ProgressStyle::with_template("{prefix:>16} {msg}").expect("valid template"));
         sweep.set_prefix("sweeper");
+        sweep.set_message(if sweeper {
+            "waiting for its first run"
+        } else {
+            "off"
+        });
         Arc::new(Progress {
             multi,
             bars,
