@@ -42,7 +42,7 @@ down:
 test: up
 	cargo test --workspace --all-targets
 	infra/check.sh
-	scripts/deploy-local.sh --ci --if-available
+	scripts/deploy-local.sh --if-available
 
 ## demo: the whole pipeline on the sample documents, offline, with a summary table
 demo: up
@@ -52,9 +52,10 @@ demo: up
 package:
 	scripts/package.sh $(ARCH)
 
-## deploy-local: apply infra/ with Terraform to the local emulator and check the result
-deploy-local: up
-	scripts/deploy-local.sh
+## deploy-local: apply infra/ with Terraform to a local emulator and check the result
+## (DEPLOY_KEEP=1 leaves that emulator running to look at it)
+deploy-local: venv
+	scripts/deploy-local.sh $(if $(DEPLOY_KEEP),--keep)
 
 ## lint: what CI's reviewers hold the code to
 lint:

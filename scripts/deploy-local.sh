@@ -1,34 +1,39 @@
 #!/usr/bin/env bash
-# make deploy-local: applies infra/ with Terraform to the local emulator (the moto server
-# of `make up` at AWS_ENDPOINT_URL), then checks with the AWS API that what Terraform
-# declared exists there: queues and redrive policies, functions, event source mappings
-# (ReportBatchItemFailures, maximum concurrency), the sweeper's schedule.
+# make deploy-local: applies infra/ with Terraform to a local AWS emulator, then checks
+# with the AWS API that what Terraform declared exists there: queues and redrive
+# policies, functions, event source mappings (ReportBatchItemFailures, maximum
+# concurrency), the sweeper's schedule.
 #
-#   scripts/deploy-local.sh            environment "local", kept (look at it, re-run to converge)
-#   scripts/deploy-local.sh --ci       a throw-away environment, destroyed at the end (make test)
-#   --if-available                     exit 0 with a note when Terraform or its AWS provider is missing
+#   scripts/deploy-local.sh                 apply, check, stop the emulator
+#   scripts/deploy-local.sh --keep          leave the emulator running to look at it
+#   scripts/deploy-local.sh --if-available  exit 0 with a note when Terraform or its AWS
+#                                           provider is missing (make test)
+#
+# The emulator is a moto server of its own (the same moto as `make up`'s, from .venv, on
+# DEPLOY_LOCAL_PORT, default 4567), started fresh for every run: once moto has created a
+# Lambda function, its model dump (/moto-api/data.json, which tests read) fails for the
+# rest of the server's life, so deploying into `make up`'s server at 4566 would break
+# those tests. It loads AWS managed IAM policies (AWSLambdaENIManagementAccess).
 #
 # The function zips: DEPLOY_BUILD=dev (default) zips the functions' dev binaries, which
 # `cargo test --workspace --all-targets` has already built (real executables, no extra
 # compile); DEPLOY_BUILD=package deploys `make package ARCH=x86_64`'s release zips
-# (cargo-lambda, LTO: minutes more). moto stores the code but cannot run it, so what is
-# checked does not depend on the choice. Either way the architecture is x86_64, this
+# (cargo-lambda, LTO: many minutes more). moto stores the code but cannot run it, so what
+# is checked does not depend on the choice. Either way the architecture is x86_64, this
 # machine's.
 #
 # What moto (5.2) cannot take is left out in the scratch copy and reported:
-#   - aws_sqs_queue_redrive_allow_policy: moto accepts RedriveAllowPolicy but never returns
-#     it, so the provider would wait for it until it times out;
-#   - the AWSLambdaENIManagementAccess attachments, only when moto was started without
-#     MOTO_IAM_LOAD_MANAGED_POLICIES=true (scripts/moto-up.sh sets it).
+# aws_sqs_queue_redrive_allow_policy — moto accepts RedriveAllowPolicy but never returns
+# it, so the provider would wait for it until it times out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$(pwd)"
 
-ci=false
+keep=false
 if_available=false
 for arg in "$@"; do
   case "$arg" in
-    --ci) ci=true ;;
+    --keep) keep=true ;;
     --if-available) if_available=true ;;
     *) echo "deploy-local: unknown argument $arg" >&2; exit 2 ;;
   esac
@@ -48,10 +53,9 @@ command -v terraform >/dev/null 2>&1 \
   || skip "terraform is not installed (Terraform >= 1.6; see infra/README.md)"
 [[ -d "$plugin_dir/registry.terraform.io/hashicorp/aws" ]] \
   || skip "no local copy of the hashicorp/aws provider in $plugin_dir (TF_PLUGIN_DIR); 'terraform init' cannot download it without network"
-[[ -x .venv/bin/python ]] || skip "the project virtualenv is missing; run 'make up' first"
-endpoint="${AWS_ENDPOINT_URL:-http://127.0.0.1:4566}"
-curl -sf -o /dev/null "$endpoint/moto-api/" \
-  || skip "no moto server answers at $endpoint; run 'make up' first"
+[[ -x .venv/bin/moto_server ]] || skip "the project virtualenv with moto is missing; run 'make up' (or 'make venv') first"
+port="${DEPLOY_LOCAL_PORT:-4567}"
+endpoint="http://127.0.0.1:$port"
 # A TF_CLI_CONFIG_FILE naming a missing file only makes terraform print warnings.
 if [[ -n "${TF_CLI_CONFIG_FILE:-}" && ! -e "$TF_CLI_CONFIG_FILE" ]]; then
   unset TF_CLI_CONFIG_FILE
@@ -60,12 +64,9 @@ export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-test}" AWS_SECRET_ACCESS_KEY="${A
 export AWS_REGION="${AWS_REGION:-eu-central-1}"
 started=$(date +%s)
 
-if $ci; then
-  environment="ci$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
-else
-  environment="${DEPLOY_ENV:-local}"
-fi
-work="$repo/.local/deploy-local/$environment"
+environment=local
+work="$repo/.local/deploy-local"
+rm -rf "$work"
 mkdir -p "$work"
 
 # --- the function zips ------------------------------------------------------------------
@@ -104,8 +105,28 @@ PY
   *) echo "deploy-local: DEPLOY_BUILD must be dev or package" >&2; exit 2 ;;
 esac
 
+# --- the emulator ---------------------------------------------------------------------
+"$repo/scripts/moto-deploy-down.sh" >/dev/null
+if curl -sf -o /dev/null "$endpoint/moto-api/"; then
+  echo "deploy-local: something already answers on port $port; set DEPLOY_LOCAL_PORT to a free port" >&2
+  exit 1
+fi
+MOTO_IAM_LOAD_MANAGED_POLICIES=true nohup .venv/bin/moto_server -H 127.0.0.1 -p "$port" \
+  >"$repo/.local/moto-deploy.log" 2>&1 &
+echo $! >"$repo/.local/moto-deploy.pid"
+if ! $keep; then
+  trap '"$repo/scripts/moto-deploy-down.sh" >/dev/null' EXIT
+fi
+for _ in $(seq 1 100); do
+  curl -sf -o /dev/null "$endpoint/moto-api/" && break
+  sleep 0.2
+done
+curl -sf -o /dev/null "$endpoint/moto-api/" \
+  || { echo "deploy-local: the emulator did not start; see .local/moto-deploy.log" >&2; exit 1; }
+echo "== emulator: moto on $endpoint (pid $(cat "$repo/.local/moto-deploy.pid"))"
+
 # --- the emulator's network -------------------------------------------------------------
-read -r vpc_id subnet_ids database_sg managed_policies < <(
+read -r vpc_id subnet_ids database_sg < <(
   .venv/bin/python - "$endpoint" "$AWS_REGION" "$environment" <<'PY'
 import json, sys
 import boto3
@@ -116,43 +137,16 @@ subnets = [s["SubnetId"] for s in ec2.describe_subnets(Filters=[{"Name": "vpc-id
 name = f"{env}-database"
 found = ec2.describe_security_groups(Filters=[{"Name": "group-name", "Values": [name]}, {"Name": "vpc-id", "Values": [vpc]}])["SecurityGroups"]
 sg = found[0]["GroupId"] if found else ec2.create_security_group(GroupName=name, Description="stand-in for the database's security group", VpcId=vpc)["GroupId"]
-iam = boto3.client("iam", endpoint_url=endpoint, region_name=region)
-try:
-    iam.get_policy(PolicyArn="arn:aws:iam::aws:policy/service-role/AWSLambdaENIManagementAccess")
-    managed = "yes"
-except iam.exceptions.NoSuchEntityException:
-    managed = "no"
-print(vpc, json.dumps(subnets, separators=(",", ":")), sg, managed)
+print(vpc, json.dumps(subnets, separators=(",", ":")), sg)
 PY
 )
 
 # --- a scratch copy with the emulator override -----------------------------------------
-# A fresh copy of infra/ each run; only the state is carried over, so a re-run converges.
-rm -rf "$work/infra.new"
-cp -R "$repo/infra" "$work/infra.new"
-rm -rf "$work/infra.new/.terraform" "$work/infra.new/.terraform.lock.hcl" "$work/infra.new/tests"
-if [[ -f "$work/infra/terraform.tfstate" ]]; then
-  cp "$work/infra/terraform.tfstate" "$work/infra.new/"
-fi
-rm -rf "$work/infra"
-mv "$work/infra.new" "$work/infra"
+cp -R "$repo/infra" "$work/infra"
+rm -rf "$work/infra/.terraform" "$work/infra/.terraform.lock.hcl" "$work/infra/terraform.tfstate"* "$work/infra/tests"
 cp infra/environments/local/moto_override.tf infra/environments/local/emulator.tf "$work/infra/"
 cp infra/environments/local/queue_function_override.tf "$work/infra/modules/queue-function/moto_override.tf"
 not_applied=("aws_sqs_queue_redrive_allow_policy (×3): moto accepts RedriveAllowPolicy but does not return it; the provider would wait for it until it times out")
-if [[ "$managed_policies" == no ]]; then
-  cat >> "$work/infra/modules/queue-function/moto_override.tf" <<'HCL'
-
-resource "aws_iam_role_policy_attachment" "vpc_access" {
-  count = 0
-}
-HCL
-  cat > "$work/infra/sweeper_moto_override.tf" <<'HCL'
-resource "aws_iam_role_policy_attachment" "sweeper_vpc_access" {
-  count = 0
-}
-HCL
-  not_applied+=("aws_iam_role_policy_attachment AWSLambdaENIManagementAccess (×4): this moto server was started without MOTO_IAM_LOAD_MANAGED_POLICIES=true (scripts/moto-up.sh sets it; 'make down && make up' restarts it)")
-fi
 
 tf() { TF_IN_AUTOMATION=1 terraform -chdir="$work/infra" "$@"; }
 vars=(
@@ -172,16 +166,6 @@ color=()
 echo "== terraform init (providers from $plugin_dir)"
 tf init -input=false -plugin-dir="$plugin_dir" >"$work/init.log" 2>&1 || { cat "$work/init.log" >&2; exit 1; }
 
-destroy() {
-  echo "== terraform destroy ($environment)"
-  tf destroy -auto-approve -input=false "${color[@]}" "${vars[@]}" >"$work/destroy.log" 2>&1 \
-    || { tail -n 30 "$work/destroy.log" >&2; echo "deploy-local: destroy failed; state in $work" >&2; return 1; }
-  rm -rf "$work"
-}
-if $ci; then
-  trap 'destroy || true' EXIT
-fi
-
 echo "== terraform apply: environment $environment on $endpoint"
 apply_started=$(date +%s)
 if ! tf apply -auto-approve -input=false "${color[@]}" "${vars[@]}" >"$work/apply.log" 2>&1; then
@@ -199,6 +183,6 @@ tf show -json >"$work/state.json"
 echo "== not applied against moto:"
 for line in "${not_applied[@]}"; do echo "   - $line"; done
 echo "== deploy-local: applied in ${apply_seconds} s, all done in $(( $(date +%s) - started )) s"
-if ! $ci; then
-  echo "   state: $work/infra (re-run to converge; 'terraform -chdir=$work/infra destroy' with the same -var flags removes it)"
+if $keep; then
+  echo "   the emulator keeps running on $endpoint (state: $work/infra); 'make down' stops it"
 fi

@@ -1,7 +1,5 @@
 #!/usr/bin/env bash
 # Starts the moto server on 127.0.0.1:4566 unless something already answers there.
-# AWS managed IAM policies are loaded, so `make deploy-local` can attach them as
-# Terraform does in AWS (AWSLambdaENIManagementAccess).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .local
@@ -10,7 +8,7 @@ if curl -sf -o /dev/null "http://127.0.0.1:${port}/moto-api/"; then
   echo "moto: already running on 127.0.0.1:${port}"
   exit 0
 fi
-MOTO_IAM_LOAD_MANAGED_POLICIES=true nohup .venv/bin/moto_server -H 127.0.0.1 -p "${port}" > .local/moto.log 2>&1 &
+nohup .venv/bin/moto_server -H 127.0.0.1 -p "${port}" > .local/moto.log 2>&1 &
 echo $! > .local/moto.pid
 for _ in $(seq 1 100); do
   if curl -sf -o /dev/null "http://127.0.0.1:${port}/moto-api/"; then
