@@ -26,7 +26,10 @@ target_dir="$(cargo metadata --no-deps --format-version 1 | python3 -c 'import j
 docflow="$target_dir/debug/docflow"
 
 port="${DEMO_MAESN_PORT:-4599}"
-"$docflow" local maesn --listen "127.0.0.1:$port" --rate-limit-once INV-1043 >.local/maesn.log 2>&1 &
+# Its state file lets it answer the tasks of earlier demo runs too (an interrupted run
+# leaves tasks the sweeper still polls).
+"$docflow" local maesn --listen "127.0.0.1:$port" --rate-limit-once INV-1043 \
+  --state .local/maesn-state.json >.local/maesn.log 2>&1 &
 maesn_pid=$!
 trap 'kill "$maesn_pid" 2>/dev/null || true' EXIT
 for _ in $(seq 1 50); do

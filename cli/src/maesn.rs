@@ -10,8 +10,8 @@
 //!   with DATEV's message when the booking proposal repeats a document number already
 //!   booked for that company (DATEV rejects duplicates). Unknown tasks: 404.
 //! - Booking proposals whose number is in `rate_limit_once` are first answered
-//!   `429 Too Many Requests` (with `Retry-After`), once: a transient failure the caller
-//!   must retry.
+//!   `429 Too Many Requests` (with `Retry-After`), once per company: a transient failure
+//!   the caller must retry.
 //! - `GET /_standin/exports`: what was booked (for the demo's summary and tests).
 
 use std::collections::{HashMap, HashSet};
@@ -31,6 +31,9 @@ pub struct Options {
     pub polls_until_done: u32,
     /// Booking proposal numbers answered 429 the first time.
     pub rate_limit_once: HashSet<String>,
+    /// Where the stand-in keeps what it was sent, so a restarted stand-in still knows
+    /// the tasks of earlier runs (as Maesn would); `None`: in memory only.
+    pub state_file: Option<std::path::PathBuf>,
 }
 
 impl Default for Options {
@@ -39,6 +42,7 @@ impl Default for Options {
             api_key: DEMO_API_KEY.to_owned(),
             polls_until_done: 1,
             rate_limit_once: HashSet::new(),
+            state_file: None,
         }
     }
 }
@@ -61,13 +65,14 @@ pub struct Export {
     pub status: String,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Serialize, serde::Deserialize)]
 struct State {
     exports: Vec<Export>,
     polls: HashMap<String, u32>,
     duplicates: HashSet<String>,
     booked: HashSet<(String, String)>,
-    rate_limited: HashSet<String>,
+    /// (company, number) pairs already answered with a rate limit.
+    rate_limited: HashSet<(String, String)>,
     refused: u32,
 }
 
@@ -92,7 +97,13 @@ impl StandIn {
     }
 
     async fn serve(server: MockServer, options: Options) -> Self {
-        let state = Arc::new(Mutex::new(State::default()));
+        let loaded = options
+            .state_file
+            .as_ref()
+            .and_then(|path| std::fs::read(path).ok())
+            .and_then(|bytes| serde_json::from_slice::<State>(&bytes).ok())
+            .unwrap_or_default();
+        let state = Arc::new(Mutex::new(loaded));
         let options = Arc::new(options);
         Mock::given(method("POST"))
             .and(path("/accounting/bookingProposals/async"))
@@ -195,6 +206,7 @@ impl Respond for Create {
         if response.is_err() {
             state.refused += 1;
         }
+        save(&state, &self.options);
         response.unwrap_or_else(|e| *e)
     }
 }
@@ -245,7 +257,7 @@ impl Create {
             .map(str::to_owned);
         if let Some(n) = &number
             && self.options.rate_limit_once.contains(n)
-            && state.rate_limited.insert(n.clone())
+            && state.rate_limited.insert((company_id.clone(), n.clone()))
         {
             return Err(Box::new(
                 error(429, "TOO_MANY_REQUESTS", "rate limit exceeded, retry later")
@@ -315,10 +327,22 @@ impl Respond for Task {
             ("SUCCESS", vec![])
         };
         state.exports[index].status = status.to_owned();
+        save(&state, &self.options);
         ResponseTemplate::new(200).set_body_json(json!({
             "meta": meta(),
             "data": { "id": task_id, "type": "BOOKING_PROPOSAL", "status": status, "information": information }
         }))
+    }
+}
+
+/// Writes the state to the state file, if there is one (best effort: a stand-in that
+/// cannot write only forgets earlier runs).
+fn save(state: &State, options: &Options) {
+    if let Some(path) = &options.state_file
+        && let Ok(bytes) = serde_json::to_vec(state)
+        && let Err(e) = std::fs::write(path, bytes)
+    {
+        tracing::warn!(path = %path.display(), error = %e, "could not save the stand-in's state");
     }
 }
 

@@ -130,6 +130,9 @@ enum LocalCommand {
         /// Booking proposal numbers answered 429 the first time (comma-separated).
         #[arg(long, value_delimiter = ',')]
         rate_limit_once: Vec<String>,
+        /// Keep what it was sent in this file, so a restart still knows earlier tasks.
+        #[arg(long)]
+        state: Option<std::path::PathBuf>,
     },
 }
 
@@ -613,12 +616,14 @@ async fn local(command: LocalCommand) -> anyhow::Result<()> {
         LocalCommand::Maesn {
             listen,
             rate_limit_once,
+            state,
         } => {
             init_logs("info", None);
             let stand_in = maesn::StandIn::start_on(
                 &listen,
                 maesn::Options {
                     rate_limit_once: rate_limit_once.into_iter().collect(),
+                    state_file: state,
                     ..maesn::Options::default()
                 },
             )

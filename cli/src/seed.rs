@@ -22,8 +22,11 @@ use crate::samples::{SAMPLES, Sample};
 
 /// Organizations created by `docflow seed` are named `docflow demo <timestamp>`.
 pub const DEMO_ORGANIZATION_PREFIX: &str = "docflow demo ";
-/// The DATEV connection of demo tenants (Maesn's `X-ACCOUNT-KEY` and `companyId`).
+/// The DATEV connection of demo tenants (Maesn's `X-ACCOUNT-KEY`; the `companyId` is
+/// `demo-company-<organization>`, one DATEV company per demo run, so runs never book
+/// the same document number twice).
 pub const DEMO_ACCOUNT_KEY: &str = "demo-account-key";
+/// The fixtures' DATEV company.
 pub const DEMO_COMPANY_ID: &str = "demo-company";
 
 /// What [`seed_demo`] created.
@@ -66,7 +69,10 @@ pub async fn seed_demo(target: &Target<'_>) -> anyhow::Result<Seeded> {
     )
     .bind(tenant_id)
     .bind(DEMO_ACCOUNT_KEY)
-    .bind(DEMO_COMPANY_ID)
+    .bind(format!(
+        "{DEMO_COMPANY_ID}-{}",
+        &organization_id.simple().to_string()[..8]
+    ))
     .execute(&mut *tx)
     .await
     .context("failed to create the demo DATEV integration")?;
