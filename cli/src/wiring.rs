@@ -137,14 +137,8 @@ impl Local {
     ) -> anyhow::Result<Self> {
         let sqs = aws_sdk_sqs::Client::new(&aws);
         let mut overrides = options.vars.clone();
-        let from_process = |var: &str| std::env::var(var).ok().filter(|v| !v.trim().is_empty());
-        let mut default = |var: &str, value: String| {
-            if !overrides.contains_key(var) && from_process(var).is_none() {
-                overrides.insert(var.to_owned(), value);
-            }
-        };
-        default("DOCFLOW_SECRET_ID", docflow::local::SECRET_ID.to_owned());
-        // The queues this run polls are the queues the functions send to.
+        // The queues this run polls are the queues the functions send to, whatever the
+        // process environment says.
         for (var, pair) in [
             ("INGESTION_QUEUE_URL", &queues.ingestion),
             ("MATCHING_QUEUE_URL", &queues.matching),
@@ -154,11 +148,11 @@ impl Local {
                 .entry(var.to_owned())
                 .or_insert_with(|| pair.url.clone());
         }
-        let mut default = |var: &str, value: String| {
-            if !overrides.contains_key(var) && from_process(var).is_none() {
-                overrides.insert(var.to_owned(), value);
-            }
-        };
+        set_default(
+            &mut overrides,
+            "DOCFLOW_SECRET_ID",
+            docflow::local::SECRET_ID.to_owned(),
+        );
         for (var, pair) in [
             ("INGESTION_QUEUE_VISIBILITY_SECONDS", &queues.ingestion),
             ("MATCHING_QUEUE_VISIBILITY_SECONDS", &queues.matching),
@@ -167,12 +161,14 @@ impl Local {
                 &queues.document_output,
             ),
         ] {
-            default(var, visibility_seconds(&sqs, &pair.url).await?.to_string());
+            let seconds = visibility_seconds(&sqs, &pair.url).await?;
+            set_default(&mut overrides, var, seconds.to_string());
         }
         let per_instance: u32 = from_process("DATABASE_MAX_CONNECTIONS")
             .and_then(|v| v.parse().ok())
             .unwrap_or(2);
-        default(
+        set_default(
+            &mut overrides,
             "DATABASE_MAX_CONNECTIONS",
             (per_instance * options.concurrency.max(1)).to_string(),
         );
@@ -341,6 +337,17 @@ impl Local {
             self.var("MAESN_BASE_URL")
                 .unwrap_or_else(|| "https://api.maesn.dev".into())
         )
+    }
+}
+
+fn from_process(var: &str) -> Option<String> {
+    std::env::var(var).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Sets `var` unless the caller or the process environment already did.
+fn set_default(overrides: &mut HashMap<String, String>, var: &str, value: String) {
+    if !overrides.contains_key(var) && from_process(var).is_none() {
+        overrides.insert(var.to_owned(), value);
     }
 }
 
