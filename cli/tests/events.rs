@@ -194,4 +194,43 @@ async fn the_matching_and_document_output_events_do_what_the_readme_says(pool: P
         1,
         "one export, however often the job's message came"
     );
+
+    // `docflow status` shows all of it in one view.
+    let matched = docflow_cli::status::load(&pool, MATCHING_FIXTURE)
+        .await
+        .unwrap()
+        .expect("the fixture document");
+    assert_eq!(
+        matched.document.matching_status.as_deref(),
+        Some("succeeded")
+    );
+    assert!(matched.document.matching_attempts >= 1);
+    let document_id: Uuid =
+        sqlx::query_scalar("SELECT document_id FROM document_output_job WHERE id = $1")
+            .bind(OUTPUT_JOB_FIXTURE)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    let exported = docflow_cli::status::load(&pool, document_id)
+        .await
+        .unwrap()
+        .expect("the exported document");
+    assert_eq!(exported.output_jobs.len(), 1);
+    assert_eq!(exported.output_jobs[0].status, "dispatched");
+    assert_eq!(exported.audits.len(), 1);
+    assert_eq!(
+        exported.audits[0].task_id.as_deref(),
+        Some(maesn.exports()[0].task_id.as_str())
+    );
+    let text = exported.to_string();
+    assert!(
+        text.contains("dispatched") && text.contains(&exported.audits[0].id.to_string()),
+        "{text}"
+    );
+    assert!(
+        docflow_cli::status::load(&pool, Uuid::new_v4())
+            .await
+            .unwrap()
+            .is_none()
+    );
 }
