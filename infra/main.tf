@@ -19,7 +19,8 @@ locals {
     var.llm_model == null ? {} : { LLM_MODEL = var.llm_model },
   )
 
-  # Admin notifications of matching: a channel is on only when configured.
+  # Admin notifications of matching and document output: a channel is on only when
+  # configured.
   notify_settings = merge(
     var.admin_base_url == null ? {} : { ADMIN_BASE_URL = var.admin_base_url },
     var.notify_email_from == null || var.notify_email_to == null ? {} : {
@@ -128,6 +129,12 @@ module "document_output" {
   documents_bucket_name = aws_s3_bucket.documents.id
   documents_bucket_arn  = aws_s3_bucket.documents.arn
   s3_read_prefixes      = ["documents/"]
+  # A tenant's DATEV account key: the secret <prefix><tenant id>, JSON key account_key
+  # (docs/document-output.md), created when the tenant connects DATEV.
+  tenant_secret_prefixes = { DATEV_CREDENTIALS_PREFIX = "${local.name_prefix}docflow/datev/" }
+  # Failed and in-doubt exports are notified to the admins like matching's failures.
+  ses_identity_arns = var.ses_identity_arn == null ? [] : [var.ses_identity_arn]
+  settings          = local.notify_settings
 
   subnet_ids         = var.subnet_ids
   security_group_ids = [aws_security_group.functions.id]

@@ -69,9 +69,9 @@ variable "llm_model" {
 }
 
 variable "ocr_provider" {
-  description = "OCR_PROVIDER of ingestion: native (text layer and local OCR) or textract (AWS Textract; grants textract:DetectDocumentText)."
+  description = "OCR_PROVIDER of ingestion: textract (PDF text layers first, AWS Textract for images and scanned pages; grants the Textract actions) or native (text layers and text files only: images and scans fail as needing OCR)."
   type        = string
-  default     = "native"
+  default     = "textract"
 
   validation {
     condition     = contains(["native", "textract"], var.ocr_provider)

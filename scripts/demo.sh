@@ -41,8 +41,9 @@ for _ in $(seq 1 50); do
   sleep 0.1
 done
 export MAESN_BASE_URL="http://127.0.0.1:$port"
-# The stand-in rate-limits INV-1043 once: retried in process after ~0.2 s, not 2 s.
-export HTTP_RETRY_BASE_MS=200
+# The stand-in rate-limits INV-1043 once: the export is retried after a short backoff
+# (in AWS: a minute and more).
+export HTTP_RETRY_BASE_MS=200 OUTPUT_BACKOFF_BASE_SECONDS=2
 
 echo "== docflow seed"
 "$docflow" seed

@@ -12,6 +12,7 @@ use docflow_cli::{demo, dlq, ingest, maesn, run, seed, status};
 use sqlx::migrate::MigrateDatabase as _;
 use uuid::Uuid;
 
+mod eval_matching;
 mod extract;
 
 #[derive(Parser)]
@@ -89,6 +90,11 @@ enum Command {
         /// Print exactly the extraction JSON (the `structured_data` contract).
         #[arg(long)]
         json: bool,
+    },
+    /// Evaluate a stage of the pipeline on a labelled set.
+    Eval {
+        #[command(subcommand)]
+        command: EvalCommand,
     },
     /// Database operations.
     Db {
@@ -215,6 +221,13 @@ enum DemoCommand {
 }
 
 #[derive(Subcommand)]
+enum EvalCommand {
+    /// Run the labelled matching set through the matching function; print edge and
+    /// cluster precision/recall.
+    Matching(eval_matching::Args),
+}
+
+#[derive(Subcommand)]
 enum DbCommand {
     /// Create the database if missing and apply every pending migration.
     Migrate,
@@ -317,6 +330,9 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
         Command::Db {
             command: DbCommand::Migrate,
         } => migrate(&database_url()).await,
+        Command::Eval {
+            command: EvalCommand::Matching(args),
+        } => eval_matching::run(&database_url(), &args).await,
         Command::Extract {
             file,
             provider,
@@ -481,6 +497,7 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
                 ingestion_queue_url: &local.queues.ingestion.url,
             };
             let fixtures = seed::reset_fixtures(&target).await?;
+            local.store_datev_account(fixtures.tenant_id).await?;
             println!(
                 "event fixtures reset: tenant {}, ingestions {}, matching document {}, output job {}",
                 fixtures.tenant_id,
@@ -503,6 +520,7 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
                 return Ok(());
             }
             let seeded = seed::seed_demo(&target).await?;
+            local.store_datev_account(seeded.tenant_id).await?;
             println!(
                 "demo tenant {} (Demo Bau GmbH), approver {}:",
                 seeded.tenant_id, seeded.approver_id

@@ -147,6 +147,47 @@ pub async fn ensure_maesn_key(
     Ok(true)
 }
 
+/// Stores a tenant's DATEV account key where the Maesn connector reads it: the secret
+/// `prefix` + tenant id (`DATEV_CREDENTIALS_PREFIX`), `{"account_key": …}`; created, or
+/// updated when it exists.
+pub async fn ensure_datev_account(
+    secrets: &aws_sdk_secretsmanager::Client,
+    prefix: &str,
+    tenant_id: Uuid,
+) -> anyhow::Result<()> {
+    let name = format!("{prefix}{tenant_id}");
+    let value =
+        serde_json::json!({ docflow::datev::ACCOUNT_KEY_SECRET: DEMO_ACCOUNT_KEY }).to_string();
+    let created = secrets
+        .create_secret()
+        .name(&name)
+        .secret_string(&value)
+        .send()
+        .await;
+    match created {
+        Ok(_) => Ok(()),
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|s| s.is_resource_exists_exception()) =>
+        {
+            secrets
+                .put_secret_value()
+                .secret_id(&name)
+                .secret_string(&value)
+                .send()
+                .await
+                .map_err(|e| {
+                    anyhow::anyhow!("cannot update secret {name}: {}", crate::errors::short(&e))
+                })?;
+            Ok(())
+        }
+        Err(e) => Err(anyhow::anyhow!(
+            "cannot create secret {name}: {}",
+            crate::errors::short(&e)
+        )),
+    }
+}
+
 // The ids the sample events in events/ carry (see events/README.md).
 const FIXTURE_ORGANIZATION: Uuid = uuid!("0e0e0e0e-0000-4000-8000-000000000001");
 const FIXTURE_TENANT: Uuid = uuid!("0e0e0e0e-0000-4000-8000-000000000002");

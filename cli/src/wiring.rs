@@ -12,11 +12,9 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use aws_config::SdkConfig;
 use docflow::datev::{MaesnClient, MaesnConfig};
-use docflow::extract::Extractor;
 use docflow::llm::{LlmClient, LlmSettings};
 use docflow::local::QueuePair;
 use docflow::notify::{Notifier, NotifySettings};
-use docflow::ocr::Transcriber;
 use docflow::secrets::SecretStore;
 use docflow::settings::{Env, Settings};
 use docflow::sqs::BatchRuntime;
@@ -251,29 +249,18 @@ impl Local {
             .context("failed to build the LLM client")
     }
 
-    /// As `ingestion::Deps::from_env`.
+    /// As `ingestion::Deps::from_env`, through its `Deps::build`.
     pub async fn ingestion(&self) -> anyhow::Result<ingestion::Deps> {
-        let env = self.env();
-        let (pool, runtime) = self.common().await?;
-        let config = ingestion::IngestionConfig::from_env(&env, &self.settings.documents_bucket)?;
-        let transcriber = match env.or("OCR_PROVIDER", "native").as_str() {
-            "native" => Transcriber::Native,
-            "textract" => Transcriber::Textract(aws_sdk_textract::Client::new(&self.aws)),
-            other => anyhow::bail!("OCR_PROVIDER {other:?} is not one of native, textract"),
-        };
-        let extractor = match self.llm().await? {
-            Some(client) => Extractor::Llm(client),
-            None => Extractor::Rules,
-        };
-        Ok(ingestion::Deps {
-            pool,
-            s3: self.s3.clone(),
-            sqs: self.sqs.clone(),
-            runtime,
-            config,
-            transcriber,
-            extractor,
-        })
+        ingestion::Deps::build(
+            &self.env(),
+            &self.settings,
+            &self.aws,
+            self.pool(self.settings.database_max_connections).await?,
+            self.sqs.clone(),
+            self.s3.clone(),
+            &self.secrets,
+        )
+        .await
     }
 
     /// As `matching::Deps::from_env`.
@@ -293,6 +280,7 @@ impl Local {
     pub async fn document_output(&self) -> anyhow::Result<document_output::Deps> {
         let env = self.env();
         let (pool, runtime) = self.common().await?;
+        let maesn_config = MaesnConfig::from_env(&env)?;
         Ok(document_output::Deps {
             pool,
             runtime,
@@ -301,8 +289,27 @@ impl Local {
             settings: docflow::output::worker::WorkerSettings::from_env(
                 &env,
                 &self.settings.documents_bucket,
+                &self.settings.batch.heartbeat,
+                &maesn_config,
             )?,
+            notifier: self.notifier().await?,
+            receive_policy: self.settings.receive_policy,
         })
+    }
+
+    /// Where tenants' DATEV account keys are (`DATEV_CREDENTIALS_PREFIX` + tenant id).
+    pub fn datev_credentials_prefix(&self) -> anyhow::Result<String> {
+        Ok(MaesnConfig::from_env(&self.env())?.credentials_prefix)
+    }
+
+    /// Stores a demo tenant's DATEV account key (`seed::ensure_datev_account`).
+    pub async fn store_datev_account(&self, tenant_id: uuid::Uuid) -> anyhow::Result<()> {
+        crate::seed::ensure_datev_account(
+            &aws_sdk_secretsmanager::Client::new(&self.aws),
+            &self.datev_credentials_prefix()?,
+            tenant_id,
+        )
+        .await
     }
 
     /// The Maesn client (`MAESN_BASE_URL`, `MAESN_TIMEOUT_SECONDS`).

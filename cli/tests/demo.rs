@@ -44,7 +44,13 @@ async fn local(pool: &PgPool, maesn: &StandIn) -> Local {
         ("DOCUMENTS_BUCKET", bucket),
         ("MAESN_BASE_URL", maesn.uri()),
         ("HTTP_RETRY_BASE_MS", "50".to_owned()),
+        // Maesn's 429 comes back through the queue after this backoff.
+        ("OUTPUT_BACKOFF_BASE_SECONDS", "2".to_owned()),
         ("LLM_PROVIDER", "rules".to_owned()),
+        (
+            "DATEV_CREDENTIALS_PREFIX",
+            unique("docflow-demo/datev/") + "/",
+        ),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
@@ -98,6 +104,10 @@ async fn the_demo_ends_with_every_document_terminal_clustered_and_each_approved_
     };
 
     let seeded = seed::seed_demo(&target).await.expect("seed");
+    local
+        .store_datev_account(seeded.tenant_id)
+        .await
+        .expect("DATEV account key");
     run_until_idle(&local).await;
     let approvals = demo::approve_matched_invoices(&pool, &local.dispatcher(), seeded.tenant_id)
         .await

@@ -46,6 +46,10 @@ async fn stack(pool: &PgPool, maesn: &StandIn) -> Local {
         ("MAESN_BASE_URL", maesn.uri()),
         ("HTTP_RETRY_BASE_MS", "20".to_owned()),
         ("LLM_PROVIDER", "rules".to_owned()),
+        (
+            "DATEV_CREDENTIALS_PREFIX",
+            unique("docflow-events/datev/") + "/",
+        ),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
@@ -61,7 +65,7 @@ async fn stack(pool: &PgPool, maesn: &StandIn) -> Local {
     )
     .await
     .unwrap();
-    reset_fixtures(&Target {
+    let fixtures = reset_fixtures(&Target {
         pool,
         s3: &local.s3,
         bucket: &local.settings.documents_bucket,
@@ -70,6 +74,7 @@ async fn stack(pool: &PgPool, maesn: &StandIn) -> Local {
     })
     .await
     .unwrap();
+    local.store_datev_account(fixtures.tenant_id).await.unwrap();
     local
 }
 

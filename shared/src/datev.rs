@@ -7,42 +7,77 @@
 //! request per call: in-process retries are the caller's decision (see
 //! [`crate::output`]), so that every retried request is logged in one place.
 //!
-//! Errors are classified at this edge (Maesn's own guidance): 429, 5xx, timeouts and
-//! refused connections are transient; 400, 401, 403, 404, 405 are permanent; a 2xx
-//! without the expected body is permanent (retrying will not change what Maesn says).
-//! The API key is a [`SecretString`] read from the secret store on each call (cached
-//! by the store), the account key likewise: neither is ever logged.
+//! Errors are classified at this edge. Two questions matter for a booking proposal, and
+//! [`DatevError`] answers both:
+//!
+//! - **Did Maesn possibly act?** ([`DatevError::may_have_been_accepted`]) Maesn offers no
+//!   idempotency key, so a second POST after one it may have accepted could book the
+//!   document twice. Only answers that prove nothing was done are "refusals": no
+//!   connection was made (refused, connect timeout, DNS, TLS handshake — all before a
+//!   byte of the request was written), 4xx (the request was judged and turned down,
+//!   408 and 429 included), 3xx (redirects are not followed) and 503 ("not now").
+//!   Everything else — a timeout or a broken connection after the request was written,
+//!   any other 5xx (500, 501, 502, 504, 505–599, CDN 520/524, proxy 598/599), a 2xx
+//!   whose body is not the documented envelope — is **in doubt**.
+//! - **May trying again help?** ([`Classify::retry_class`]) 408, 429, 5xx and transport
+//!   failures are transient; other statuses and broken contracts are permanent.
+//!
+//! A connect timeout (`MAESN_CONNECT_TIMEOUT_SECONDS`) shorter than the request timeout
+//! is what makes a hanging connect (NAT or DNS trouble) surface as a connect error, i.e.
+//! a refusal, rather than as the request timeout, which could not be told apart from
+//! a Maesn that is slow to answer a request it already has.
+//!
+//! Credentials: Maesn's API key is the app secret's `maesn_api_key`; a tenant's account
+//! key (`X-ACCOUNT-KEY`) is the `account_key` of its own secret
+//! `DATEV_CREDENTIALS_PREFIX` + tenant id. Both are [`SecretString`]s read through the
+//! cached secret stores on each call and never logged; the database holds neither.
 
+use std::fmt::Write as _;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
+use uuid::Uuid;
 
 use crate::retry::{Classify, RetryClass, classify_http_status};
-use crate::secrets::{SecretError, SecretStore};
+
+/// Statuses Maesn documents as definite refusals (module docs); every other status goes
+/// by the shared table, where unknown means transient.
+fn classify_maesn_status(status: u16) -> RetryClass {
+    match status {
+        400 | 404 | 405 => RetryClass::Permanent,
+        _ => classify_http_status(status),
+    }
+}
+use crate::secrets::{SecretError, SecretFamily, SecretStore};
 use crate::settings::{Env, SettingsError};
 
 /// The secret store key holding Maesn's `X-API-KEY`.
 pub const API_KEY_SECRET: &str = "maesn_api_key";
 
+/// The key in a tenant's DATEV secret holding Maesn's `X-ACCOUNT-KEY`.
+pub const ACCOUNT_KEY_SECRET: &str = "account_key";
+
 /// Which DATEV connection (Maesn account) a call is made for; from
-/// `tenant_datev_integration`.
-#[derive(Debug, Clone)]
+/// `tenant_datev_integration`. The account key itself is read from the tenant's secret
+/// by the connector, so it never travels through the database or this struct.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DatevAccount {
-    /// Sent as `X-ACCOUNT-KEY`.
-    pub account_key: SecretString,
+    pub tenant_id: Uuid,
     /// Sent as the `companyId` query parameter.
     pub company_id: String,
 }
 
-/// The document file uploaded with the booking proposal.
+/// The document file uploaded with the booking proposal. `Bytes`: each attempt shares
+/// the one buffer instead of copying the file.
 #[derive(Debug, Clone)]
 pub struct DocumentFile {
     pub file_name: String,
     pub mime_type: String,
-    pub bytes: Vec<u8>,
+    pub bytes: Bytes,
 }
 
 /// One booking proposal export: the multipart parts of
@@ -71,6 +106,27 @@ pub enum TaskState {
     Failed { information: Vec<String> },
 }
 
+/// Whether DATEV's messages on a failed task say it rejected the booking as a duplicate
+/// (the document number or the document itself is already there). Such a failure must
+/// not be "fixed" by exporting again. Matched on the wording DATEV and Maesn use
+/// (German and English), case-insensitively.
+pub fn is_duplicate_rejection(information: &[String]) -> bool {
+    const MARKERS: &[&str] = &[
+        "duplicate",
+        "already exists",
+        "bereits vorhanden",
+        "bereits existiert",
+        "bereits übertragen",
+        "bereits gebucht",
+        "dublette",
+        "doppelt",
+    ];
+    information.iter().any(|message| {
+        let message = message.to_lowercase();
+        MARKERS.iter().any(|m| message.contains(m))
+    })
+}
+
 /// Why a Maesn call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum DatevError {
@@ -80,6 +136,8 @@ pub enum DatevError {
         status: u16,
         /// The response body, cut to 500 characters.
         body: String,
+        /// The `Retry-After` header (seconds or an HTTP date), when Maesn sent one.
+        retry_after: Option<Duration>,
     },
     #[error("could not reach Maesn for {operation}")]
     Transport {
@@ -94,33 +152,72 @@ pub enum DatevError {
     },
     #[error("could not read the Maesn API key from the secret store")]
     ApiKey(#[source] SecretError),
+    #[error(
+        "could not read the DATEV account key of tenant {tenant_id}: it belongs in secret \
+         {secret_id} as {{\"account_key\": \"…\"}}"
+    )]
+    AccountKey {
+        tenant_id: Uuid,
+        secret_id: String,
+        #[source]
+        source: SecretError,
+    },
 }
 
 impl Classify for DatevError {
     /// 408/429/5xx and transport failures are transient; other statuses and bodies that
-    /// break the documented contract are permanent; the API key follows the secret
-    /// store's classification.
+    /// break the documented contract are permanent; the keys follow the secret store's
+    /// classification.
     fn retry_class(&self) -> RetryClass {
         match self {
-            DatevError::Status { status, .. } => classify_http_status(*status),
+            DatevError::Status { status, .. } => classify_maesn_status(*status),
             DatevError::Transport { source, .. } => source.retry_class(),
             DatevError::UnexpectedBody { .. } => RetryClass::Permanent,
             DatevError::ApiKey(e) => e.retry_class(),
+            DatevError::AccountKey { source, .. } => source.retry_class(),
         }
     }
 }
 
+/// Whether an HTTP error status leaves open that Maesn acted on the request: every 5xx
+/// but 503. 1xx–4xx and 503 are answers about a request that was not carried out.
+pub fn status_in_doubt(status: u16) -> bool {
+    status >= 500 && status != 503
+}
+
 impl DatevError {
-    /// Whether Maesn may have acted on the request although it failed: a timeout or a
-    /// connection lost after sending, a 500/502/504, or a 2xx answer we could not read.
-    /// Retrying such a booking proposal could book the document twice. Definite refusals
-    /// (a connection never made, 4xx, 503 "not now", 429) are not in doubt.
+    /// Whether Maesn may have acted on the request although it failed (see the module
+    /// docs). Retrying such a booking proposal could book the document twice.
     pub fn may_have_been_accepted(&self) -> bool {
         match self {
-            DatevError::Status { status, .. } => matches!(status, 500 | 502 | 504),
-            DatevError::Transport { source, .. } => !source.is_connect() && !source.is_builder(),
+            DatevError::Status { status, .. } => status_in_doubt(*status),
+            // A connect error (refused, connect timeout, DNS, TLS) happens before any
+            // byte of the request is written; a builder error before anything is sent.
+            DatevError::Transport { source, .. } => !(source.is_connect() || source.is_builder()),
             DatevError::UnexpectedBody { .. } => true,
-            DatevError::ApiKey(_) => false,
+            DatevError::ApiKey(_) | DatevError::AccountKey { .. } => false,
+        }
+    }
+
+    /// A definite refusal that may pass: nothing was done, and trying again later may
+    /// succeed — 408, 429, 503, no connection, a secret store that is throttled or down.
+    /// Decided here rather than by [`Classify::retry_class`], so that a booking proposal
+    /// is retried for exactly these answers whatever the shared status table says; every
+    /// other refusal (4xx, 3xx, a missing key) is lasting.
+    pub fn is_passing_refusal(&self) -> bool {
+        match self {
+            DatevError::Status { status, .. } => matches!(status, 408 | 429 | 503),
+            DatevError::Transport { source, .. } => source.is_connect(),
+            DatevError::UnexpectedBody { .. } => false,
+            DatevError::ApiKey(e) | DatevError::AccountKey { source: e, .. } => e.is_transient(),
+        }
+    }
+
+    /// How long Maesn asked us to wait (`Retry-After`), if it did.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            DatevError::Status { retry_after, .. } => *retry_after,
+            _ => None,
         }
     }
 }
@@ -147,19 +244,67 @@ pub trait DatevConnector: Send + Sync {
 pub struct MaesnConfig {
     /// `MAESN_BASE_URL` (default `https://api.maesn.dev`).
     pub base_url: String,
-    /// `MAESN_TIMEOUT_SECONDS` (default 30): per request, connect included.
+    /// `MAESN_TIMEOUT_SECONDS` (default 30): per request, connect included. Also the
+    /// time budget the worker reserves for one attempt.
     pub timeout: Duration,
+    /// `MAESN_CONNECT_TIMEOUT_SECONDS` (default 5): for making the connection (DNS, TCP,
+    /// TLS). Must be shorter than `timeout`, or a hanging connect would look like a
+    /// request Maesn may have received.
+    pub connect_timeout: Duration,
+    /// `DATEV_CREDENTIALS_PREFIX` (default `docflow/datev/`): a tenant's account key is
+    /// the `account_key` of the secret named this prefix + the tenant id.
+    pub credentials_prefix: String,
+}
+
+impl Default for MaesnConfig {
+    fn default() -> Self {
+        MaesnConfig {
+            base_url: "https://api.maesn.dev".into(),
+            timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(5),
+            credentials_prefix: "docflow/datev/".into(),
+        }
+    }
 }
 
 impl MaesnConfig {
     pub fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, SettingsError> {
-        Ok(MaesnConfig {
+        let defaults = MaesnConfig::default();
+        let config = MaesnConfig {
             base_url: env
-                .or("MAESN_BASE_URL", "https://api.maesn.dev")
+                .or("MAESN_BASE_URL", &defaults.base_url)
                 .trim_end_matches('/')
                 .to_owned(),
-            timeout: env.seconds_or("MAESN_TIMEOUT_SECONDS", 30)?,
-        })
+            timeout: env.seconds_or("MAESN_TIMEOUT_SECONDS", defaults.timeout.as_secs())?,
+            connect_timeout: env.seconds_or(
+                "MAESN_CONNECT_TIMEOUT_SECONDS",
+                defaults.connect_timeout.as_secs(),
+            )?,
+            credentials_prefix: env.or("DATEV_CREDENTIALS_PREFIX", &defaults.credentials_prefix),
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Both timeouts set, the connect timeout the shorter.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        if self.connect_timeout.is_zero() {
+            return Err(SettingsError::Invalid {
+                var: "MAESN_CONNECT_TIMEOUT_SECONDS",
+                reason: "must be at least 1".into(),
+            });
+        }
+        if self.connect_timeout >= self.timeout {
+            return Err(SettingsError::Invalid {
+                var: "MAESN_CONNECT_TIMEOUT_SECONDS",
+                reason: format!(
+                    "must be shorter than MAESN_TIMEOUT_SECONDS ({} s): otherwise a hanging connect \
+                     surfaces as the request timeout and the export is recorded as in doubt",
+                    self.timeout.as_secs()
+                ),
+            });
+        }
+        Ok(())
     }
 }
 
@@ -169,6 +314,7 @@ pub struct MaesnClient {
     http: reqwest::Client,
     base_url: String,
     secrets: Arc<SecretStore>,
+    credentials: Arc<SecretFamily>,
 }
 
 #[derive(Deserialize)]
@@ -199,12 +345,18 @@ const TASK: &str = "GET /accounting/asyncTask";
 
 impl MaesnClient {
     /// Builds the client once per cold start; fails only if the TLS backend cannot be
-    /// initialised.
+    /// initialised. Redirects are not followed: a 3xx is reported as an answer (a
+    /// refusal), never turned into a second request.
     pub fn new(config: &MaesnConfig, secrets: Arc<SecretStore>) -> Result<Self, reqwest::Error> {
-        let http = reqwest::Client::builder().timeout(config.timeout).build()?;
+        let http = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .timeout(config.timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()?;
         Ok(MaesnClient {
             http,
             base_url: config.base_url.clone(),
+            credentials: Arc::new(secrets.family(config.credentials_prefix.clone())),
             secrets,
         })
     }
@@ -216,30 +368,49 @@ impl MaesnClient {
             .map_err(DatevError::ApiKey)
     }
 
+    async fn account_key(&self, tenant_id: Uuid) -> Result<SecretString, DatevError> {
+        self.credentials
+            .get(&tenant_id.to_string(), ACCOUNT_KEY_SECRET)
+            .await
+            .map_err(|source| DatevError::AccountKey {
+                tenant_id,
+                secret_id: self.credentials.secret_id(&tenant_id.to_string()),
+                source,
+            })
+    }
+
     async fn send<T: for<'de> Deserialize<'de>>(
         &self,
         operation: &'static str,
         request: reqwest::RequestBuilder,
         account: &DatevAccount,
     ) -> Result<T, DatevError> {
+        // Both keys before the request: a secret that cannot be read is a refusal.
         let api_key = self.api_key().await?;
+        let account_key = self.account_key(account.tenant_id).await?;
         let response = request
             .header("X-API-KEY", api_key.expose_secret())
-            .header("X-ACCOUNT-KEY", account.account_key.expose_secret())
+            .header("X-ACCOUNT-KEY", account_key.expose_secret())
             .query(&[("companyId", account.company_id.as_str())])
             .send()
             .await
             .map_err(|source| DatevError::Transport { operation, source })?;
         let status = response.status();
-        let body = response
-            .text()
-            .await
-            .map_err(|source| DatevError::Transport { operation, source })?;
+        let retry_after = retry_after(response.headers());
+        let body = match response.text().await {
+            Ok(body) => body,
+            // The status already says Maesn refused; a body cut short changes nothing.
+            Err(_) if !status.is_success() && !status_in_doubt(status.as_u16()) => {
+                "(body unreadable)".into()
+            }
+            Err(source) => return Err(DatevError::Transport { operation, source }),
+        };
         if !status.is_success() {
             return Err(DatevError::Status {
                 operation,
                 status: status.as_u16(),
                 body: body.chars().take(500).collect(),
+                retry_after,
             });
         }
         let envelope: Envelope<T> =
@@ -254,15 +425,50 @@ impl MaesnClient {
     }
 }
 
+/// `Retry-After` as delay-seconds or an HTTP date (a date in the past is no wait).
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let value = headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    Some(
+        (at.with_timezone(&chrono::Utc) - chrono::Utc::now())
+            .to_std()
+            .unwrap_or(Duration::ZERO),
+    )
+}
+
+/// `segment` percent-encoded as one URL path segment (RFC 3986 unreserved characters
+/// stay), so that a task id can neither leave its segment nor add a query.
+fn path_segment(segment: &str) -> String {
+    let mut out = String::with_capacity(segment.len());
+    for byte in segment.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(byte as char);
+        } else {
+            let _ = write!(out, "%{byte:02X}");
+        }
+    }
+    out
+}
+
 impl DatevConnector for MaesnClient {
     async fn create_booking_proposal(&self, p: &BookingProposal) -> Result<String, DatevError> {
-        let file = reqwest::multipart::Part::bytes(p.file.bytes.clone())
-            .file_name(p.file.file_name.clone())
-            .mime_str(&p.file.mime_type)
-            .map_err(|source| DatevError::Transport {
-                operation: CREATE,
-                source,
-            })?;
+        let file = reqwest::multipart::Part::stream_with_length(
+            reqwest::Body::from(p.file.bytes.clone()),
+            p.file.bytes.len() as u64,
+        )
+        .file_name(p.file.file_name.clone())
+        .mime_str(&p.file.mime_type)
+        .map_err(|source| DatevError::Transport {
+            operation: CREATE,
+            source,
+        })?;
         let json_part = |value: &serde_json::Value| {
             reqwest::multipart::Part::text(value.to_string())
                 .mime_str("application/json")
@@ -291,7 +497,17 @@ impl DatevConnector for MaesnClient {
         account: &DatevAccount,
         task_id: &str,
     ) -> Result<TaskState, DatevError> {
-        let url = format!("{}/accounting/asyncTask/{task_id}", self.base_url);
+        if task_id.is_empty() || task_id.chars().all(|c| c == '.') {
+            return Err(DatevError::UnexpectedBody {
+                operation: TASK,
+                reason: format!("task id {task_id:?} cannot name a task"),
+            });
+        }
+        let url = format!(
+            "{}/accounting/asyncTask/{}",
+            self.base_url,
+            path_segment(task_id)
+        );
         let info: TaskInfo = self.send(TASK, self.http.get(url), account).await?;
         let information = info
             .information
@@ -321,6 +537,7 @@ mod tests {
             operation: CREATE,
             status,
             body: String::new(),
+            retry_after: None,
         }
     }
 
@@ -340,5 +557,109 @@ mod tests {
             reason: "x".into(),
         };
         assert!(!e.is_transient());
+    }
+
+    #[test]
+    fn only_answers_that_prove_maesn_did_not_act_are_refusals() {
+        for refused in [
+            400, 401, 403, 404, 405, 408, 409, 422, 429, 301, 302, 307, 308, 503,
+        ] {
+            assert!(
+                !status(refused).may_have_been_accepted(),
+                "HTTP {refused} is a refusal"
+            );
+        }
+        for in_doubt in [
+            500, 501, 502, 504, 505, 507, 511, 520, 521, 522, 523, 524, 598, 599,
+        ] {
+            assert!(
+                status(in_doubt).may_have_been_accepted(),
+                "HTTP {in_doubt} is in doubt"
+            );
+        }
+    }
+
+    #[test]
+    fn only_408_429_and_503_are_refusals_worth_retrying() {
+        let passing: Vec<u16> = (300..600)
+            .filter(|s| status(*s).is_passing_refusal())
+            .collect();
+        assert_eq!(passing, vec![408, 429, 503]);
+        for s in 300..600 {
+            assert!(
+                !(status(s).is_passing_refusal() && status(s).may_have_been_accepted()),
+                "HTTP {s}: never both"
+            );
+        }
+    }
+
+    #[test]
+    fn a_broken_contract_is_in_doubt() {
+        let e = DatevError::UnexpectedBody {
+            operation: CREATE,
+            reason: "x".into(),
+        };
+        assert!(e.may_have_been_accepted());
+    }
+
+    #[test]
+    fn retry_after_is_read_as_seconds_or_as_an_http_date() {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(reqwest::header::RETRY_AFTER, "120".parse().unwrap());
+        assert_eq!(retry_after(&headers), Some(Duration::from_secs(120)));
+        let at = chrono::Utc::now() + chrono::Duration::seconds(300);
+        headers.insert(
+            reqwest::header::RETRY_AFTER,
+            at.format("%a, %d %b %Y %H:%M:%S GMT")
+                .to_string()
+                .parse()
+                .unwrap(),
+        );
+        let wait = retry_after(&headers).unwrap();
+        assert!(
+            wait > Duration::from_secs(290) && wait <= Duration::from_secs(300),
+            "{wait:?}"
+        );
+        headers.insert(
+            reqwest::header::RETRY_AFTER,
+            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
+        );
+        assert_eq!(retry_after(&headers), Some(Duration::ZERO));
+        headers.insert(reqwest::header::RETRY_AFTER, "soon".parse().unwrap());
+        assert_eq!(retry_after(&headers), None);
+    }
+
+    #[test]
+    fn a_task_id_stays_one_path_segment() {
+        assert_eq!(path_segment("3f2a-Task_1.x~"), "3f2a-Task_1.x~");
+        assert_eq!(path_segment("a/b?c=d#e f"), "a%2Fb%3Fc%3Dd%23e%20f");
+        assert_eq!(path_segment("ü"), "%C3%BC");
+    }
+
+    #[test]
+    fn duplicate_rejections_are_recognised_in_german_and_english() {
+        for message in [
+            "Belegnummer bereits vorhanden",
+            "Der Beleg wurde bereits übertragen",
+            "Duplicate document number RE-1",
+            "A booking with this number already exists",
+        ] {
+            assert!(is_duplicate_rejection(&[message.to_owned()]), "{message}");
+        }
+        assert!(!is_duplicate_rejection(&[
+            "Konto 4711 existiert nicht".to_owned()
+        ]));
+        assert!(!is_duplicate_rejection(&[]));
+    }
+
+    #[test]
+    fn the_connect_timeout_must_be_shorter_than_the_request_timeout() {
+        let config = MaesnConfig {
+            connect_timeout: Duration::from_secs(30),
+            ..MaesnConfig::default()
+        };
+        let err = config.validate().unwrap_err().to_string();
+        assert!(err.contains("MAESN_CONNECT_TIMEOUT_SECONDS"), "{err}");
+        assert!(MaesnConfig::default().validate().is_ok());
     }
 }

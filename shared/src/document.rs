@@ -28,14 +28,19 @@ impl DocumentType {
     }
 
     /// The types a document of this type can be linked to: invoice ↔ purchase order,
-    /// invoice ↔ delivery note, purchase order ↔ delivery note. Credit notes and other
-    /// documents are not matched.
+    /// invoice ↔ delivery note, purchase order ↔ delivery note, credit note ↔ the invoice
+    /// it corrects. Other documents are not matched.
     pub fn matchable_with(self) -> &'static [DocumentType] {
         match self {
-            DocumentType::Invoice => &[DocumentType::PurchaseOrder, DocumentType::DeliveryNote],
+            DocumentType::Invoice => &[
+                DocumentType::PurchaseOrder,
+                DocumentType::DeliveryNote,
+                DocumentType::CreditNote,
+            ],
             DocumentType::PurchaseOrder => &[DocumentType::Invoice, DocumentType::DeliveryNote],
             DocumentType::DeliveryNote => &[DocumentType::Invoice, DocumentType::PurchaseOrder],
-            DocumentType::CreditNote | DocumentType::Other => &[],
+            DocumentType::CreditNote => &[DocumentType::Invoice],
+            DocumentType::Other => &[],
         }
     }
 

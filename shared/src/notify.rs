@@ -5,15 +5,30 @@
 //! - email through SES (v2): `NOTIFY_EMAIL_FROM` and `NOTIFY_EMAIL_TO` (comma-separated;
 //!   either unset → off). The sender must be a verified SES identity.
 //!
-//! Every notice carries the document id, the tenant, the error, the attempt count and a
-//! link to the admin document page (`ADMIN_BASE_URL` + `/admin/documents/{id}`).
+//! Every notice carries the document id (and type, when known), the tenant, the error,
+//! the attempt count and a link to the admin document page (`ADMIN_BASE_URL` +
+//! `/admin/documents/{id}`) — nothing of the document's content: an admin opens the
+//! document in the app.
 //!
-//! Fire-and-forget: [`Notifier::notify`] never fails. Each channel runs with a timeout;
-//! a failing channel is logged and the others still deliver. The notice is awaited (not
-//! spawned) because a Lambda instance is frozen as soon as the handler returns.
+//! [`Notifier::notify`] never fails and can be used fire-and-forget; it returns a
+//! [`Delivery`] saying which channels delivered, so a caller can record that the admins
+//! were told. Each channel is tried with a timeout per attempt (`NOTIFY_TIMEOUT_SECONDS`),
+//! and a transient failure (HTTP 429/5xx, a timeout, SES throttling) is retried up to
+//! `NOTIFY_ATTEMPTS` attempts with exponential waits from `NOTIFY_RETRY_BASE_MS`;
+//! [`Notifier::notify_until`] also stops retrying at the caller's deadline. A channel that
+//! still failed is logged at error with the field `notification_failed = true`
+//! ([`FAILED_LOG_FIELD`]), which a CloudWatch metric filter turns into the
+//! `AdminNotificationsFailed` metric and alarm (infra/notify_alarms.tf); the others still
+//! deliver. The notice is awaited (not spawned) because a Lambda instance is frozen as
+//! soon as the handler returns.
+//!
+//! Slack: every text taken from the notice is escaped (`&`, `<`, `>`), so an error or a
+//! tenant name cannot mention `<!channel>` or forge a link.
 
 use std::fmt;
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use aws_sdk_sesv2::error::SdkError;
 use aws_sdk_sesv2::operation::send_email::SendEmailError;
@@ -26,15 +41,23 @@ use crate::retry::{Classify, RetryClass, classify_http_status};
 use crate::secrets::{SecretError, SecretStore};
 use crate::settings::{Env, SettingsError};
 
-/// What happened, for whom, and where to look.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The log field set on every channel failure that retries did not cure; the metric
+/// filter of the `AdminNotificationsFailed` alarm matches `$.fields.notification_failed`.
+pub const FAILED_LOG_FIELD: &str = "notification_failed";
+
+/// What happened, for whom, and where to look. `title` is free text (one line, e.g.
+/// "Document matching failed", "DATEV export failed"); build a notice with a struct
+/// literal and `..Default::default()` for the fields you do not have.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AdminNotice {
-    /// One line, e.g. "Document matching failed".
     pub title: String,
     pub document_id: Uuid,
+    /// The document's type (`invoice`, …), when known.
+    pub document_type: Option<String>,
     /// `None` when the document could not be read (e.g. the database was unreachable).
     pub tenant_id: Option<Uuid>,
     pub tenant_name: Option<String>,
+    /// What went wrong (an error chain); never document content.
     pub error: String,
     pub attempts: i32,
 }
@@ -51,13 +74,46 @@ impl AdminNotice {
 }
 
 /// Notification settings: `NOTIFY_EMAIL_FROM`, `NOTIFY_EMAIL_TO` (comma-separated),
-/// `ADMIN_BASE_URL`, `NOTIFY_TIMEOUT_SECONDS` (default 10).
+/// `ADMIN_BASE_URL`, `NOTIFY_TIMEOUT_SECONDS` (per attempt, default 10),
+/// `NOTIFY_ATTEMPTS` (default 3), `NOTIFY_RETRY_BASE_MS` (default 1000: waits of 1 s,
+/// 2 s, … between attempts).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NotifySettings {
     pub email_from: Option<String>,
     pub email_to: Vec<String>,
     pub admin_base_url: Option<String>,
     pub timeout: Duration,
+    pub retry: NotifyRetry,
+}
+
+/// How a channel is retried after a transient failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotifyRetry {
+    /// Attempts per channel, at least 1.
+    pub attempts: u32,
+    /// The wait after the first failed attempt; doubled after each further one (±25 %).
+    pub base_delay: Duration,
+}
+
+impl Default for NotifyRetry {
+    fn default() -> Self {
+        NotifyRetry {
+            attempts: 3,
+            base_delay: Duration::from_secs(1),
+        }
+    }
+}
+
+impl NotifyRetry {
+    fn delay_after(&self, attempt: u32) -> Duration {
+        let exp = attempt.saturating_sub(1).min(10);
+        let delay = self.base_delay * (1u32 << exp);
+        if delay.is_zero() {
+            return delay;
+        }
+        use rand::Rng;
+        delay.mul_f64(rand::rng().random_range(0.75..=1.25))
+    }
 }
 
 impl NotifySettings {
@@ -80,6 +136,10 @@ impl NotifySettings {
                 .optional("ADMIN_BASE_URL")
                 .map(|s| s.trim().trim_end_matches('/').to_owned()),
             timeout: env.seconds_or("NOTIFY_TIMEOUT_SECONDS", 10)?,
+            retry: NotifyRetry {
+                attempts: env.parse_or::<u32>("NOTIFY_ATTEMPTS", 3)?.max(1),
+                base_delay: Duration::from_millis(env.parse_or("NOTIFY_RETRY_BASE_MS", 1000)?),
+            },
         })
     }
 }
@@ -131,14 +191,16 @@ impl Rendered<'_> {
 
     pub fn text(&self) -> String {
         let n = self.notice;
-        let mut text = format!(
-            "{}\n\nDocument: {}\nTenant: {}\nAttempts: {}\nError: {}\n",
-            n.title,
-            n.document_id,
+        let mut text = format!("{}\n\nDocument: {}\n", n.title, n.document_id);
+        if let Some(doc_type) = &n.document_type {
+            text.push_str(&format!("Type: {doc_type}\n"));
+        }
+        text.push_str(&format!(
+            "Tenant: {}\nAttempts: {}\nError: {}\n",
             n.tenant(),
             n.attempts,
             n.error
-        );
+        ));
         if let Some(link) = &self.link {
             text.push_str(&format!("Admin page: {link}\n"));
         }
@@ -171,28 +233,52 @@ impl SlackChannel {
         SlackChannel { http, webhook_url }
     }
 
-    /// The webhook body.
+    /// The webhook body. Every text from the notice is escaped for Slack's markup
+    /// ([`slack_escape`]); the header is plain text, which Slack does not parse.
     pub fn payload(message: &Rendered<'_>) -> serde_json::Value {
         let n = message.notice;
         let document = match &message.link {
             Some(link) => format!("<{link}|{}>", n.document_id),
             None => n.document_id.to_string(),
         };
-        // Section text is limited to 3000 characters.
+        let document = match &n.document_type {
+            Some(doc_type) => format!("{document} ({})", slack_escape(doc_type)),
+            None => document,
+        };
+        let tenant = slack_escape(&n.tenant());
+        // Section text is limited to 3000 characters; a ``` in the error would close the
+        // code block early.
         let error: String = n.error.chars().take(2500).collect();
+        let error = slack_escape(&error).replace("```", "'''");
         json!({
-            "text": format!("{}: document {} (tenant {}): {}", n.title, n.document_id, n.tenant(), error),
+            "text": format!("{}: document {} (tenant {tenant}): {error}", slack_escape(&n.title), n.document_id),
             "blocks": [
                 {"type": "header", "text": {"type": "plain_text", "text": n.title}},
                 {"type": "section", "fields": [
                     {"type": "mrkdwn", "text": format!("*Document*\n{document}")},
-                    {"type": "mrkdwn", "text": format!("*Tenant*\n{}", n.tenant())},
+                    {"type": "mrkdwn", "text": format!("*Tenant*\n{tenant}")},
                     {"type": "mrkdwn", "text": format!("*Attempts*\n{}", n.attempts)},
                 ]},
                 {"type": "section", "text": {"type": "mrkdwn", "text": format!("*Error*\n```{error}```")}},
             ],
         })
     }
+}
+
+/// Escapes the three characters Slack's message markup reserves: `&` → `&amp;`,
+/// `<` → `&lt;`, `>` → `&gt;`. Unescaped, `<!channel>` in an error would notify the
+/// whole channel and `<https://…|…>` would forge a link.
+pub fn slack_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 impl Channel for SlackChannel {
@@ -281,11 +367,19 @@ impl Channel for SesChannel {
     }
 }
 
-/// Which channels delivered a notice.
+/// Which channels delivered a notice, after their retries.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Delivery {
     pub sent: Vec<&'static str>,
     pub failed: Vec<&'static str>,
+}
+
+impl Delivery {
+    /// At least one channel delivered: the admins were told. `false` with no channel
+    /// configured (the notice was only logged).
+    pub fn delivered(&self) -> bool {
+        !self.sent.is_empty()
+    }
 }
 
 /// The configured channels. With none, notices are only logged.
@@ -294,6 +388,7 @@ pub struct Notifier {
     channels: Vec<Box<dyn Channel>>,
     admin_base_url: Option<String>,
     timeout: Duration,
+    retry: NotifyRetry,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -305,13 +400,24 @@ pub enum NotifySetupError {
 }
 
 impl Notifier {
-    /// A notifier without channels; add them with [`Notifier::with_channel`].
+    /// A notifier without channels; add them with [`Notifier::with_channel`]. `timeout`
+    /// bounds each attempt; transient failures are retried as [`NotifyRetry::default`]
+    /// says unless [`Notifier::with_retry`] changes it.
     pub fn new(admin_base_url: Option<String>, timeout: Duration) -> Self {
         Notifier {
             channels: Vec::new(),
             admin_base_url,
             timeout,
+            retry: NotifyRetry::default(),
         }
+    }
+
+    pub fn with_retry(mut self, retry: NotifyRetry) -> Self {
+        self.retry = NotifyRetry {
+            attempts: retry.attempts.max(1),
+            ..retry
+        };
+        self
     }
 
     pub fn with_channel(mut self, channel: impl Channel + 'static) -> Self {
@@ -327,7 +433,8 @@ impl Notifier {
         secrets: &SecretStore,
         aws: &aws_config::SdkConfig,
     ) -> Result<Self, NotifySetupError> {
-        let mut notifier = Notifier::new(settings.admin_base_url.clone(), settings.timeout);
+        let mut notifier = Notifier::new(settings.admin_base_url.clone(), settings.timeout)
+            .with_retry(settings.retry);
         if let Some(url) = secrets.get_optional("slack_webhook_url").await? {
             let http = reqwest::Client::builder()
                 .timeout(settings.timeout)
@@ -359,15 +466,26 @@ impl Notifier {
             .map(|base| format!("{base}/admin/documents/{document_id}"))
     }
 
-    /// Sends the notice on every channel at once. Never fails: a channel that errors or
-    /// times out is logged and reported in [`Delivery::failed`].
+    /// Sends the notice on every channel at once, retrying transient failures (see the
+    /// module docs), and says which channels delivered. Never fails: a channel that still
+    /// fails is logged (with [`FAILED_LOG_FIELD`]) and reported in [`Delivery::failed`].
+    /// Bounded by the attempts and their timeouts; under a deadline use
+    /// [`Notifier::notify_until`].
     pub async fn notify(&self, notice: &AdminNotice) -> Delivery {
+        self.notify_until(notice, None).await
+    }
+
+    /// [`Notifier::notify`], but no attempt runs past `deadline` and no retry starts
+    /// after it: a channel that has not delivered by then is reported failed. Dropping
+    /// the future cancels it too, without a report.
+    pub async fn notify_until(&self, notice: &AdminNotice, deadline: Option<Instant>) -> Delivery {
         let rendered = Rendered {
             notice,
             link: self.link(notice.document_id),
         };
         tracing::warn!(
             document_id = %notice.document_id,
+            document_type = notice.document_type.as_deref(),
             tenant = %notice.tenant(),
             attempts = notice.attempts,
             error = %notice.error,
@@ -376,13 +494,7 @@ impl Notifier {
         );
         let rendered = &rendered;
         let results = futures::future::join_all(self.channels.iter().map(|channel| async move {
-            let outcome = match tokio::time::timeout(self.timeout, channel.send(rendered)).await {
-                Ok(result) => result,
-                Err(_) => Err(NotifyError::Timeout {
-                    channel: channel.name(),
-                    seconds: self.timeout.as_secs(),
-                }),
-            };
+            let outcome = self.deliver(channel.as_ref(), rendered, deadline).await;
             (channel.name(), outcome)
         }))
         .await;
@@ -392,7 +504,10 @@ impl Notifier {
                 Ok(()) => delivery.sent.push(name),
                 Err(e) => {
                     tracing::error!(
+                        notification_failed = true,
                         channel = name,
+                        document_id = %notice.document_id,
+                        title = %notice.title,
                         error.message = %e,
                         error.cause_chain = ?e,
                         "admin notification failed"
@@ -402,6 +517,50 @@ impl Notifier {
             }
         }
         delivery
+    }
+
+    /// One channel, with its retries, within the deadline.
+    async fn deliver(
+        &self,
+        channel: &dyn Channel,
+        rendered: &Rendered<'_>,
+        deadline: Option<Instant>,
+    ) -> Result<(), NotifyError> {
+        let mut attempt = 1;
+        loop {
+            let timeout = match deadline {
+                Some(deadline) => self
+                    .timeout
+                    .min(deadline.saturating_duration_since(Instant::now())),
+                None => self.timeout,
+            };
+            let result = match tokio::time::timeout(timeout, channel.send(rendered)).await {
+                Ok(result) => result,
+                Err(_) => Err(NotifyError::Timeout {
+                    channel: channel.name(),
+                    seconds: timeout.as_secs(),
+                }),
+            };
+            let error = match result {
+                Ok(()) => return Ok(()),
+                Err(e) if e.is_transient() && attempt < self.retry.attempts => e,
+                Err(e) => return Err(e),
+            };
+            let wait = self.retry.delay_after(attempt);
+            if deadline.is_some_and(|deadline| Instant::now() + wait >= deadline) {
+                return Err(error);
+            }
+            tracing::warn!(
+                channel = channel.name(),
+                attempt,
+                max_attempts = self.retry.attempts,
+                delay_ms = wait.as_millis() as u64,
+                error.message = %error,
+                "admin notification failed transiently; retrying"
+            );
+            tokio::time::sleep(wait).await;
+            attempt += 1;
+        }
     }
 }
 
@@ -432,6 +591,15 @@ mod tests {
             Some("https://admin.example.com")
         );
         assert_eq!(s.timeout, Duration::from_secs(10));
+        assert_eq!(s.retry, NotifyRetry::default());
+    }
+
+    #[test]
+    fn slack_markup_characters_are_escaped() {
+        assert_eq!(
+            slack_escape("<!channel> & <https://evil.example|click>"),
+            "&lt;!channel&gt; &amp; &lt;https://evil.example|click&gt;"
+        );
     }
 
     #[test]
@@ -439,6 +607,7 @@ mod tests {
         let notice = AdminNotice {
             title: "Document matching failed".into(),
             document_id: Uuid::nil(),
+            document_type: Some("invoice".into()),
             tenant_id: Some(Uuid::nil()),
             tenant_name: Some("Acme GmbH".into()),
             error: "LLM rejected the request".into(),
@@ -452,6 +621,7 @@ mod tests {
         .text();
         for part in [
             "Document: 00000000-0000-0000-0000-000000000000",
+            "Type: invoice",
             "Tenant: Acme GmbH (00000000-0000-0000-0000-000000000000)",
             "Attempts: 3",
             "Error: LLM rejected the request",

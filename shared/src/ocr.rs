@@ -1,22 +1,41 @@
-//! Transcription: document bytes → text with a quality score (seed 004's OCR boundary).
+//! Transcription: document bytes → text with a quality score (seed 003's provider, seed
+//! 004's OCR boundary).
 //!
-//! Two providers behind [`Transcriber`]:
-//! - `native`: the embedded text layer of PDFs (lopdf/pdf-extract, laid out like
-//!   `pdftotext -layout` so table columns stay apart) and plain-text files;
-//!   quality 1.0 when text was found, 0.0 when none. Offline; the local default.
-//! - `textract`: AWS Textract `DetectDocumentText` (images, single-page PDFs); quality
-//!   is the mean LINE confidence.
+//! What the pipeline does with a file (`functions/ingestion` orchestrates it, because
+//! an asynchronous OCR job is remembered on the ingestion row):
+//! - text files: their text;
+//! - PDFs: the embedded text layer first ([`text_layer`], laid out like
+//!   `pdftotext -layout` so table columns stay apart); only pages without usable text
+//!   ([`has_usable_text`]) need OCR;
+//! - images: always OCR.
 //!
-//! CPU-heavy work (PDF parsing, image preprocessing) runs on the blocking pool so it
-//! never stalls the other records of a batch.
+//! OCR is [`Textract`] (`OCR_PROVIDER=textract`): `DetectDocumentText` for an image or a
+//! single-page PDF, the asynchronous `StartDocumentTextDetection` /
+//! `GetDocumentTextDetection` for a multi-page PDF. `OCR_PROVIDER=native` has no OCR
+//! engine: it reads text layers and text files, and a scan fails permanently with an
+//! error that says so. A page's quality is 1.0 for a text layer and the mean LINE
+//! confidence for OCR; the document's is the mean over its pages. A poor result is
+//! preprocessed once ([`preprocess_image`], [`preprocess_pdf`]) and read again.
+//!
+//! CPU-heavy work (PDF parsing, image decoding and preprocessing) runs on the blocking
+//! pool, at most one job per CPU at a time ([`on_cpu`]), so it neither stalls the other
+//! records of a batch (their deadline timers and heartbeats) nor multiplies the memory
+//! of big images by the batch size.
 
 mod pdf_layout;
+mod preprocess;
+mod textract;
 
-use std::io::Cursor;
+use std::sync::LazyLock;
 
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
+use tokio::sync::Semaphore;
 
 use crate::retry::{Classify, RetryClass};
+
+pub use preprocess::{MAX_IMAGE_ALLOC, MAX_IMAGE_SIDE, preprocess_image, preprocess_pdf};
+pub use textract::{TEXTRACT_AWS_ACTIONS, Textract};
 
 /// A file type the pipeline accepts, from the S3 key's extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,15 +92,83 @@ pub struct PageQuality {
 /// The whole transcription result, stored as `ingestions/{id}/transcription-output.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Transcription {
+    /// `native` (text layers only), `textract` (OCR only) or `native+textract`.
     pub provider: String,
     pub text: String,
     /// 0–1.
     pub quality: f64,
     pub page_count: u32,
     pub pages: Vec<PageQuality>,
-    /// Whether this is the transcription of the preprocessed image.
+    /// Whether this is the transcription of the preprocessed file.
     #[serde(default)]
     pub preprocessed: bool,
+    /// Where the preprocessed file was stored, so a retry that reuses this
+    /// transcription can still record it on the ingestion.
+    #[serde(default)]
+    pub preprocessed_file_path: Option<String>,
+}
+
+/// The text of one page and how well it was read (0–1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PageText {
+    pub text: String,
+    pub quality: f64,
+}
+
+impl PageText {
+    /// A page of a text layer: quality 1.0 when it holds usable text, else 0.0.
+    pub fn from_text_layer(text: String) -> Self {
+        let quality = if has_usable_text(&text) { 1.0 } else { 0.0 };
+        PageText { text, quality }
+    }
+}
+
+/// Letters and digits a page's text layer needs to count as text: a scanned page often
+/// carries a stray page number or a producer's stamp in its text layer, which is not its
+/// content.
+pub const USABLE_TEXT_CHARS: usize = 16;
+
+/// Whether a page's text layer holds its text, or the page needs OCR.
+pub fn has_usable_text(text: &str) -> bool {
+    text.chars()
+        .filter(|c| c.is_alphanumeric())
+        .take(USABLE_TEXT_CHARS)
+        .count()
+        >= USABLE_TEXT_CHARS
+}
+
+impl Transcription {
+    /// Joins pages (form feed between them); the quality is the mean of the pages'.
+    pub fn from_pages(provider: &str, pages: Vec<PageText>) -> Self {
+        let page_count = pages.len() as u32;
+        let quality = if pages.is_empty() {
+            0.0
+        } else {
+            pages.iter().map(|p| p.quality).sum::<f64>() / pages.len() as f64
+        };
+        let qualities = pages
+            .iter()
+            .enumerate()
+            .map(|(i, p)| PageQuality {
+                page: i as u32 + 1,
+                quality: p.quality,
+            })
+            .collect();
+        let text = pages
+            .into_iter()
+            .map(|p| p.text)
+            .collect::<Vec<_>>()
+            .join("\n\u{c}\n");
+        Transcription {
+            provider: provider.to_owned(),
+            text,
+            quality,
+            page_count,
+            pages: qualities,
+            preprocessed: false,
+            preprocessed_file_path: None,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -93,55 +180,88 @@ pub enum OcrError {
         provider: &'static str,
         kind: FileKind,
     },
+    #[error(
+        "{what} needs OCR, and OCR_PROVIDER=native reads only text layers (set OCR_PROVIDER=textract)"
+    )]
+    NeedsOcr { what: String },
     #[error("the PDF could not be read: {0}")]
     BadPdf(String),
     #[error("the image could not be decoded")]
     BadImage(#[source] image::ImageError),
-    #[error("Textract DetectDocumentText failed")]
-    Textract(
+    #[error("the file is too large to process: {what}")]
+    TooLarge { what: String },
+    #[error("Textract {operation} failed")]
+    Textract {
+        operation: &'static str,
+        class: RetryClass,
         #[source]
-        Box<
-            aws_sdk_textract::error::SdkError<
-                aws_sdk_textract::operation::detect_document_text::DetectDocumentTextError,
-            >,
-        >,
-    ),
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error("Textract job {job_id} failed: {message}")]
+    TextractJobFailed { job_id: String, message: String },
+    #[error("Textract no longer knows job {job_id} (its results expire after 7 days)")]
+    TextractJobGone { job_id: String },
     #[error("the blocking pool failed: {0}")]
     Join(String),
 }
 
 impl Classify for OcrError {
-    /// Bad input is permanent. For Textract: throttling, internal errors and transport
-    /// failures are transient; a document it rejects (bad format, too large) is permanent.
+    /// Bad input is permanent (empty, unsupported, unreadable, too large, a scan without
+    /// an OCR engine). Textract errors carry the class decided where they were
+    /// understood (a refused document is permanent, throttling and outages transient).
+    /// A failed or expired Textract job is transient: the next attempt starts a new one.
     fn retry_class(&self) -> RetryClass {
         match self {
             OcrError::Empty
             | OcrError::Unsupported { .. }
+            | OcrError::NeedsOcr { .. }
             | OcrError::BadPdf(_)
-            | OcrError::BadImage(_) => RetryClass::Permanent,
-            OcrError::Join(_) => RetryClass::Transient,
-            OcrError::Textract(e) => {
-                use aws_sdk_textract::operation::detect_document_text::DetectDocumentTextError as E;
-                match e.as_service_error() {
-                    Some(
-                        E::BadDocumentException(_)
-                        | E::DocumentTooLargeException(_)
-                        | E::UnsupportedDocumentException(_)
-                        | E::InvalidParameterException(_)
-                        | E::InvalidS3ObjectException(_)
-                        | E::AccessDeniedException(_),
-                    ) => RetryClass::Permanent,
-                    _ => RetryClass::Transient,
-                }
-            }
+            | OcrError::BadImage(_)
+            | OcrError::TooLarge { .. } => RetryClass::Permanent,
+            OcrError::Textract { class, .. } => *class,
+            OcrError::TextractJobFailed { .. }
+            | OcrError::TextractJobGone { .. }
+            | OcrError::Join(_) => RetryClass::Transient,
         }
     }
 }
 
-/// The OCR seam: one transcriber per provider.
+/// The seed's CPU pool: one blocking job per CPU at a time.
+static CPU: LazyLock<Semaphore> =
+    LazyLock::new(|| Semaphore::new(std::thread::available_parallelism().map_or(1, |n| n.get())));
+
+/// Runs CPU-heavy `work` on the blocking pool, at most one job per CPU at a time.
+pub async fn on_cpu<T, W>(work: W) -> Result<T, OcrError>
+where
+    W: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let _permit = CPU
+        .acquire()
+        .await
+        .map_err(|e| OcrError::Join(e.to_string()))?;
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| OcrError::Join(e.to_string()))
+}
+
+/// The text layer of each page of a PDF, in page order. Runs on the blocking pool.
+pub async fn text_layer(pdf: Bytes) -> Result<Vec<String>, OcrError> {
+    on_cpu(move || {
+        // pdf-extract panics on some malformed files; a panic is a bad PDF, not a crash.
+        std::panic::catch_unwind(|| pdf_layout::extract_pages(&pdf))
+            .map_err(|_| OcrError::BadPdf("the PDF parser gave up on this file".into()))?
+            .map_err(|e| OcrError::BadPdf(e.to_string()))
+    })
+    .await?
+}
+
+/// The OCR engine, if any: `OCR_PROVIDER`.
 #[derive(Debug, Clone)]
 pub enum Transcriber {
+    /// Text layers and text files only.
     Native,
+    /// Text layers first, Textract for images and pages without text.
     Textract(aws_sdk_textract::Client),
 }
 
@@ -153,6 +273,18 @@ impl Transcriber {
         }
     }
 
+    /// The OCR engine; `None` for `native`.
+    pub fn ocr(&self) -> Option<Textract> {
+        match self {
+            Transcriber::Native => None,
+            Transcriber::Textract(client) => Some(Textract::new(client.clone())),
+        }
+    }
+
+    /// The text of a text file or the text layer of a PDF, without OCR (what
+    /// `docflow extract` shows for a local file). Images are
+    /// [`OcrError::Unsupported`]: OCR reads documents from S3, see the ingestion
+    /// pipeline.
     pub async fn transcribe(
         &self,
         kind: FileKind,
@@ -161,141 +293,27 @@ impl Transcriber {
         if bytes.is_empty() {
             return Err(OcrError::Empty);
         }
-        match self {
-            Transcriber::Native => native(kind, bytes.to_vec()).await,
-            Transcriber::Textract(client) => textract(client, kind, bytes).await,
-        }
-    }
-}
-
-async fn native(kind: FileKind, bytes: Vec<u8>) -> Result<Transcription, OcrError> {
-    let pages: Vec<String> = match kind {
-        FileKind::Text => vec![String::from_utf8_lossy(&bytes).into_owned()],
-        FileKind::Pdf => tokio::task::spawn_blocking(move || {
-            // pdf-extract panics on some malformed files; a panic is a bad PDF, not a crash.
-            std::panic::catch_unwind(|| pdf_layout::extract_pages(&bytes))
-                .map_err(|_| OcrError::BadPdf("the PDF parser gave up on this file".into()))?
-                .map_err(|e| OcrError::BadPdf(e.to_string()))
-        })
-        .await
-        .map_err(|e| OcrError::Join(e.to_string()))??,
-        other => {
-            return Err(OcrError::Unsupported {
-                provider: "native",
-                kind: other,
-            });
-        }
-    };
-    let quality_of = |text: &str| if text.trim().is_empty() { 0.0 } else { 1.0 };
-    let page_quality: Vec<PageQuality> = pages
-        .iter()
-        .enumerate()
-        .map(|(i, text)| PageQuality {
-            page: i as u32 + 1,
-            quality: quality_of(text),
-        })
-        .collect();
-    let text = pages.join("\n\u{c}\n");
-    Ok(Transcription {
-        provider: "native".into(),
-        quality: quality_of(&text),
-        page_count: pages.len() as u32,
-        pages: page_quality,
-        text,
-        preprocessed: false,
-    })
-}
-
-async fn textract(
-    client: &aws_sdk_textract::Client,
-    kind: FileKind,
-    bytes: &[u8],
-) -> Result<Transcription, OcrError> {
-    use aws_sdk_textract::types::{BlockType, Document};
-    if kind == FileKind::Text {
-        return Err(OcrError::Unsupported {
-            provider: "textract",
-            kind,
-        });
-    }
-    let output = client
-        .detect_document_text()
-        .document(
-            Document::builder()
-                .bytes(aws_sdk_textract::primitives::Blob::new(bytes))
-                .build(),
-        )
-        .send()
-        .await
-        .map_err(|e| OcrError::Textract(Box::new(e)))?;
-    let page_count = output
-        .document_metadata()
-        .and_then(|m| m.pages())
-        .unwrap_or(1)
-        .max(1) as u32;
-    let mut text = String::new();
-    let mut per_page: std::collections::BTreeMap<u32, (f64, u32)> =
-        std::collections::BTreeMap::new();
-    for block in output.blocks() {
-        if block.block_type() != Some(&BlockType::Line) {
-            continue;
-        }
-        if let Some(line) = block.text() {
-            text.push_str(line);
-            text.push('\n');
-        }
-        let page = block.page().unwrap_or(1).max(1) as u32;
-        let entry = per_page.entry(page).or_insert((0.0, 0));
-        entry.0 += f64::from(block.confidence().unwrap_or(0.0)) / 100.0;
-        entry.1 += 1;
-    }
-    let pages: Vec<PageQuality> = (1..=page_count)
-        .map(|page| {
-            let (sum, n) = per_page.get(&page).copied().unwrap_or((0.0, 0));
-            PageQuality {
-                page,
-                quality: if n == 0 { 0.0 } else { sum / f64::from(n) },
+        let pages = match kind {
+            FileKind::Text => vec![String::from_utf8_lossy(bytes).into_owned()],
+            FileKind::Pdf => text_layer(Bytes::copy_from_slice(bytes)).await?,
+            other => {
+                return Err(OcrError::Unsupported {
+                    provider: "native",
+                    kind: other,
+                });
             }
-        })
-        .collect();
-    let (sum, n) = per_page
-        .values()
-        .fold((0.0, 0), |(s, c), (ps, pc)| (s + ps, c + pc));
-    Ok(Transcription {
-        provider: "textract".into(),
-        text,
-        quality: if n == 0 { 0.0 } else { sum / f64::from(n) },
-        page_count,
-        pages,
-        preprocessed: false,
-    })
-}
-
-/// Improves a poor scan once before a second transcription: grayscale, contrast stretch
-/// (darkest pixel → black, brightest → white), sharpen. Returns PNG bytes. Runs on the
-/// blocking pool.
-pub async fn preprocess_image(bytes: Vec<u8>) -> Result<Vec<u8>, OcrError> {
-    tokio::task::spawn_blocking(move || {
-        let image = image::load_from_memory(&bytes).map_err(OcrError::BadImage)?;
-        let mut gray = image.to_luma8();
-        let (lo, hi) = gray.pixels().fold((u8::MAX, u8::MIN), |(lo, hi), p| {
-            (lo.min(p.0[0]), hi.max(p.0[0]))
-        });
-        if hi > lo {
-            let scale = 255.0 / f32::from(hi - lo);
-            for p in gray.pixels_mut() {
-                p.0[0] = (f32::from(p.0[0] - lo) * scale).round() as u8;
-            }
-        }
-        let sharpened = image::imageops::unsharpen(&gray, 1.0, 5);
-        let mut out = Cursor::new(Vec::new());
-        sharpened
-            .write_to(&mut out, image::ImageFormat::Png)
-            .map_err(OcrError::BadImage)?;
-        Ok(out.into_inner())
-    })
-    .await
-    .map_err(|e| OcrError::Join(e.to_string()))?
+        };
+        Ok(Transcription::from_pages(
+            "native",
+            pages
+                .into_iter()
+                .map(|text| PageText {
+                    quality: if text.trim().is_empty() { 0.0 } else { 1.0 },
+                    text,
+                })
+                .collect(),
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -349,21 +367,30 @@ mod tests {
         assert!(!err.is_transient());
     }
 
-    #[tokio::test]
-    async fn preprocessing_stretches_contrast_to_the_full_range() {
-        let mut img = image::GrayImage::new(8, 8);
-        for (x, _, p) in img.enumerate_pixels_mut() {
-            p.0[0] = 100 + (x as u8) * 5; // a washed-out 100..135 range
-        }
-        let mut png = Cursor::new(Vec::new());
-        img.write_to(&mut png, image::ImageFormat::Png).unwrap();
+    #[test]
+    fn a_stray_page_number_is_not_usable_text_but_a_line_of_an_invoice_is() {
+        assert!(!has_usable_text("  2  \n"));
+        assert!(!has_usable_text("Seite 1/2"));
+        assert!(has_usable_text("Rechnung Nr. RE-2014-0815"));
+    }
 
-        let out = preprocess_image(png.into_inner()).await.unwrap();
-
-        let result = image::load_from_memory(&out).unwrap().to_luma8();
-        let (lo, hi) = result
-            .pixels()
-            .fold((255u8, 0u8), |(lo, hi), p| (lo.min(p.0[0]), hi.max(p.0[0])));
-        assert!(lo <= 10 && hi >= 245, "stretched to {lo}..{hi}");
+    #[test]
+    fn a_document_s_quality_is_the_mean_of_its_pages() {
+        let t = Transcription::from_pages(
+            "native+textract",
+            vec![
+                PageText {
+                    text: "a".into(),
+                    quality: 1.0,
+                },
+                PageText {
+                    text: "b".into(),
+                    quality: 0.5,
+                },
+            ],
+        );
+        assert_eq!(t.quality, 0.75);
+        assert_eq!(t.page_count, 2);
+        assert_eq!(t.text, "a\n\u{c}\nb");
     }
 }

@@ -13,7 +13,15 @@
 //! | HTTP 400 context window exceeded, HTTP 401/403           | permanent |
 //! | S3 object missing / access denied                        | permanent |
 //! | database unreachable, serialization failure, deadlock    | transient |
+//! | constraint violation, data error in our own SQL          | permanent |
 //! | unsupported document type, empty file, file too large    | permanent |
+//!
+//! **Unknown means transient.** Only errors known to fail the same way every time are
+//! permanent: a permanent class fails the work for good and deletes its message, a
+//! transient one costs at most the remaining attempts (which are bounded) before the
+//! work fails anyway. So a database failover (read-only transaction, admin shutdown,
+//! too many connections, a dropped connection), an HTTP 404 or 422 from a provider, or
+//! an error nobody listed, is retried.
 
 use std::future::Future;
 use std::time::Duration;
@@ -99,13 +107,17 @@ pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
-/// Classifies an HTTP error status: 408, 429 and 5xx are transient; every other status
-/// (400 — including "context window exceeded" —, 401, 403, 404, …) is permanent.
+/// Classifies an HTTP error status (seed 001's table): 401 and 403 (rejected
+/// credentials) are permanent; every other status is transient — 429 and 5xx by the
+/// table, the rest (a plain 400, 404, 409, 413, 422, …) because they are not known to
+/// be permanent. A 400 whose body says the context window was exceeded is permanent:
+/// that decision needs the body, see [`is_context_window_exceeded`] (the LLM client
+/// makes it). An API that documents more permanent statuses (Maesn) classifies them at
+/// its own edge.
 pub fn classify_http_status(status: u16) -> RetryClass {
     match status {
-        408 | 429 => RetryClass::Transient,
-        500..=599 => RetryClass::Transient,
-        _ => RetryClass::Permanent,
+        401 | 403 => RetryClass::Permanent,
+        _ => RetryClass::Transient,
     }
 }
 
@@ -141,25 +153,25 @@ impl Classify for reqwest::Error {
 }
 
 impl Classify for sqlx::Error {
-    /// Connection trouble, pool timeouts, serialization failures (40001) and deadlocks
-    /// (40P01) are transient; constraint violations, missing rows and decoding errors are
-    /// permanent.
+    /// Permanent only when the statement itself cannot succeed with this data: SQLSTATE
+    /// class 22 (data exception: a value out of range, an invalid enum text, …) and
+    /// class 23 (integrity constraint violation), a row that was expected but is
+    /// missing, and a value that cannot be decoded. Everything else is transient:
+    /// connection loss and pool timeouts, serialization failures and deadlocks, a
+    /// failover (25006 read-only transaction, 57P01–57P03, 53xxx, 08xxx), protocol
+    /// errors, and whatever sqlx adds later.
     fn retry_class(&self) -> RetryClass {
         match self {
-            sqlx::Error::Io(_)
-            | sqlx::Error::Tls(_)
-            | sqlx::Error::PoolTimedOut
-            | sqlx::Error::PoolClosed
-            | sqlx::Error::WorkerCrashed => RetryClass::Transient,
             sqlx::Error::Database(db) => match db.code().as_deref() {
-                // serialization failure, deadlock, lock timeout, statement timeout,
-                // admin shutdown, cannot connect now, too many connections
-                Some("40001") | Some("40P01") | Some("55P03") | Some("57014") | Some("57P01")
-                | Some("57P03") | Some("53300") => RetryClass::Transient,
-                Some(code) if code.starts_with("08") => RetryClass::Transient,
-                _ => RetryClass::Permanent,
+                Some(code) if code.starts_with("22") || code.starts_with("23") => {
+                    RetryClass::Permanent
+                }
+                _ => RetryClass::Transient,
             },
-            _ => RetryClass::Permanent,
+            sqlx::Error::RowNotFound
+            | sqlx::Error::ColumnDecode { .. }
+            | sqlx::Error::Decode(_) => RetryClass::Permanent,
+            _ => RetryClass::Transient,
         }
     }
 }
@@ -299,9 +311,91 @@ mod tests {
         assert_eq!(classify_http_status(429), RetryClass::Transient);
         assert_eq!(classify_http_status(500), RetryClass::Transient);
         assert_eq!(classify_http_status(503), RetryClass::Transient);
-        assert_eq!(classify_http_status(400), RetryClass::Permanent);
         assert_eq!(classify_http_status(401), RetryClass::Permanent);
         assert_eq!(classify_http_status(403), RetryClass::Permanent);
+    }
+
+    #[test]
+    fn http_statuses_not_known_to_be_permanent_are_transient() {
+        for status in [400, 404, 408, 409, 413, 422, 451, 499] {
+            assert_eq!(
+                classify_http_status(status),
+                RetryClass::Transient,
+                "{status}"
+            );
+        }
+    }
+
+    /// A database error with only a SQLSTATE, as Postgres sends them.
+    #[derive(Debug)]
+    struct PgError(&'static str);
+
+    impl std::fmt::Display for PgError {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "SQLSTATE {}", self.0)
+        }
+    }
+
+    impl std::error::Error for PgError {}
+
+    impl sqlx::error::DatabaseError for PgError {
+        fn message(&self) -> &str {
+            "test"
+        }
+        fn code(&self) -> Option<std::borrow::Cow<'_, str>> {
+            Some(self.0.into())
+        }
+        fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+            self
+        }
+        fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
+            self
+        }
+        fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
+            self
+        }
+        fn kind(&self) -> sqlx::error::ErrorKind {
+            sqlx::error::ErrorKind::Other
+        }
+    }
+
+    fn sqlstate(code: &'static str) -> RetryClass {
+        sqlx::Error::Database(Box::new(PgError(code))).retry_class()
+    }
+
+    #[test]
+    fn a_database_failover_is_transient() {
+        // read-only transaction (a writer turned reader), admin/crash shutdown, cannot
+        // connect now, too many connections, out of memory, connection failure,
+        // serialization failure, deadlock, lock timeout, query canceled
+        for code in [
+            "25006", "57P01", "57P02", "57P03", "53300", "53200", "53100", "08006", "08001",
+            "40001", "40P01", "55P03", "57014", "XX000", "58030",
+        ] {
+            assert_eq!(sqlstate(code), RetryClass::Transient, "{code}");
+        }
+        for error in [
+            sqlx::Error::PoolTimedOut,
+            sqlx::Error::PoolClosed,
+            sqlx::Error::WorkerCrashed,
+            sqlx::Error::Protocol("unexpected message".into()),
+            sqlx::Error::Io(std::io::Error::from(std::io::ErrorKind::ConnectionReset)),
+        ] {
+            assert_eq!(error.retry_class(), RetryClass::Transient, "{error}");
+        }
+    }
+
+    #[test]
+    fn constraint_and_data_errors_in_our_own_sql_are_permanent() {
+        // unique, foreign key, check, not null; invalid text representation, numeric
+        // value out of range
+        for code in ["23505", "23503", "23514", "23502", "22P02", "22003"] {
+            assert_eq!(sqlstate(code), RetryClass::Permanent, "{code}");
+        }
+        assert_eq!(
+            sqlx::Error::RowNotFound.retry_class(),
+            RetryClass::Permanent
+        );
     }
 
     #[test]

@@ -3,6 +3,10 @@
 //! `maesn_api_key`, …). Fetched on first use (at cold start) and reused for a TTL, so a
 //! rotated value is picked up without a redeploy. Values are `SecretString`s: they are
 //! never printed, and no error message contains one.
+//!
+//! [`SecretFamily`] is the per-tenant variant: one secret per member under a common name
+//! prefix (e.g. `docflow/datev/<tenant id>` holding that tenant's DATEV account key), so
+//! that a tenant's credential never sits in the database and IAM can grant the prefix.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -85,6 +89,12 @@ impl SecretStore {
         &self.secret_id
     }
 
+    /// The family of secrets named `prefix` + member, read with this store's client and
+    /// TTL.
+    pub fn family(&self, prefix: impl Into<String>) -> SecretFamily {
+        SecretFamily::new(self.client.clone(), prefix, self.ttl)
+    }
+
     /// The value under `key`. Fails with [`SecretError::MissingKey`] when the secret has
     /// no such key.
     pub async fn get(&self, key: &str) -> Result<SecretString, SecretError> {
@@ -146,5 +156,55 @@ impl SecretStore {
             .into_iter()
             .map(|(k, v)| (k, SecretString::from(v)))
             .collect())
+    }
+}
+
+/// Secrets that share a name prefix, one per member (`prefix` + member), each a JSON
+/// object of strings cached like a [`SecretStore`]. Members are looked up by name only
+/// (e.g. a tenant id): nothing about the value is ever stored outside Secrets Manager.
+#[derive(Debug)]
+pub struct SecretFamily {
+    client: aws_sdk_secretsmanager::Client,
+    prefix: String,
+    ttl: Duration,
+    members: std::sync::Mutex<HashMap<String, Arc<SecretStore>>>,
+}
+
+impl SecretFamily {
+    pub fn new(
+        client: aws_sdk_secretsmanager::Client,
+        prefix: impl Into<String>,
+        ttl: Duration,
+    ) -> Self {
+        SecretFamily {
+            client,
+            prefix: prefix.into(),
+            ttl,
+            members: std::sync::Mutex::default(),
+        }
+    }
+
+    /// The secret name of `member`.
+    pub fn secret_id(&self, member: &str) -> String {
+        format!("{}{member}", self.prefix)
+    }
+
+    /// The value under `key` in `member`'s secret. Fails like [`SecretStore::get`]; a
+    /// member without a secret is [`SecretError::NotFound`] (permanent).
+    pub async fn get(&self, member: &str, key: &str) -> Result<SecretString, SecretError> {
+        let store = self
+            .members
+            .lock()
+            .expect("secret family cache poisoned")
+            .entry(member.to_owned())
+            .or_insert_with(|| {
+                Arc::new(SecretStore::new(
+                    self.client.clone(),
+                    self.secret_id(member),
+                    self.ttl,
+                ))
+            })
+            .clone();
+        store.get(key).await
     }
 }

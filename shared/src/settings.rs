@@ -8,7 +8,7 @@ use std::time::Duration;
 use secrecy::SecretString;
 
 use crate::retry::ReceivePolicy;
-use crate::sqs::{BatchConfig, Heartbeat};
+use crate::sqs::{BatchConfig, Heartbeat, MAX_VISIBILITY};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
@@ -90,7 +90,10 @@ pub struct Settings {
     /// `MAX_RECEIVE_COUNT` (default 3): the redrive policy's maxReceiveCount.
     pub receive_policy: ReceivePolicy,
     /// `BATCH_CONCURRENCY` (default 10), `DEADLINE_MARGIN_MS` (default 2000),
-    /// `HEARTBEAT_SECONDS` (default 60), `HEARTBEAT_EXTEND_SECONDS` (default 300).
+    /// `HEARTBEAT_SECONDS` (default 60), `HEARTBEAT_EXTEND_SECONDS` (default 300, more
+    /// than `HEARTBEAT_SECONDS`), `QUEUE_VISIBILITY_TIMEOUT_SECONDS` (the source queue's
+    /// visibility timeout, 0–43,200; set by Terraform; unset = unknown, see
+    /// [`BatchConfig::queue_visibility`]); the receive policy above.
     pub batch: BatchConfig,
     /// `DOCUMENTS_BUCKET` (default `docflow-documents`).
     pub documents_bucket: String,
@@ -118,19 +121,51 @@ impl Settings {
                 reason: "must be at least 1".into(),
             });
         }
+        let heartbeat = Heartbeat {
+            every: env.seconds_or("HEARTBEAT_SECONDS", 60)?,
+            extend_to: env.seconds_or("HEARTBEAT_EXTEND_SECONDS", 300)?,
+        };
+        if heartbeat.every.is_zero() {
+            return Err(SettingsError::Invalid {
+                var: "HEARTBEAT_SECONDS",
+                reason: "must be at least 1".into(),
+            });
+        }
+        if heartbeat.extend_to <= heartbeat.every || heartbeat.extend_to > MAX_VISIBILITY {
+            return Err(SettingsError::Invalid {
+                var: "HEARTBEAT_EXTEND_SECONDS",
+                reason: "must be more than HEARTBEAT_SECONDS (or the message reappears between \
+                         two beats) and at most 43200"
+                    .into(),
+            });
+        }
+        let queue_visibility = match env.optional("QUEUE_VISIBILITY_TIMEOUT_SECONDS") {
+            None => None,
+            Some(_) => {
+                let seconds: u64 = env.parse_or("QUEUE_VISIBILITY_TIMEOUT_SECONDS", 0)?;
+                if seconds > MAX_VISIBILITY.as_secs() {
+                    return Err(SettingsError::Invalid {
+                        var: "QUEUE_VISIBILITY_TIMEOUT_SECONDS",
+                        reason: "must be at most 43200 (SQS's maximum visibility timeout)".into(),
+                    });
+                }
+                Some(Duration::from_secs(seconds))
+            }
+        };
+        let receive_policy = ReceivePolicy { max_receive_count };
         Ok(Settings {
             secret_id: env.required("DOCFLOW_SECRET_ID")?,
             secret_ttl: env.seconds_or("DOCFLOW_SECRET_TTL_SECONDS", 300)?,
             database_url: env.optional("DATABASE_URL").map(SecretString::from),
             database_max_connections: env.parse_or("DATABASE_MAX_CONNECTIONS", 2)?,
-            receive_policy: ReceivePolicy { max_receive_count },
+            receive_policy,
             batch: BatchConfig {
                 concurrency,
                 deadline_margin: Duration::from_millis(env.parse_or("DEADLINE_MARGIN_MS", 2000)?),
-                heartbeat: Heartbeat {
-                    every: env.seconds_or("HEARTBEAT_SECONDS", 60)?,
-                    extend_to: env.seconds_or("HEARTBEAT_EXTEND_SECONDS", 300)?,
-                },
+                heartbeat,
+                receive_policy,
+                queue_visibility,
+                start_reserve: Duration::ZERO,
             },
             documents_bucket: env.or("DOCUMENTS_BUCKET", "docflow-documents"),
             queues: QueueUrls {
@@ -195,6 +230,38 @@ mod tests {
         .unwrap();
         assert!(!settings.receive_policy.is_final(4));
         assert!(settings.receive_policy.is_final(5));
+    }
+
+    #[test]
+    fn the_batch_runtime_learns_the_receive_policy_and_the_queue_visibility() {
+        let settings = Settings::from_env(&env(&[
+            ("DOCFLOW_SECRET_ID", "s"),
+            ("MAX_RECEIVE_COUNT", "5"),
+            ("QUEUE_VISIBILITY_TIMEOUT_SECONDS", "1800"),
+        ]))
+        .unwrap();
+        assert_eq!(settings.batch.receive_policy.max_receive_count, 5);
+        assert_eq!(
+            settings.batch.queue_visibility,
+            Some(Duration::from_secs(1800))
+        );
+        let unset = Settings::from_env(&env(&[("DOCFLOW_SECRET_ID", "s")])).unwrap();
+        assert_eq!(unset.batch.queue_visibility, None);
+    }
+
+    #[test]
+    fn an_impossible_queue_visibility_or_heartbeat_is_rejected_at_cold_start() {
+        for (var, value) in [
+            ("QUEUE_VISIBILITY_TIMEOUT_SECONDS", "43201"),
+            ("QUEUE_VISIBILITY_TIMEOUT_SECONDS", "-1"),
+            ("HEARTBEAT_EXTEND_SECONDS", "60"),
+            ("HEARTBEAT_EXTEND_SECONDS", "50000"),
+            ("HEARTBEAT_SECONDS", "0"),
+        ] {
+            let err =
+                Settings::from_env(&env(&[("DOCFLOW_SECRET_ID", "s"), (var, value)])).unwrap_err();
+            assert!(err.to_string().contains(var), "{var}={value}: {err}");
+        }
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! - **Nothing is lost.** A record is left out of `batchItemFailures` (and so deleted by
 //!   Lambda) only when `process` returned [`Outcome::Done`] or [`Outcome::Discard`]. A
 //!   panic, a record still running at the deadline, a record skipped behind a failed
-//!   FIFO group member, or a visibility change that failed are all reported as failures.
+//!   FIFO group member, a record not started for lack of time, or a visibility change
+//!   that failed are all reported as failures.
 //! - **Isolation.** Records run concurrently (bounded by [`BatchConfig::concurrency`]),
 //!   each in its own span; a panic in one is caught and turned into [`Outcome::Release`]
 //!   for that record only.
@@ -17,15 +18,24 @@
 //!   retried.
 //! - **Deadline awareness.** Records still running when the invocation deadline minus
 //!   [`BatchConfig::deadline_margin`] is reached are abandoned and reported as failures,
-//!   so the partial response still reaches Lambda and finished work is not redone.
-//! - **FIFO order.** Records with a `MessageGroupId` run in order within their group;
-//!   once one fails, the later records of that group are reported as failures without
-//!   being processed. Other groups go on.
+//!   so the partial response still reaches Lambda and finished work is not redone. A
+//!   record that would start with less than [`BatchConfig::start_reserve`] left is not
+//!   started at all (reported as failed untouched), so it does not use up an attempt
+//!   for no work.
+//! - **FIFO order.** On a FIFO queue (its ARN ends in `.fifo`) records run in order
+//!   within their `MessageGroupId`; once one fails, the later records of that group are
+//!   reported as failures without being processed, and made visible again at once (SQS
+//!   still delivers them only after the failed one, so a `Retry { after }` means `after`
+//!   for the whole group). Other groups go on. On a standard queue a `MessageGroupId`
+//!   (fair queues) does not order anything.
+//! - **No AWS call beyond [`AWS_ACTIONS`].** The queue URL a visibility change needs is
+//!   derived from the record's event source ARN, so the function's role needs no
+//!   `sqs:GetQueueUrl`.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
@@ -34,8 +44,20 @@ use futures::{FutureExt, StreamExt};
 use lambda_runtime::LambdaEvent;
 use tracing::{Instrument, field};
 
-/// The longest visibility timeout SQS accepts (12 hours).
+use crate::retry::ReceivePolicy;
+
+/// The longest a message may stay invisible, counted from the receive (12 hours):
+/// SQS rejects a `ChangeMessageVisibility` whose timeout would end later.
 pub const MAX_VISIBILITY: Duration = Duration::from_secs(43_200);
+
+/// The AWS API actions (IAM names) the runtime itself calls. Every function's own list
+/// (`<function>::aws_actions`) includes these, and its role must grant them.
+pub const AWS_ACTIONS: &[&str] = &["sqs:ChangeMessageVisibility"];
+
+/// How long before the invocation started a record may have been received, when the
+/// queue's visibility timeout is not configured: Lambda's batching window (at most
+/// 300 s) plus its retries of a throttled invocation, with room to spare.
+const DEFAULT_RECEIPT_SLACK: Duration = Duration::from_secs(900);
 
 /// What `process` decided for one message, and so what happens to it in SQS.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,8 +68,9 @@ pub enum Outcome {
     /// A poison message (not an id, unknown id, duplicate of finished work). Logged with
     /// the reason; Lambda deletes the message.
     Discard { reason: String },
-    /// A transient failure with backoff: the message is hidden for `after` (at most 12 h)
-    /// and reported as failed, so SQS redelivers it after that.
+    /// A transient failure with backoff: the message is hidden for `after` and reported
+    /// as failed, so SQS redelivers it after that. `after` is rounded up to whole
+    /// seconds and cut to what is left of the 12 hours since the receive.
     Retry { after: Duration },
     /// Reported as failed with the visibility untouched: the queue's visibility timeout
     /// decides when it comes back, and on the final receive the redrive policy moves it to
@@ -71,9 +94,11 @@ impl Outcome {
 /// Periodic visibility extension for long-running records.
 #[derive(Debug, Clone, Copy)]
 pub struct Heartbeat {
-    /// How often to extend (seed 002: 60 s).
+    /// How often to beat (seed 002: 60 s).
     pub every: Duration,
-    /// The new visibility timeout set at each beat (seed 002: 300 s).
+    /// At each beat the message stays hidden at least this long from then (seed 002:
+    /// 300 s). A function whose claim is a lease must extend beyond its stale threshold,
+    /// so that a redelivery never meets a lease renewed moments earlier.
     pub extend_to: Duration,
 }
 
@@ -96,6 +121,18 @@ pub struct BatchConfig {
     /// return the partial response.
     pub deadline_margin: Duration,
     pub heartbeat: Heartbeat,
+    /// The redrive policy's `maxReceiveCount` (`MAX_RECEIVE_COUNT`), so that
+    /// [`Message::is_final_receive`] knows the last receive before the DLQ.
+    pub receive_policy: ReceivePolicy,
+    /// The source queue's own visibility timeout (`QUEUE_VISIBILITY_TIMEOUT_SECONDS`).
+    /// Known, it keeps the heartbeat from ever shortening the visibility the receive
+    /// gave the message; `None` (unknown) makes every beat set `heartbeat.extend_to`.
+    pub queue_visibility: Option<Duration>,
+    /// A record that would start with less time than this before the runtime stops
+    /// waiting is not started: it is reported as failed untouched and comes back after
+    /// the queue's visibility timeout. A function that keeps a reserve to record its
+    /// failures sets it to that reserve (default zero: always start).
+    pub start_reserve: Duration,
 }
 
 impl Default for BatchConfig {
@@ -104,6 +141,9 @@ impl Default for BatchConfig {
             concurrency: 10,
             deadline_margin: Duration::from_secs(2),
             heartbeat: Heartbeat::default(),
+            receive_policy: ReceivePolicy::default(),
+            queue_visibility: None,
+            start_reserve: Duration::ZERO,
         }
     }
 }
@@ -116,17 +156,9 @@ pub enum VisibilityError {
     #[error("record has no event source ARN")]
     NoEventSource,
     #[error(
-        "event source ARN {0:?} is not an SQS queue ARN (arn:aws:sqs:<region>:<account>:<name>)"
+        "event source ARN {0:?} is not an SQS queue ARN (arn:<partition>:sqs:<region>:<account>:<name>)"
     )]
     BadArn(String),
-    #[error("could not resolve the URL of queue {queue}")]
-    QueueUrl {
-        queue: String,
-        #[source]
-        source: Box<
-            aws_sdk_sqs::error::SdkError<aws_sdk_sqs::operation::get_queue_url::GetQueueUrlError>,
-        >,
-    },
     #[error("ChangeMessageVisibility to {seconds} s failed on queue {queue}")]
     Change {
         queue: String,
@@ -140,48 +172,21 @@ pub enum VisibilityError {
     },
 }
 
-/// Changes message visibility on the queue a record came from. Queue URLs are resolved
-/// from the record's event source ARN once and cached.
+/// Changes message visibility on the queue a record came from, addressed by the URL
+/// derived from the record's event source ARN (no `GetQueueUrl`).
 #[derive(Clone, Debug)]
 pub struct Visibility {
     client: aws_sdk_sqs::Client,
-    urls: Arc<Mutex<HashMap<String, String>>>,
 }
 
 impl Visibility {
     pub fn new(client: aws_sdk_sqs::Client) -> Self {
-        Visibility {
-            client,
-            urls: Arc::default(),
-        }
+        Visibility { client }
     }
 
-    async fn queue_url(&self, arn: &str) -> Result<String, VisibilityError> {
-        if let Some(url) = self.urls.lock().expect("queue url cache poisoned").get(arn) {
-            return Ok(url.clone());
-        }
-        let (account, name) = parse_queue_arn(arn)?;
-        let url = self
-            .client
-            .get_queue_url()
-            .queue_name(name)
-            .queue_owner_aws_account_id(account)
-            .send()
-            .await
-            .map_err(|source| VisibilityError::QueueUrl {
-                queue: arn.to_owned(),
-                source: Box::new(source),
-            })?
-            .queue_url
-            .unwrap_or_default();
-        self.urls
-            .lock()
-            .expect("queue url cache poisoned")
-            .insert(arn.to_owned(), url.clone());
-        Ok(url)
-    }
-
-    /// Sets the visibility timeout of one received message (clamped to 0–43,200 s).
+    /// Sets the visibility timeout of one received message: `timeout` rounded up to whole
+    /// seconds, at most 43,200 s. (A [`Message`] also cuts it to what is left of the
+    /// 12 hours since its receive; see [`Message::set_visibility`].)
     pub async fn change(
         &self,
         queue_arn: Option<&str>,
@@ -190,8 +195,8 @@ impl Visibility {
     ) -> Result<(), VisibilityError> {
         let arn = queue_arn.ok_or(VisibilityError::NoEventSource)?;
         let receipt = receipt_handle.ok_or(VisibilityError::NoReceiptHandle)?;
-        let url = self.queue_url(arn).await?;
-        let seconds = timeout.min(MAX_VISIBILITY).as_secs() as i32;
+        let url = queue_url_from_arn(arn)?;
+        let seconds = visibility_seconds(timeout, Duration::ZERO);
         self.client
             .change_message_visibility()
             .queue_url(url)
@@ -208,16 +213,38 @@ impl Visibility {
     }
 }
 
-fn parse_queue_arn(arn: &str) -> Result<(&str, &str), VisibilityError> {
+/// The queue URL SQS gives the queue of an ARN: `https://sqs.<region>.<domain>/<account>/<name>`,
+/// the domain following the partition. SQS identifies the queue by the URL's account and
+/// name, so the same URL also addresses it through a custom endpoint (a VPC endpoint, or
+/// the local emulator).
+pub fn queue_url_from_arn(arn: &str) -> Result<String, VisibilityError> {
+    let bad = || VisibilityError::BadArn(arn.to_owned());
     let parts: Vec<&str> = arn.split(':').collect();
-    match parts.as_slice() {
-        ["arn", _partition, "sqs", _region, account, name]
-            if !account.is_empty() && !name.is_empty() =>
-        {
-            Ok((account, name))
-        }
-        _ => Err(VisibilityError::BadArn(arn.to_owned())),
+    let ["arn", partition, "sqs", region, account, name] = parts.as_slice() else {
+        return Err(bad());
+    };
+    if region.is_empty() || account.is_empty() || name.is_empty() {
+        return Err(bad());
     }
+    let domain = match *partition {
+        "aws" | "aws-us-gov" => "amazonaws.com",
+        "aws-cn" => "amazonaws.com.cn",
+        "aws-iso" => "c2s.ic.gov",
+        "aws-iso-b" => "sc2s.sgov.gov",
+        "aws-iso-e" => "cloud.adc-e.uk",
+        "aws-iso-f" => "csp.hci.ic.gov",
+        _ => return Err(bad()),
+    };
+    Ok(format!("https://sqs.{region}.{domain}/{account}/{name}"))
+}
+
+/// The visibility timeout to send for `requested`: rounded up to whole seconds (a
+/// sub-second backoff must not become 0, "visible now"), and cut to what is left of
+/// [`MAX_VISIBILITY`] after `since_receipt`.
+fn visibility_seconds(requested: Duration, since_receipt: Duration) -> i32 {
+    let room = MAX_VISIBILITY.saturating_sub(since_receipt).as_secs();
+    let whole = requested.as_secs() + u64::from(requested.subsec_nanos() > 0);
+    whole.min(room) as i32
 }
 
 /// One SQS record as `process` sees it.
@@ -228,7 +255,7 @@ pub struct Message {
     pub body: String,
     /// `ApproximateReceiveCount`: 1 on the first delivery. Taken as 1 when absent.
     pub receive_count: u32,
-    /// FIFO queues only.
+    /// `MessageGroupId` (FIFO queues, and fair standard queues).
     pub group_id: Option<String>,
     /// When the message was first sent (`SentTimestamp`).
     pub sent_at: Option<DateTime<Utc>>,
@@ -236,6 +263,13 @@ pub struct Message {
     queue_arn: Option<String>,
     visibility: Visibility,
     heartbeat: Heartbeat,
+    receive_policy: ReceivePolicy,
+    /// The queue's own visibility timeout, when known.
+    queue_visibility: Option<Duration>,
+    /// When the runtime got the batch: the receive happened before, at most
+    /// `receipt_slack` before.
+    batch_started: tokio::time::Instant,
+    receipt_slack: Duration,
     /// When the runtime stops waiting for records (deadline minus margin).
     stop_at: Option<tokio::time::Instant>,
 }
@@ -251,7 +285,8 @@ impl Message {
     fn from_record(
         record: &SqsMessage,
         visibility: &Visibility,
-        heartbeat: Heartbeat,
+        config: &BatchConfig,
+        batch_started: tokio::time::Instant,
         stop_at: Option<tokio::time::Instant>,
     ) -> Self {
         let attr = |name: &str| record.attributes.get(name).map(String::as_str);
@@ -268,9 +303,28 @@ impl Message {
             receipt_handle: record.receipt_handle.clone(),
             queue_arn: record.event_source_arn.clone(),
             visibility: visibility.clone(),
-            heartbeat,
+            heartbeat: config.heartbeat,
+            receive_policy: config.receive_policy,
+            queue_visibility: config.queue_visibility,
+            batch_started,
+            // Lambda invokes within the queue's visibility timeout of the receive (that
+            // is why it must be at least 6 x the function timeout).
+            receipt_slack: config.queue_visibility.unwrap_or(DEFAULT_RECEIPT_SLACK),
             stop_at,
         }
+    }
+
+    /// Whether this is the last receive before the redrive policy moves the message to
+    /// the DLQ (`receive_count >= MAX_RECEIVE_COUNT`). A transient failure on the final
+    /// receive must be recorded as final by the function: the DLQ must never be the only
+    /// place a failure is visible.
+    pub fn is_final_receive(&self) -> bool {
+        self.receive_policy.is_final(self.receive_count)
+    }
+
+    /// The receive policy this message is judged by.
+    pub fn receive_policy(&self) -> ReceivePolicy {
+        self.receive_policy
     }
 
     /// Time left before the runtime stops waiting for this record (and reports it
@@ -304,21 +358,42 @@ impl Message {
         tracing::Span::current().record("entity_id", field::display(id));
     }
 
-    /// Sets this message's visibility timeout now.
+    /// An upper bound of the time since SQS handed out this receipt.
+    fn since_receipt(&self) -> Duration {
+        self.batch_started.elapsed() + self.receipt_slack
+    }
+
+    /// Sets this message's visibility timeout now: `timeout` rounded up to whole
+    /// seconds and cut to what is left of the 12 hours since the receive (SQS rejects
+    /// more).
     pub async fn set_visibility(&self, timeout: Duration) -> Result<(), VisibilityError> {
+        let seconds = visibility_seconds(timeout, self.since_receipt());
         self.visibility
             .change(
                 self.queue_arn.as_deref(),
                 self.receipt_handle.as_deref(),
-                timeout,
+                Duration::from_secs(seconds as u64),
             )
             .await
     }
 
-    /// Runs `work` while, every `heartbeat.every`, extending the message's visibility to
-    /// `heartbeat.extend_to` and then calling `hook` (e.g. a database liveness touch).
-    /// The heartbeat stops when `work` ends. A failed extension is logged, not fatal:
-    /// at worst the message becomes visible and a duplicate delivery meets the claim.
+    /// What one heartbeat sets: at least `heartbeat.extend_to` from now, and never less
+    /// than what may be left of the queue's own visibility timeout, so the first beats
+    /// of a queue with a long timeout do not shorten it.
+    fn heartbeat_extension(&self) -> Duration {
+        let queue_left = self.queue_visibility.map_or(Duration::ZERO, |v| {
+            v.saturating_sub(self.batch_started.elapsed())
+        });
+        self.heartbeat.extend_to.max(queue_left)
+    }
+
+    /// Runs `work` while, every `heartbeat.every`, first calling `hook` (e.g. renewing a
+    /// lease or a liveness touch in the database) and then extending the message's
+    /// visibility (see [`Heartbeat::extend_to`]; never shorter than what is left of the
+    /// queue's own timeout). Renewing first means the message is never kept hidden
+    /// longer than the lease it protects. The heartbeat stops when `work` ends. A failed
+    /// extension is logged, not fatal: at worst the message becomes visible and a
+    /// duplicate delivery meets the claim.
     pub async fn with_heartbeat<T, W, H, HF>(&self, work: W, mut hook: H) -> T
     where
         W: Future<Output = T>,
@@ -328,9 +403,11 @@ impl Message {
         let beat = async {
             loop {
                 tokio::time::sleep(self.heartbeat.every).await;
-                match self.set_visibility(self.heartbeat.extend_to).await {
+                hook().await;
+                let extend_to = self.heartbeat_extension();
+                match self.set_visibility(extend_to).await {
                     Ok(()) => tracing::debug!(
-                        extend_to_s = self.heartbeat.extend_to.as_secs(),
+                        extend_to_s = extend_to.as_secs(),
                         "heartbeat extended visibility"
                     ),
                     Err(e) => tracing::warn!(
@@ -339,7 +416,6 @@ impl Message {
                         "heartbeat could not extend visibility"
                     ),
                 }
-                hook().await;
             }
         };
         tokio::select! {
@@ -407,8 +483,9 @@ impl BatchRuntime {
             return Err(BatchError::MissingMessageId { index });
         }
 
+        let batch_started = tokio::time::Instant::now();
         let remaining = remaining_time(&event.context, self.config.deadline_margin);
-        let stop_at = remaining.map(|r| tokio::time::Instant::now() + r);
+        let stop_at = remaining.map(|r| batch_started + r);
         tracing::info!(
             records = records.len(),
             time_left_ms = remaining.map(|r| r.as_millis() as u64),
@@ -426,15 +503,31 @@ impl BatchRuntime {
             let mut group_failed = false;
             for index in unit {
                 let record = &records_ref[index];
+                let message_id = record.message_id.as_deref().unwrap_or_default();
                 if group_failed {
                     tracing::warn!(
-                        message_id = record.message_id.as_deref().unwrap_or_default(),
+                        message_id,
                         "earlier record of the FIFO group failed; reporting this one as failed unprocessed"
                     );
                     states_ref.lock().expect("record states poisoned")[index] = RecordState::Failed;
+                    self.follow_predecessor(record, batch_started, stop_at).await;
                     continue;
                 }
-                let keep = self.run_record(record, process, stop_at).await;
+                if let Some(stop) = stop_at {
+                    let left = stop.saturating_duration_since(tokio::time::Instant::now());
+                    if left < self.config.start_reserve {
+                        tracing::warn!(
+                            message_id,
+                            time_left_ms = left.as_millis() as u64,
+                            start_reserve_ms = self.config.start_reserve.as_millis() as u64,
+                            "too little time left to start this record; reporting it as failed untouched"
+                        );
+                        states_ref.lock().expect("record states poisoned")[index] = RecordState::Failed;
+                        group_failed = true;
+                        continue;
+                    }
+                }
+                let keep = self.run_record(record, process, batch_started, stop_at).await;
                 states_ref.lock().expect("record states poisoned")[index] = if keep {
                     RecordState::Failed
                 } else {
@@ -474,20 +567,55 @@ impl BatchRuntime {
         Ok(response)
     }
 
+    /// Makes a FIFO record skipped behind a failed one visible again at once. SQS does
+    /// not deliver it before the failed record of its group anyway (a group with a
+    /// message in flight is locked), so it follows its predecessor; left in flight, it
+    /// would lock the group for the queue's whole visibility timeout and turn the
+    /// predecessor's `Retry { after }` into that timeout.
+    async fn follow_predecessor(
+        &self,
+        record: &SqsMessage,
+        batch_started: tokio::time::Instant,
+        stop_at: Option<tokio::time::Instant>,
+    ) {
+        let message = Message::from_record(
+            record,
+            &self.visibility,
+            &self.config,
+            batch_started,
+            stop_at,
+        );
+        if let Err(e) = message.set_visibility(Duration::ZERO).await {
+            // It comes back after the queue's visibility timeout instead: later, not lost.
+            tracing::warn!(
+                message_id = %message.message_id,
+                error.message = %e,
+                error.cause_chain = ?e,
+                "could not release a skipped FIFO record early"
+            );
+        }
+    }
+
     /// Runs one record in its span; returns whether the message must be kept (reported
     /// as failed).
     async fn run_record<F, Fut>(
         &self,
         record: &SqsMessage,
         process: &F,
+        batch_started: tokio::time::Instant,
         stop_at: Option<tokio::time::Instant>,
     ) -> bool
     where
         F: Fn(Message) -> Fut,
         Fut: Future<Output = Outcome>,
     {
-        let message =
-            Message::from_record(record, &self.visibility, self.config.heartbeat, stop_at);
+        let message = Message::from_record(
+            record,
+            &self.visibility,
+            &self.config,
+            batch_started,
+            stop_at,
+        );
         let span = tracing::info_span!(
             "sqs_record",
             message_id = %message.message_id,
@@ -513,11 +641,11 @@ impl BatchRuntime {
                 Outcome::Release => tracing::warn!("record released for redelivery"),
                 Outcome::Retry { after } => {
                     match message.set_visibility(*after).await {
-                        Ok(()) => tracing::info!(retry_after_s = after.as_secs(), "record will be retried"),
+                        Ok(()) => tracing::info!(retry_after_s = after.as_secs_f64(), "record will be retried"),
                         // Still reported as failed: the message comes back after the queue's
                         // visibility timeout instead of after `after`, but it is not lost.
                         Err(e) => tracing::error!(
-                            retry_after_s = after.as_secs(),
+                            retry_after_s = after.as_secs_f64(),
                             error.message = %e,
                             error.cause_chain = ?e,
                             "could not delay the retry; reporting the record as failed anyway"
@@ -532,17 +660,24 @@ impl BatchRuntime {
     }
 }
 
-/// Standard-queue records are independent units; FIFO records (those with a
-/// `MessageGroupId`) form one ordered unit per group.
+/// Records of a standard queue are independent units; on a FIFO queue (event source ARN
+/// ending in `.fifo`) the records of one `MessageGroupId` form one ordered unit. A
+/// standard queue's group id (fair queues) only spreads work between tenants: it orders
+/// nothing.
 fn units_of_work(records: &[SqsMessage]) -> Vec<Vec<usize>> {
     let mut units: Vec<Vec<usize>> = Vec::new();
-    let mut group_unit: HashMap<&str, usize> = HashMap::new();
+    let mut group_unit: HashMap<(&str, &str), usize> = HashMap::new();
     for (index, record) in records.iter().enumerate() {
-        match record.attributes.get("MessageGroupId") {
-            Some(group) => match group_unit.get(group.as_str()) {
+        let queue = record.event_source_arn.as_deref().unwrap_or_default();
+        let group = record
+            .attributes
+            .get("MessageGroupId")
+            .filter(|_| queue.ends_with(".fifo"));
+        match group {
+            Some(group) => match group_unit.get(&(queue, group.as_str())) {
                 Some(&unit) => units[unit].push(index),
                 None => {
-                    group_unit.insert(group, units.len());
+                    group_unit.insert((queue, group), units.len());
                     units.push(vec![index]);
                 }
             },
@@ -581,9 +716,13 @@ fn remaining_time(context: &lambda_runtime::Context, margin: Duration) -> Option
 mod tests {
     use super::*;
 
-    fn record(id: &str, group: Option<&str>) -> SqsMessage {
+    const FIFO: &str = "arn:aws:sqs:eu-central-1:123456789012:docflow-ingestion.fifo";
+    const STANDARD: &str = "arn:aws:sqs:eu-central-1:123456789012:docflow-ingestion";
+
+    fn record(id: &str, queue: &str, group: Option<&str>) -> SqsMessage {
         let mut r = SqsMessage::default();
         r.message_id = Some(id.into());
+        r.event_source_arn = Some(queue.into());
         if let Some(g) = group {
             r.attributes.insert("MessageGroupId".into(), g.into());
         }
@@ -593,11 +732,11 @@ mod tests {
     #[test]
     fn fifo_records_are_grouped_in_order_and_standard_records_stand_alone() {
         let records = vec![
-            record("a1", Some("a")),
-            record("s1", None),
-            record("b1", Some("b")),
-            record("a2", Some("a")),
-            record("s2", None),
+            record("a1", FIFO, Some("a")),
+            record("s1", FIFO, None),
+            record("b1", FIFO, Some("b")),
+            record("a2", FIFO, Some("a")),
+            record("s2", FIFO, None),
         ];
         assert_eq!(
             units_of_work(&records),
@@ -606,31 +745,148 @@ mod tests {
     }
 
     #[test]
-    fn queue_arns_are_split_into_account_and_name() {
+    fn group_ids_on_a_standard_queue_order_nothing() {
+        // Fair queues: standard queues accept a MessageGroupId to share capacity between
+        // tenants; their records stay independent.
+        let records = vec![
+            record("a1", STANDARD, Some("tenant-a")),
+            record("a2", STANDARD, Some("tenant-a")),
+            record("b1", STANDARD, Some("tenant-b")),
+        ];
+        assert_eq!(units_of_work(&records), vec![vec![0], vec![1], vec![2]]);
+    }
+
+    #[test]
+    fn queue_urls_are_derived_from_the_arn_without_asking_sqs() {
         assert_eq!(
-            parse_queue_arn("arn:aws:sqs:eu-central-1:123456789012:docflow-matching").unwrap(),
-            ("123456789012", "docflow-matching")
+            queue_url_from_arn("arn:aws:sqs:eu-central-1:123456789012:docflow-matching").unwrap(),
+            "https://sqs.eu-central-1.amazonaws.com/123456789012/docflow-matching"
         );
-        assert!(parse_queue_arn("arn:aws:sns:eu-central-1:123456789012:topic").is_err());
-        assert!(parse_queue_arn("docflow-matching").is_err());
+        assert_eq!(
+            queue_url_from_arn("arn:aws-cn:sqs:cn-north-1:123456789012:q.fifo").unwrap(),
+            "https://sqs.cn-north-1.amazonaws.com.cn/123456789012/q.fifo"
+        );
+        assert!(queue_url_from_arn("arn:aws:sns:eu-central-1:123456789012:topic").is_err());
+        assert!(queue_url_from_arn("arn:aws:sqs:eu-central-1::docflow-matching").is_err());
+        assert!(queue_url_from_arn("docflow-matching").is_err());
+    }
+
+    #[test]
+    fn visibility_is_rounded_up_to_whole_seconds() {
+        assert_eq!(visibility_seconds(Duration::ZERO, Duration::ZERO), 0);
+        assert_eq!(
+            visibility_seconds(Duration::from_millis(400), Duration::ZERO),
+            1
+        );
+        assert_eq!(
+            visibility_seconds(Duration::from_millis(1500), Duration::ZERO),
+            2
+        );
+        assert_eq!(
+            visibility_seconds(Duration::from_secs(30), Duration::ZERO),
+            30
+        );
+    }
+
+    #[test]
+    fn visibility_never_reaches_past_twelve_hours_after_the_receive() {
+        assert_eq!(visibility_seconds(MAX_VISIBILITY, Duration::ZERO), 43_200);
+        assert_eq!(
+            visibility_seconds(MAX_VISIBILITY, Duration::from_secs(1800)),
+            43_200 - 1800
+        );
+        assert_eq!(
+            visibility_seconds(Duration::from_secs(100_000), Duration::from_secs(60)),
+            43_200 - 60
+        );
+        assert_eq!(
+            visibility_seconds(Duration::from_secs(60), Duration::from_secs(50_000)),
+            0
+        );
+    }
+
+    fn client() -> aws_sdk_sqs::Client {
+        aws_sdk_sqs::Client::from_conf(
+            aws_sdk_sqs::Config::builder()
+                .behavior_version(aws_sdk_sqs::config::BehaviorVersion::latest())
+                .build(),
+        )
     }
 
     #[test]
     fn receive_count_and_group_are_read_from_the_record_attributes() {
-        let mut r = record("m", Some("g"));
+        let mut r = record("m", FIFO, Some("g"));
         r.attributes
             .insert("ApproximateReceiveCount".into(), "3".into());
         r.attributes
             .insert("SentTimestamp".into(), "1700000000000".into());
-        let visibility = Visibility::new(aws_sdk_sqs::Client::from_conf(
-            aws_sdk_sqs::Config::builder()
-                .behavior_version(aws_sdk_sqs::config::BehaviorVersion::latest())
-                .build(),
-        ));
-        let message = Message::from_record(&r, &visibility, Heartbeat::default(), None);
+        let message = Message::from_record(
+            &r,
+            &Visibility::new(client()),
+            &BatchConfig::default(),
+            tokio::time::Instant::now(),
+            None,
+        );
         assert_eq!(message.receive_count, 3);
         assert_eq!(message.group_id.as_deref(), Some("g"));
         assert_eq!(message.sent_at.unwrap().timestamp(), 1_700_000_000);
+        assert!(message.is_final_receive(), "3 of MAX_RECEIVE_COUNT 3");
+    }
+
+    #[test]
+    fn the_final_receive_follows_the_configured_receive_policy() {
+        let mut r = record("m", STANDARD, None);
+        r.attributes
+            .insert("ApproximateReceiveCount".into(), "3".into());
+        let config = BatchConfig {
+            receive_policy: ReceivePolicy {
+                max_receive_count: 5,
+            },
+            ..BatchConfig::default()
+        };
+        let message = Message::from_record(
+            &r,
+            &Visibility::new(client()),
+            &config,
+            tokio::time::Instant::now(),
+            None,
+        );
+        assert!(!message.is_final_receive());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_heartbeat_never_sets_less_than_what_is_left_of_the_queue_visibility() {
+        let config = BatchConfig {
+            heartbeat: Heartbeat {
+                every: Duration::from_secs(60),
+                extend_to: Duration::from_secs(360),
+            },
+            queue_visibility: Some(Duration::from_secs(1800)),
+            ..BatchConfig::default()
+        };
+        let started = tokio::time::Instant::now();
+        let message = Message::from_record(
+            &record("m", STANDARD, None),
+            &Visibility::new(client()),
+            &config,
+            started,
+            None,
+        );
+        tokio::time::advance(Duration::from_secs(60)).await;
+        assert_eq!(message.heartbeat_extension(), Duration::from_secs(1740));
+        tokio::time::advance(Duration::from_secs(1500)).await;
+        assert_eq!(message.heartbeat_extension(), Duration::from_secs(360));
+        let unknown = Message::from_record(
+            &record("m", STANDARD, None),
+            &Visibility::new(client()),
+            &BatchConfig {
+                queue_visibility: None,
+                ..config
+            },
+            started,
+            None,
+        );
+        assert_eq!(unknown.heartbeat_extension(), Duration::from_secs(360));
     }
 
     fn deadline_in(offset_ms: i64) -> lambda_runtime::Context {

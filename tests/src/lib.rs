@@ -1,8 +1,11 @@
 //! Helpers shared by the integration tests: the local AWS emulator, unique names,
 //! Lambda events built from real received messages, text PDFs.
 
+pub mod aws_calls;
+pub mod ingestion_harness;
 pub mod llm;
 pub mod pdf;
+pub mod scan;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

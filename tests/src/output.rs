@@ -1,22 +1,27 @@
 //! Fixtures of the document-output tests: a tenant with an approved invoice, its file
-//! in a fresh S3 bucket, an active DATEV integration, a wiremock server answering like
-//! Maesn, a fresh queue, and the function's `Deps` wired to all of them.
+//! in a fresh S3 bucket, an active DATEV integration whose account key is in the
+//! tenant's own secret, a wiremock server answering like Maesn, another answering like
+//! a Slack webhook (the admin notifications), a fresh queue, and the function's `Deps`
+//! wired to all of them.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use docflow::datev::{MaesnClient, MaesnConfig};
 use docflow::local::{Completion, EventSourceMapping, QueuePair, QueueSpec};
+use docflow::notify::{Notifier, NotifySettings};
 use docflow::output::Dispatcher;
-use docflow::output::worker::WorkerSettings;
-use docflow::retry::RetryPolicy;
+use docflow::output::worker::{Backoff, WorkerSettings};
+use docflow::retry::{ReceivePolicy, RetryPolicy};
 use docflow::secrets::SecretStore;
-use docflow::sqs::{BatchConfig, BatchRuntime, Heartbeat};
+use docflow::settings::Env;
+use docflow::sqs::{BatchConfig, BatchRuntime, Heartbeat, Outcome};
 use document_output::Deps;
 use sqlx::PgPool;
 use uuid::Uuid;
-use wiremock::MockServer;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::{aws, fresh_bucket, fresh_queue, lambda_event, mapping, poll_n, unique};
 
@@ -42,21 +47,36 @@ pub struct OutputEnv {
     pub pool: PgPool,
     pub sqs: aws_sdk_sqs::Client,
     pub s3: aws_sdk_s3::Client,
+    pub secrets: aws_sdk_secretsmanager::Client,
     pub bucket: String,
     pub queue: QueuePair,
     pub esm: EventSourceMapping,
     pub maesn: MockServer,
+    /// Answers like a Slack incoming webhook; every admin notice lands here.
+    pub slack: MockServer,
     pub deps: Deps,
     pub dispatcher: Dispatcher,
     pub tenant: Tenant,
+    /// `DATEV_CREDENTIALS_PREFIX` of this test (unique).
+    pub credentials_prefix: String,
+    /// The test's app secret (Maesn API key, Slack webhook).
+    pub app_secret_id: String,
 }
 
 /// Knobs of [`setup`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Options {
     pub queue_visibility: Duration,
     pub heartbeat: Heartbeat,
     pub stale_running: Duration,
+    pub maesn_timeout: Duration,
+    pub maesn_connect_timeout: Duration,
+    /// Another Maesn than the wiremock server (e.g. a listener that never accepts).
+    pub maesn_base_url: Option<String>,
+    pub backoff: Backoff,
+    pub record_reserve: Duration,
+    /// Base delay of the in-process retries.
+    pub retry_base: Duration,
 }
 
 impl Default for Options {
@@ -65,9 +85,21 @@ impl Default for Options {
             queue_visibility: Duration::from_secs(60),
             heartbeat: Heartbeat::default(),
             stale_running: Duration::from_secs(600),
+            maesn_timeout: Duration::from_secs(10),
+            maesn_connect_timeout: Duration::from_secs(2),
+            maesn_base_url: None,
+            backoff: Backoff {
+                base: Duration::from_secs(1),
+                max: Duration::from_secs(900),
+            },
+            record_reserve: Duration::from_secs(15),
+            retry_base: Duration::from_millis(20),
         }
     }
 }
+
+/// The path of the Slack webhook on [`OutputEnv::slack`].
+pub const SLACK_HOOK: &str = "/services/T000/B000/XXXX";
 
 pub async fn setup(pool: PgPool) -> OutputEnv {
     setup_with(pool, Options::default()).await
@@ -89,26 +121,49 @@ pub async fn setup_with(pool: PgPool, options: Options) -> OutputEnv {
     .await;
     let esm = mapping(&sqs, &queue.url).await;
 
+    let maesn = MockServer::start().await;
+    let slack = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(SLACK_HOOK))
+        .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
+        .mount(&slack)
+        .await;
+
     let secrets = aws_sdk_secretsmanager::Client::new(&config);
     let secret_id = unique("docflow-test/output");
     secrets
         .create_secret()
         .name(&secret_id)
-        .secret_string(serde_json::json!({ "maesn_api_key": API_KEY }).to_string())
+        .secret_string(
+            serde_json::json!({
+                "maesn_api_key": API_KEY,
+                "slack_webhook_url": format!("{}{SLACK_HOOK}", slack.uri()),
+            })
+            .to_string(),
+        )
         .send()
         .await
         .expect("create secret");
-    let store = SecretStore::new(secrets, &secret_id, Duration::from_secs(300));
-
-    let maesn = MockServer::start().await;
-    let client = MaesnClient::new(
-        &MaesnConfig {
-            base_url: maesn.uri(),
-            timeout: Duration::from_secs(10),
-        },
-        Arc::new(store),
+    let store = SecretStore::new(secrets.clone(), &secret_id, Duration::from_secs(300));
+    let notifier = Notifier::from_settings(
+        &NotifySettings::from_env(&Env::new(|_| None)).expect("notify defaults"),
+        &store,
+        &config,
     )
-    .expect("maesn client");
+    .await
+    .expect("notifier");
+
+    let credentials_prefix = format!("{}/", unique("docflow-test/datev"));
+    let maesn_config = MaesnConfig {
+        base_url: options
+            .maesn_base_url
+            .clone()
+            .unwrap_or_else(|| maesn.uri()),
+        timeout: options.maesn_timeout,
+        connect_timeout: options.maesn_connect_timeout,
+        credentials_prefix: credentials_prefix.clone(),
+    };
+    let client = MaesnClient::new(&maesn_config, Arc::new(store)).expect("maesn client");
     let deps = Deps {
         pool: pool.clone(),
         runtime: BatchRuntime::new(
@@ -122,8 +177,15 @@ pub async fn setup_with(pool: PgPool, options: Options) -> OutputEnv {
         maesn: client,
         settings: WorkerSettings {
             stale_running: options.stale_running,
-            retry: RetryPolicy::with_base_delay(Duration::from_millis(20)),
+            retry: RetryPolicy::with_base_delay(options.retry_base),
             documents_bucket: bucket.clone(),
+            backoff: options.backoff,
+            maesn_timeout: options.maesn_timeout,
+            record_reserve: options.record_reserve,
+        },
+        notifier,
+        receive_policy: ReceivePolicy {
+            max_receive_count: 3,
         },
     };
     let dispatcher = Dispatcher::new(sqs.clone(), &queue.url);
@@ -132,14 +194,19 @@ pub async fn setup_with(pool: PgPool, options: Options) -> OutputEnv {
         pool,
         sqs,
         s3,
+        secrets,
         bucket,
         queue,
         esm,
         maesn,
+        slack,
         deps,
         dispatcher,
         tenant,
+        credentials_prefix,
+        app_secret_id: secret_id,
     };
+    env.put_account_key(env.tenant.tenant_id, ACCOUNT_KEY).await;
     env.put_file(env.tenant.document_id).await;
     env
 }
@@ -165,12 +232,12 @@ async fn tenant(pool: &PgPool) -> Tenant {
     .fetch_one(pool)
     .await
     .unwrap();
+    // No account key in the database: it is in the tenant's secret (put_account_key).
     sqlx::query(
-        r#"INSERT INTO tenant_datev_integration (tenant_id, status, account_key, company_id)
-           VALUES ($1, 'active', $2, $3)"#,
+        r#"INSERT INTO tenant_datev_integration (tenant_id, status, company_id)
+           VALUES ($1, 'active', $2)"#,
     )
     .bind(tenant_id)
-    .bind(ACCOUNT_KEY)
     .bind(COMPANY_ID)
     .execute(pool)
     .await
@@ -215,6 +282,88 @@ pub async fn insert_document(pool: &PgPool, tenant_id: Uuid) -> Uuid {
 }
 
 impl OutputEnv {
+    /// Creates the tenant's DATEV secret (`DATEV_CREDENTIALS_PREFIX` + tenant id).
+    pub async fn put_account_key(&self, tenant_id: Uuid, account_key: &str) {
+        self.secrets
+            .create_secret()
+            .name(format!("{}{tenant_id}", self.credentials_prefix))
+            .secret_string(serde_json::json!({ "account_key": account_key }).to_string())
+            .send()
+            .await
+            .expect("create the tenant's DATEV secret");
+    }
+
+    /// A Maesn client with this test's secrets, for another base URL and timeouts.
+    pub fn maesn_client(
+        &self,
+        base_url: &str,
+        timeout: Duration,
+        connect: Duration,
+    ) -> MaesnClient {
+        let store = SecretStore::new(
+            self.secrets.clone(),
+            &self.app_secret_id,
+            Duration::from_secs(300),
+        );
+        let config = MaesnConfig {
+            base_url: base_url.to_owned(),
+            timeout,
+            connect_timeout: connect,
+            credentials_prefix: self.credentials_prefix.clone(),
+        };
+        MaesnClient::new(&config, Arc::new(store)).expect("maesn client")
+    }
+
+    /// The admin notices Slack received, as the webhook's JSON bodies.
+    pub async fn notices(&self) -> Vec<serde_json::Value> {
+        self.slack
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|r| r.url.path() == SLACK_HOOK)
+            .map(|r| serde_json::from_slice(&r.body).expect("Slack body is JSON"))
+            .collect()
+    }
+
+    /// Runs the function's `process` on `event` through the shared batch runtime (as the
+    /// handler does), with an invocation deadline `budget` from now (or none), and
+    /// returns the batch response and each record's outcome by message id.
+    pub async fn run(
+        &self,
+        event: SqsEvent,
+        budget: Option<Duration>,
+    ) -> (SqsBatchResponse, Vec<(String, Outcome)>) {
+        let outcomes = Mutex::new(Vec::new());
+        let response = self
+            .deps
+            .runtime
+            .run(lambda_event(event, budget), |msg| {
+                let outcomes = &outcomes;
+                async move {
+                    let id = msg.message_id.clone();
+                    let outcome = document_output::process(&self.deps, msg).await;
+                    outcomes.lock().unwrap().push((id, outcome.clone()));
+                    outcome
+                }
+            })
+            .await
+            .expect("batch");
+        (response, outcomes.into_inner().unwrap())
+    }
+
+    /// Receives one message, runs it (see [`OutputEnv::run`]), applies the partial
+    /// batch response as Lambda would, and returns the record's outcome.
+    pub async fn deliver_one(&self, budget: Option<Duration>) -> (Outcome, Completion) {
+        let event = poll_n(&self.esm, 1).await;
+        let (response, mut outcomes) = self.run(event.clone(), budget).await;
+        let completion = self.esm.complete(&event, &response).await.unwrap();
+        let (_, outcome) = outcomes
+            .pop()
+            .expect("the record reached an outcome before the invocation deadline");
+        (outcome, completion)
+    }
+
     pub async fn put_file(&self, document_id: Uuid) {
         self.s3
             .put_object()
@@ -274,7 +423,7 @@ impl OutputEnv {
 
     pub async fn audits(&self, document_id: Uuid) -> Vec<AuditRow> {
         sqlx::query_as(
-            r#"SELECT id, dispatch_job_id, status, task_id, error
+            r#"SELECT id, dispatch_job_id, status, task_id, error, retryable, payload_hash
                  FROM ap_datev_export_audit WHERE document_id = $1 ORDER BY created_at"#,
         )
         .bind(document_id)
@@ -331,6 +480,8 @@ pub struct AuditRow {
     pub status: String,
     pub task_id: Option<String>,
     pub error: Option<String>,
+    pub retryable: bool,
+    pub payload_hash: Option<String>,
 }
 
 /// A sample event from `events/document-output/` with its body replaced and, when a
@@ -345,4 +496,36 @@ pub fn sample_event(json: &str, body: &str, queue_arn: Option<&str>) -> SqsEvent
         }
     }
     event
+}
+
+/// A TCP address that never completes a connection: a listener with a backlog of 0
+/// whose one queue slot is taken by a connection nobody accepts. The kernel drops the
+/// SYNs of every further connect, so they hang until the client's connect timeout —
+/// what a NAT or firewall black hole looks like, deterministic and offline.
+pub struct HangingListener {
+    pub url: String,
+    _listener: tokio::net::TcpListener,
+    _fillers: Vec<std::net::TcpStream>,
+}
+
+pub fn hanging_listener() -> HangingListener {
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket.bind("127.0.0.1:0".parse().unwrap()).expect("bind");
+    let listener = socket.listen(0).expect("listen");
+    let addr = listener.local_addr().unwrap();
+    let mut fillers = Vec::new();
+    for _ in 0..8 {
+        match std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(300)) {
+            Ok(stream) => fillers.push(stream),
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                return HangingListener {
+                    url: format!("http://{addr}"),
+                    _listener: listener,
+                    _fillers: fillers,
+                };
+            }
+            Err(e) => panic!("unexpected connect error while filling the backlog: {e}"),
+        }
+    }
+    panic!("the listen backlog never filled; connects to it would not hang");
 }

@@ -1,5 +1,9 @@
 //! The SQS batch runtime against real queues on the local emulator: every outcome's
 //! effect on the message, isolation, deadline, FIFO order, heartbeat, concurrency.
+//!
+//! The runtime's SQS client records every call it makes (`docflow_tests::aws_calls`)
+//! and refuses any the runtime does not declare in `docflow::sqs::AWS_ACTIONS`: moto does
+//! not enforce IAM, this does.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -7,8 +11,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use docflow::local::QueueSpec;
-use docflow::sqs::{BatchConfig, BatchRuntime, Heartbeat, Message, Outcome};
+use docflow::sqs::{BatchConfig, BatchRuntime, Heartbeat, MAX_VISIBILITY, Message, Outcome};
+use docflow_tests::aws_calls::AwsCalls;
 use docflow_tests::*;
+
+/// A runtime whose SQS calls are recorded and checked against `docflow::sqs::AWS_ACTIONS`.
+async fn recorded_runtime(config: BatchConfig) -> (BatchRuntime, AwsCalls) {
+    let calls = AwsCalls::new("the batch runtime", docflow::sqs::AWS_ACTIONS);
+    let runtime = BatchRuntime::new(calls.sqs(&aws().await), config);
+    (runtime, calls)
+}
 
 fn failed_ids(response: &aws_lambda_events::event::sqs::SqsBatchResponse) -> HashSet<String> {
     response
@@ -45,7 +57,7 @@ async fn done_and_discard_are_deleted_retry_and_release_are_kept() {
             .clone()
             .unwrap()
     };
-    let runtime = BatchRuntime::new(sqs.clone(), BatchConfig::default());
+    let (runtime, calls) = recorded_runtime(BatchConfig::default()).await;
 
     let response = runtime
         .run(lambda_event(event.clone(), None), |m: Message| async move {
@@ -68,6 +80,12 @@ async fn done_and_discard_are_deleted_retry_and_release_are_kept() {
     let completion = esm.complete(&event, &response).await.unwrap();
     assert_eq!(completion.deleted.len(), 2);
     assert!(!completion.whole_batch_failed);
+    assert_eq!(
+        calls.visibility_timeouts(),
+        vec![2],
+        "only Retry touches the visibility"
+    );
+    calls.assert_declared();
 }
 
 #[tokio::test]
@@ -79,7 +97,7 @@ async fn retry_hides_the_message_for_the_requested_time() {
     send(&sqs, &queue.url, "retry-me").await;
     let esm = mapping(&sqs, &queue.url).await;
     let event = poll_n(&esm, 1).await;
-    let runtime = BatchRuntime::new(sqs.clone(), BatchConfig::default());
+    let (runtime, calls) = recorded_runtime(BatchConfig::default()).await;
 
     let response = runtime
         .run(lambda_event(event.clone(), None), |_m| async {
@@ -92,6 +110,10 @@ async fn retry_hides_the_message_for_the_requested_time() {
     esm.complete(&event, &response).await.unwrap();
 
     assert_eq!(response.batch_item_failures.len(), 1);
+    // No GetQueueUrl first: the role does not grant it, the URL comes from the ARN.
+    assert_eq!(calls.actions(), vec!["sqs:ChangeMessageVisibility"]);
+    assert_eq!(calls.visibility_timeouts(), vec![2]);
+    calls.assert_declared();
     assert!(
         visible_bodies(&sqs, &queue.url).await.is_empty(),
         "hidden right after the retry"
@@ -143,7 +165,7 @@ async fn a_message_that_keeps_failing_lands_in_the_dlq_after_max_receive_count()
     let queue = fresh_queue(&sqs, "poison", spec(30)).await;
     send(&sqs, &queue.url, "always-fails").await;
     let esm = mapping(&sqs, &queue.url).await;
-    let runtime = BatchRuntime::new(sqs.clone(), BatchConfig::default());
+    let (runtime, calls) = recorded_runtime(BatchConfig::default()).await;
     let seen = Arc::new(AtomicUsize::new(0));
 
     for receive in 1..=3 {
@@ -173,6 +195,7 @@ async fn a_message_that_keeps_failing_lands_in_the_dlq_after_max_receive_count()
         visible_bodies(&sqs, &queue.dlq_url).await,
         vec!["always-fails".to_owned()]
     );
+    calls.assert_declared();
 }
 
 #[tokio::test]
@@ -336,11 +359,10 @@ async fn a_failing_visibility_change_still_reports_the_record_as_failed() {
     let esm = mapping(&sqs, &queue.url).await;
     let mut event = poll_n(&esm, 1).await;
     let id = event.records[0].message_id.clone().unwrap();
-    // The queue named by the record no longer resolves, so ChangeMessageVisibility
-    // cannot even be addressed: the emulator answers QueueDoesNotExist.
-    let arn = event.records[0].event_source_arn.clone().unwrap();
-    event.records[0].event_source_arn = Some(format!("{arn}-gone"));
-    let runtime = BatchRuntime::new(sqs.clone(), BatchConfig::default());
+    // A receipt handle SQS no longer accepts (as after the message was received again):
+    // ChangeMessageVisibility itself is rejected.
+    event.records[0].receipt_handle = Some("expired-receipt-handle".into());
+    let (runtime, calls) = recorded_runtime(BatchConfig::default()).await;
 
     let response = runtime
         .run(lambda_event(event, None), |_m| async {
@@ -351,7 +373,75 @@ async fn a_failing_visibility_change_still_reports_the_record_as_failed() {
         .await
         .unwrap();
 
+    assert_eq!(
+        calls.visibility_timeouts(),
+        vec![600],
+        "the change was attempted"
+    );
     assert_eq!(failed_ids(&response), HashSet::from([id]));
+    calls.assert_declared();
+}
+
+#[tokio::test]
+async fn a_sub_second_retry_is_rounded_up_instead_of_making_the_message_visible_at_once() {
+    let sqs = sqs().await;
+    let queue = fresh_queue(&sqs, "sub-second", spec(30)).await;
+    send(&sqs, &queue.url, "retry-soon").await;
+    let esm = mapping(&sqs, &queue.url).await;
+    let event = poll_n(&esm, 1).await;
+    let (runtime, calls) = recorded_runtime(BatchConfig::default()).await;
+
+    let response = runtime
+        .run(lambda_event(event.clone(), None), |_m| async {
+            Outcome::Retry {
+                after: Duration::from_millis(400),
+            }
+        })
+        .await
+        .unwrap();
+    esm.complete(&event, &response).await.unwrap();
+
+    assert_eq!(calls.visibility_timeouts(), vec![1]);
+    assert!(
+        visible_bodies(&sqs, &queue.url).await.is_empty(),
+        "hidden for a second, not visible at once"
+    );
+    calls.assert_declared();
+}
+
+#[tokio::test]
+async fn a_twelve_hour_retry_leaves_room_for_the_time_since_the_receive() {
+    let sqs = sqs().await;
+    let queue = fresh_queue(&sqs, "twelve-hours", spec(30)).await;
+    send(&sqs, &queue.url, "retry-much-later").await;
+    let esm = mapping(&sqs, &queue.url).await;
+    let event = poll_n(&esm, 1).await;
+    // The receive happened before the invocation began, at most the queue's visibility
+    // timeout before: SQS rejects a visibility that would end more than 12 h after it.
+    let (runtime, calls) = recorded_runtime(BatchConfig {
+        queue_visibility: Some(Duration::from_secs(30)),
+        ..BatchConfig::default()
+    })
+    .await;
+
+    let response = runtime
+        .run(lambda_event(event.clone(), None), |_m| async {
+            Outcome::Retry {
+                after: MAX_VISIBILITY,
+            }
+        })
+        .await
+        .unwrap();
+    esm.complete(&event, &response).await.unwrap();
+
+    let sent = calls.visibility_timeouts();
+    assert_eq!(sent.len(), 1);
+    assert!(
+        (43_100..=43_170).contains(&sent[0]),
+        "12 h minus the time since the receive: {sent:?}"
+    );
+    assert!(visible_bodies(&sqs, &queue.url).await.is_empty());
+    calls.assert_declared();
 }
 
 #[tokio::test]
@@ -406,30 +496,35 @@ async fn heartbeat_extends_visibility_and_calls_the_hook_until_the_record_ends()
     send(&sqs, &queue.url, "long-job").await;
     let esm = mapping(&sqs, &queue.url).await;
     let event = poll_n(&esm, 1).await;
-    let runtime = BatchRuntime::new(
-        sqs.clone(),
-        BatchConfig {
-            heartbeat: Heartbeat {
-                every: Duration::from_millis(700),
-                extend_to: Duration::from_secs(20),
-            },
-            ..BatchConfig::default()
+    let (runtime, calls) = recorded_runtime(BatchConfig {
+        heartbeat: Heartbeat {
+            every: Duration::from_millis(700),
+            extend_to: Duration::from_secs(20),
         },
-    );
+        queue_visibility: Some(Duration::from_secs(2)),
+        ..BatchConfig::default()
+    })
+    .await;
     let beats = Arc::new(AtomicUsize::new(0));
     let seen_during_work = Arc::new(std::sync::Mutex::new(Vec::new()));
 
     let response = {
-        let (beats, seen, sqs, url) = (
+        let (beats, seen, sqs, url, calls) = (
             beats.clone(),
             seen_during_work.clone(),
             sqs.clone(),
             queue.url.clone(),
+            calls.clone(),
         );
         runtime
             .run(lambda_event(event.clone(), None), move |m: Message| {
-                let (beats, seen, sqs, url) =
-                    (beats.clone(), seen.clone(), sqs.clone(), url.clone());
+                let (beats, seen, sqs, url, calls) = (
+                    beats.clone(),
+                    seen.clone(),
+                    sqs.clone(),
+                    url.clone(),
+                    calls.clone(),
+                );
                 async move {
                     let work = async {
                         tokio::time::sleep(Duration::from_millis(3000)).await;
@@ -438,9 +533,10 @@ async fn heartbeat_extends_visibility_and_calls_the_hook_until_the_record_ends()
                         seen.lock().unwrap().extend(bodies);
                     };
                     m.with_heartbeat(work, || {
-                        let beats = beats.clone();
+                        let (beats, calls) = (beats.clone(), calls.clone());
                         async move {
                             beats.fetch_add(1, Ordering::SeqCst);
+                            calls.note("hook");
                         }
                     })
                     .await;
@@ -470,6 +566,219 @@ async fn heartbeat_extends_visibility_and_calls_the_hook_until_the_record_ends()
     assert!(
         visible_bodies(&sqs, &queue.url).await.is_empty(),
         "extended to 20 s, still hidden"
+    );
+    // The hook (a lease renewal) runs before each extension, so the message is never
+    // kept hidden on the strength of a lease that was not renewed.
+    let actions = calls.actions();
+    let expected: Vec<&str> = (0..beats_at_end)
+        .flat_map(|_| ["hook", "sqs:ChangeMessageVisibility"])
+        .collect();
+    assert_eq!(actions, expected);
+    calls.assert_declared();
+}
+
+#[tokio::test]
+async fn the_first_heartbeats_never_shorten_the_queue_s_own_visibility() {
+    let sqs = sqs().await;
+    // The queue hides a received message for 20 s; the heartbeat's own extension is 2 s.
+    let queue = fresh_queue(&sqs, "hb-no-shorten", spec(20)).await;
+    send(&sqs, &queue.url, "short-job").await;
+    let esm = mapping(&sqs, &queue.url).await;
+    let event = poll_n(&esm, 1).await;
+    let started = Instant::now();
+    let (runtime, calls) = recorded_runtime(BatchConfig {
+        heartbeat: Heartbeat {
+            every: Duration::from_millis(300),
+            extend_to: Duration::from_secs(2),
+        },
+        queue_visibility: Some(Duration::from_secs(20)),
+        ..BatchConfig::default()
+    })
+    .await;
+
+    let response = runtime
+        .run(lambda_event(event.clone(), None), |m: Message| async move {
+            m.with_heartbeat(tokio::time::sleep(Duration::from_millis(1000)), || async {})
+                .await;
+            Outcome::Release
+        })
+        .await
+        .unwrap();
+    esm.complete(&event, &response).await.unwrap();
+
+    let sent = calls.visibility_timeouts();
+    assert!(!sent.is_empty(), "the heartbeat beat");
+    assert!(
+        sent.iter().all(|&s| s >= 18),
+        "each beat kept what was left of the queue's 20 s: {sent:?}"
+    );
+    // A 2 s extension at the last beat (about 0.9 s in) would end by 3 s.
+    tokio::time::sleep(Duration::from_millis(3500).saturating_sub(started.elapsed())).await;
+    assert!(
+        visible_bodies(&sqs, &queue.url).await.is_empty(),
+        "still hidden by the queue's own visibility"
+    );
+    calls.assert_declared();
+}
+
+#[tokio::test]
+async fn a_fifo_retry_hides_the_message_and_keeps_the_group_in_order() {
+    let sqs = sqs().await;
+    let queue = fresh_queue(
+        &sqs,
+        "fifo-retry",
+        QueueSpec {
+            fifo: true,
+            ..spec(30)
+        },
+    )
+    .await;
+    for body in ["a1", "a2"] {
+        send_to_group(&sqs, &queue.url, "a", body).await;
+    }
+    let esm = mapping(&sqs, &queue.url).await;
+    let event = poll_n(&esm, 2).await;
+    let (runtime, calls) = recorded_runtime(BatchConfig::default()).await;
+    let processed = Arc::new(std::sync::Mutex::new(Vec::new()));
+
+    let response = {
+        let processed = processed.clone();
+        runtime
+            .run(lambda_event(event.clone(), None), move |m: Message| {
+                let processed = processed.clone();
+                async move {
+                    processed.lock().unwrap().push(m.body.clone());
+                    Outcome::Retry {
+                        after: Duration::from_secs(2),
+                    }
+                }
+            })
+            .await
+            .unwrap()
+    };
+    esm.complete(&event, &response).await.unwrap();
+
+    assert_eq!(response.batch_item_failures.len(), 2, "a1 retried, a2 kept");
+    assert_eq!(*processed.lock().unwrap(), vec!["a1"], "a2 waits for a1");
+    // a1 hidden for its backoff; a2 released at once, so that it does not lock the group
+    // for the queue's 30 s.
+    assert_eq!(calls.visibility_timeouts(), vec![2, 0]);
+    assert!(
+        esm.poll().await.unwrap().is_none(),
+        "a2 is not delivered while a1, before it in the group, is hidden"
+    );
+    tokio::time::sleep(Duration::from_millis(2600)).await;
+    let again = poll_n(&esm, 1).await;
+    let bodies: Vec<_> = again
+        .records
+        .iter()
+        .filter_map(|r| r.body.clone())
+        .collect();
+    assert_eq!(bodies.first().map(String::as_str), Some("a1"), "{bodies:?}");
+    assert_eq!(
+        again.records[0]
+            .attributes
+            .get("ApproximateReceiveCount")
+            .map(String::as_str),
+        Some("2")
+    );
+    calls.assert_declared();
+}
+
+#[tokio::test]
+async fn group_ids_on_a_standard_queue_do_not_hold_records_back() {
+    let sqs = sqs().await;
+    let queue = fresh_queue(&sqs, "fair", spec(30)).await;
+    for body in ["t1", "t2"] {
+        send(&sqs, &queue.url, body).await;
+    }
+    let esm = mapping(&sqs, &queue.url).await;
+    let mut event = poll_n(&esm, 2).await;
+    // A fair queue: standard, with a MessageGroupId per tenant on every record.
+    for record in &mut event.records {
+        record
+            .attributes
+            .insert("MessageGroupId".into(), "tenant-1".into());
+    }
+    let (runtime, _calls) = recorded_runtime(BatchConfig::default()).await;
+    let processed = Arc::new(AtomicUsize::new(0));
+
+    let response = {
+        let processed = processed.clone();
+        runtime
+            .run(lambda_event(event.clone(), None), move |_m: Message| {
+                let processed = processed.clone();
+                async move {
+                    processed.fetch_add(1, Ordering::SeqCst);
+                    Outcome::Release
+                }
+            })
+            .await
+            .unwrap()
+    };
+
+    assert_eq!(processed.load(Ordering::SeqCst), 2, "both records ran");
+    assert_eq!(response.batch_item_failures.len(), 2);
+}
+
+#[tokio::test]
+async fn a_record_with_less_than_the_start_reserve_left_is_not_started() {
+    let sqs = sqs().await;
+    let queue = fresh_queue(
+        &sqs,
+        "start-reserve",
+        QueueSpec {
+            fifo: true,
+            ..spec(30)
+        },
+    )
+    .await;
+    for body in ["a1", "a2"] {
+        send_to_group(&sqs, &queue.url, "a", body).await;
+    }
+    let esm = mapping(&sqs, &queue.url).await;
+    let event = poll_n(&esm, 2).await;
+    let a2 = event
+        .records
+        .iter()
+        .find(|r| r.body.as_deref() == Some("a2"))
+        .unwrap()
+        .message_id
+        .clone()
+        .unwrap();
+    // Stops waiting 3 s after the start; a record needs 2 s to be worth starting. a1
+    // starts with 3 s and takes 1.5 s: a2 would start with 1.5 s.
+    let (runtime, calls) = recorded_runtime(BatchConfig {
+        deadline_margin: Duration::from_millis(500),
+        start_reserve: Duration::from_secs(2),
+        ..BatchConfig::default()
+    })
+    .await;
+    let processed = Arc::new(std::sync::Mutex::new(Vec::new()));
+
+    let response = {
+        let processed = processed.clone();
+        runtime
+            .run(
+                lambda_event(event.clone(), Some(Duration::from_millis(3500))),
+                move |m: Message| {
+                    let processed = processed.clone();
+                    async move {
+                        processed.lock().unwrap().push(m.body.clone());
+                        tokio::time::sleep(Duration::from_millis(1500)).await;
+                        Outcome::Done
+                    }
+                },
+            )
+            .await
+            .unwrap()
+    };
+
+    assert_eq!(*processed.lock().unwrap(), vec!["a1"]);
+    assert_eq!(failed_ids(&response), HashSet::from([a2]));
+    assert!(
+        calls.actions().is_empty(),
+        "untouched: no visibility change"
     );
 }
 
@@ -516,13 +825,11 @@ async fn work_that_would_outlive_the_deadline_gives_up_in_time_for_the_record_to
     send(&sqs, &queue.url, "slow").await;
     let esm = mapping(&sqs, &queue.url).await;
     let event = poll_n(&esm, 1).await;
-    let runtime = BatchRuntime::new(
-        sqs.clone(),
-        BatchConfig {
-            deadline_margin: Duration::from_millis(500),
-            ..BatchConfig::default()
-        },
-    );
+    let (runtime, calls) = recorded_runtime(BatchConfig {
+        deadline_margin: Duration::from_millis(500),
+        ..BatchConfig::default()
+    })
+    .await;
     let recorded = Arc::new(AtomicUsize::new(0));
 
     let response = {
@@ -564,4 +871,6 @@ async fn work_that_would_outlive_the_deadline_gives_up_in_time_for_the_record_to
         visible_bodies(&sqs, &queue.url).await.is_empty(),
         "its own Retry{{20 s}} applied"
     );
+    assert_eq!(calls.visibility_timeouts(), vec![20]);
+    calls.assert_declared();
 }

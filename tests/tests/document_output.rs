@@ -1,16 +1,20 @@
-//! The document-output function against Postgres, the local SQS/S3 and a wiremock
-//! server answering like Maesn: claim, duplicate deliveries, stale recovery, heartbeat,
-//! eligibility, the export on the wire, retries, NOTIFY, and the async-task poll.
+//! The document-output function against Postgres, the local SQS/S3/Secrets Manager and
+//! wiremock servers answering like Maesn and Slack: claim and claim token, duplicate
+//! deliveries, stale recovery, in-doubt handling, refusals and backoff, time budget,
+//! final receive, heartbeat, eligibility, the export on the wire, NOTIFY, admin notices,
+//! per-tenant account keys, and the async-task poll.
 
 use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use docflow::Outcome;
 use docflow::ids::DocumentId;
 use docflow::output::worker;
 use docflow::sqs::Heartbeat;
 use docflow_tests::output::{
-    ACCOUNT_KEY, API_KEY, COMPANY_ID, FILE_BYTES, FILE_NAME, Options, OutputEnv, sample_event,
-    setup, setup_with,
+    ACCOUNT_KEY, API_KEY, COMPANY_ID, FILE_BYTES, FILE_NAME, Options, OutputEnv, hanging_listener,
+    sample_event, setup, setup_with,
 };
 use docflow_tests::visible_bodies;
 use serde_json::json;
@@ -18,7 +22,7 @@ use sqlx::PgPool;
 use sqlx::postgres::PgListener;
 use uuid::Uuid;
 use wiremock::matchers::{header, method, path, query_param};
-use wiremock::{Mock, ResponseTemplate};
+use wiremock::{Match, Mock, ResponseTemplate};
 
 const VALID: &str = include_str!("../../events/document-output/valid.json");
 const DUPLICATE: &str = include_str!("../../events/document-output/duplicate-dispatched.json");
@@ -102,6 +106,63 @@ async fn insert_audit(env: &OutputEnv, job_id: Uuid, status: &str, task_id: Opti
     .unwrap()
 }
 
+/// Matches requests whose (binary) body contains `needle`: the multipart bodies carry
+/// the file's non-UTF-8 bytes, which wiremock's string matchers refuse.
+struct BodyHas(Vec<u8>);
+
+impl wiremock::Match for BodyHas {
+    fn matches(&self, request: &wiremock::Request) -> bool {
+        request
+            .body
+            .windows(self.0.len())
+            .any(|w| w == self.0.as_slice())
+    }
+}
+
+/// An approved document (with its file) and its job, enqueued by a manual export.
+async fn enqueued_document(env: &OutputEnv) -> (Uuid, Uuid) {
+    let doc = env.another_approved_document().await;
+    let export = docflow::output::request_manual_export(
+        &env.pool,
+        &env.dispatcher,
+        DocumentId(doc),
+        env.tenant.approver_id,
+    )
+    .await
+    .unwrap();
+    (doc, export.job.id.0)
+}
+
+/// Log lines written while the guard lives (this thread's default subscriber).
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Logs {
+    fn capture(&self) -> tracing::subscriber::DefaultGuard {
+        let logs = self.clone();
+        tracing::subscriber::set_default(
+            tracing_subscriber::fmt()
+                .with_ansi(false)
+                .with_writer(move || logs.clone())
+                .finish(),
+        )
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_pending_job_is_exported_through_maesn_and_dispatched_with_the_audit_linked(
     pool: PgPool,
@@ -123,6 +184,15 @@ async fn a_pending_job_is_exported_through_maesn_and_dispatched_with_the_audit_l
     assert_eq!(audits[0].dispatch_job_id, Some(job_id));
     assert_eq!(audits[0].task_id.as_deref(), Some("task-0001"));
     assert_eq!(audits[0].status, "submitted");
+    let hash = audits[0]
+        .payload_hash
+        .as_deref()
+        .expect("payload_hash written");
+    assert!(
+        hash.len() == 64 && hash.chars().all(|c| c.is_ascii_hexdigit()),
+        "{hash}"
+    );
+    assert!(env.notices().await.is_empty(), "no admin notice on success");
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -201,18 +271,19 @@ async fn the_claim_takes_pending_and_stale_running_jobs_only(pool: PgPool) {
         .unwrap();
 
     let first = first.expect("pending is claimable");
-    assert_eq!(first.status, docflow::output::JobStatus::Running);
-    assert!(first.started_at.is_some());
+    assert_eq!(first.job.status, docflow::output::JobStatus::Running);
+    assert!(first.job.started_at.is_some());
     assert!(
         while_fresh.is_none(),
         "a fresh running job is not claimable"
     );
     let again = after_stale.expect("a stale running job is claimable");
     assert_eq!(
-        again.started_at, first.started_at,
+        again.job.started_at, first.job.started_at,
         "started_at kept (COALESCE)"
     );
-    assert!(again.updated_at > first.updated_at);
+    assert!(again.job.updated_at > first.job.updated_at);
+    assert_ne!(again.token, first.token, "every claim has its own token");
     for finished in [dispatched, failed] {
         assert!(
             worker::claim(&env.pool, finished.into(), stale)
@@ -366,8 +437,8 @@ async fn a_stale_job_whose_audit_reached_maesn_is_completed_from_it_without_a_ne
     let doc2 = env.another_approved_document().await;
     let with_failure = env.insert_job(doc2, "running").await;
     sqlx::query(
-        r#"INSERT INTO ap_datev_export_audit (tenant_id, document_id, dispatch_job_id, status, error)
-           VALUES ($1, $2, $3, 'failed', 'DATEV rejected the booking')"#,
+        r#"INSERT INTO ap_datev_export_audit (tenant_id, document_id, dispatch_job_id, status, error, retryable)
+           VALUES ($1, $2, $3, 'failed', 'DATEV rejected the booking', false)"#,
     )
     .bind(env.tenant.tenant_id)
     .bind(doc2)
@@ -398,7 +469,9 @@ async fn a_stale_job_whose_audit_reached_maesn_is_completed_from_it_without_a_ne
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
-async fn a_stale_job_with_an_ambiguous_audit_is_left_for_repair_without_an_export(pool: PgPool) {
+async fn a_stale_job_whose_worker_died_during_the_maesn_call_fails_in_doubt_and_notifies_the_admins(
+    pool: PgPool,
+) {
     let env = setup(pool).await;
     accepted("task-new").expect(0).mount(&env.maesn).await;
     let job_id = enqueued(&env).await;
@@ -406,23 +479,56 @@ async fn a_stale_job_with_an_ambiguous_audit_is_left_for_repair_without_an_expor
         .await
         .unwrap()
         .unwrap();
-    insert_audit(&env, job_id, "requested", None).await;
+    // The dead worker's audit: committed before the call, no answer recorded.
+    let audit_id = insert_audit(&env, job_id, "requested", None).await;
     make_stale(&env, job_id).await;
+    let mut listener = PgListener::connect_with(&env.pool).await.unwrap();
+    listener.listen("output_dispatch").await.unwrap();
 
-    let (_, response, _) = env.deliver(1).await;
+    let (outcome, completion) = env.deliver_one(None).await;
 
     assert_eq!(
-        response.batch_item_failures.len(),
-        1,
-        "kept: it ends in the DLQ for an operator"
+        outcome,
+        Outcome::Done,
+        "recorded; nothing left to redeliver"
     );
+    assert_eq!(completion.deleted.len(), 1);
     let job = env.job(job_id).await;
-    assert_eq!(job.status, "running");
+    assert_eq!(job.status, "failed", "not left running for ever");
+    let error = job.last_error.unwrap();
     assert!(
-        job.last_error.unwrap().contains("in doubt"),
-        "the page says why it is stuck"
+        error.contains("in doubt") && error.contains("check DATEV"),
+        "{error}"
     );
-    assert_eq!(env.audits(env.tenant.document_id).await.len(), 1);
+    let audits = env.audits(env.tenant.document_id).await;
+    assert_eq!(audits.len(), 1, "no new export");
+    assert_eq!(audits[0].id, audit_id);
+    assert_eq!(audits[0].status, "failed");
+    assert!(!audits[0].retryable, "blocks re-exports until checked");
+    let notices = env.notices().await;
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    let text = notices[0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("in doubt") && text.contains(&env.tenant.document_id.to_string()),
+        "{text}"
+    );
+    let changed = tokio::time::timeout(Duration::from_secs(5), listener.recv())
+        .await
+        .expect("the status change is notified to the UI")
+        .unwrap();
+    let payload: serde_json::Value = serde_json::from_str(changed.payload()).unwrap();
+    assert_eq!(payload["document-output-job/status"], "failed");
+    let again = docflow::output::request_manual_export(
+        &env.pool,
+        &env.dispatcher,
+        DocumentId(env.tenant.document_id),
+        env.tenant.approver_id,
+    )
+    .await;
+    assert!(
+        matches!(again, Err(docflow::output::EnqueueError::Ineligible(_))),
+        "in doubt blocks a re-export, it is no longer 'already in flight': {again:?}"
+    );
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -450,6 +556,7 @@ async fn an_ineligible_job_fails_with_last_error_and_nothing_is_exported(pool: P
         env.audits(env.tenant.document_id).await.is_empty(),
         "failed before any DATEV audit"
     );
+    assert_eq!(env.notices().await.len(), 1, "admins told once");
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -505,23 +612,118 @@ async fn a_503_from_maesn_is_retried_in_process_and_then_dispatched(pool: PgPool
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
-async fn a_503_that_persists_fails_the_job_after_three_attempts(pool: PgPool) {
+async fn a_503_that_persists_puts_the_job_back_to_pending_and_backs_off_through_the_queue(
+    pool: PgPool,
+) {
+    // The queue would hide the message for 60 s (and the claim extends that to 300 s);
+    // the backoff of the first receive is base 1 s · 2^0: only the worker's own
+    // visibility change brings the message back within seconds.
+    let env = setup(pool).await;
+    maesn_error(503, "Service Unavailable")
+        .up_to_n_times(3)
+        .with_priority(1)
+        .mount(&env.maesn)
+        .await;
+    accepted("task-after-backoff").mount(&env.maesn).await;
+    let job_id = enqueued(&env).await;
+
+    let (outcome, _) = env.deliver_one(None).await;
+
+    assert_eq!(
+        outcome,
+        Outcome::Retry {
+            after: Duration::from_secs(1)
+        }
+    );
+    assert_eq!(
+        env.maesn_requests("POST", CREATE).await.len(),
+        3,
+        "retried in process first"
+    );
+    let job = env.job(job_id).await;
+    assert_eq!(
+        job.status, "pending",
+        "a refusal booked nothing: claimable again"
+    );
+    assert!(job.last_error.unwrap().contains("HTTP 503"));
+    let audits = env.audits(env.tenant.document_id).await;
+    assert_eq!(audits[0].status, "failed");
+    assert!(audits[0].retryable, "a refusal does not block a re-export");
+    assert!(
+        env.notices().await.is_empty(),
+        "not final: nobody to wake yet"
+    );
+
+    // Back within poll_n's ~20 s of long polls: only the 1 s backoff makes that so.
+    let (outcome, completion) = env.deliver_one(None).await;
+    assert_eq!(outcome, Outcome::Done);
+    assert_eq!(completion.deleted.len(), 1);
+    assert_eq!(env.job(job_id).await.status, "dispatched");
+    let audits = env.audits(env.tenant.document_id).await;
+    assert_eq!(audits.len(), 2, "one audit per attempt");
+    assert_eq!(audits[1].task_id.as_deref(), Some("task-after-backoff"));
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_refusal_on_the_final_receive_fails_the_job_and_notifies_the_admins(pool: PgPool) {
     let env = setup(pool).await;
     maesn_error(503, "Service Unavailable")
         .mount(&env.maesn)
         .await;
     let job_id = enqueued(&env).await;
+    // The sample's ApproximateReceiveCount is 3, the final receive with MAX_RECEIVE_COUNT 3.
+    let event = sample_event(STALE, &job_id.to_string(), Some(&env.queue.arn));
 
-    let (_, response, _) = env.deliver(1).await;
+    let (_, outcomes) = env.run(event, None).await;
 
-    assert!(
-        response.batch_item_failures.is_empty(),
-        "recorded as failed: Done"
+    assert_eq!(
+        outcomes[0].1,
+        Outcome::Done,
+        "recorded: nothing for the DLQ"
     );
-    assert_eq!(env.maesn_requests("POST", CREATE).await.len(), 3);
     let job = env.job(job_id).await;
     assert_eq!(job.status, "failed");
-    assert!(job.last_error.unwrap().contains("HTTP 503"));
+    let error = job.last_error.unwrap();
+    assert!(
+        error.contains("gave up") && error.contains("HTTP 503"),
+        "{error}"
+    );
+    assert!(
+        env.audits(env.tenant.document_id).await[0].retryable,
+        "nothing was booked: a later export may run"
+    );
+    assert_eq!(env.notices().await.len(), 1);
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn retry_after_from_maesn_sets_the_backoff_instead_of_an_in_process_retry(pool: PgPool) {
+    let env = setup(pool).await;
+    Mock::given(method("POST"))
+        .and(path(CREATE))
+        .respond_with(
+            ResponseTemplate::new(429)
+                .insert_header("Retry-After", "120")
+                .set_body_json(json!({ "statusCode": 429, "message": "Too Many Requests" })),
+        )
+        .mount(&env.maesn)
+        .await;
+    let job_id = enqueued(&env).await;
+
+    let (outcome, _) = env.deliver_one(None).await;
+
+    assert_eq!(
+        outcome,
+        Outcome::Retry {
+            after: Duration::from_secs(120)
+        },
+        "max(Retry-After, 1 s · 2^0)"
+    );
+    assert_eq!(
+        env.maesn_requests("POST", CREATE).await.len(),
+        1,
+        "no in-process retry when Maesn asks for a longer wait"
+    );
+    assert_eq!(env.job(job_id).await.status, "pending");
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -565,6 +767,9 @@ async fn a_500_that_maesn_may_have_acted_on_is_not_retried_and_blocks_a_re_expor
         matches!(again, Err(docflow::output::EnqueueError::Ineligible(_))),
         "no new export until someone checked DATEV: {again:?}"
     );
+    let notices = env.notices().await;
+    assert_eq!(notices.len(), 1);
+    assert!(notices[0]["text"].as_str().unwrap().contains("in doubt"));
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -595,6 +800,8 @@ async fn a_401_from_maesn_fails_the_job_at_once(pool: PgPool) {
     assert_eq!(audits[0].status, "failed");
     assert_eq!(audits[0].dispatch_job_id, Some(job_id));
     assert!(audits[0].task_id.is_none());
+    assert!(audits[0].retryable, "refused: nothing booked");
+    assert_eq!(env.notices().await.len(), 1);
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -730,22 +937,40 @@ async fn every_status_change_is_notified_on_output_dispatch(pool: PgPool) {
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
-async fn polling_open_tasks_moves_audits_to_what_maesn_reports(pool: PgPool) {
+async fn polling_open_tasks_moves_audits_to_what_maesn_reports_and_returns_each_failure_once(
+    pool: PgPool,
+) {
     let env = setup(pool).await;
-    let job_id = enqueued(&env).await;
     let mut audits = Vec::new();
     for (task, answer) in [
         ("task-ok", json!({ "status": "SUCCESS", "information": [] })),
         (
-            "task-bad",
+            "task-dup",
             json!({ "status": "FAILED", "information": [{ "message": "Belegnummer bereits vorhanden", "type": "error" }] }),
+        ),
+        (
+            "task-bad",
+            json!({ "status": "FAILED", "information": [{ "message": "Konto 4711 existiert nicht", "type": "error" }] }),
         ),
         (
             "task-busy",
             json!({ "status": "IN_PROGRESS", "information": [] }),
         ),
     ] {
-        audits.push(insert_audit(&env, job_id, "submitted", Some(task)).await);
+        let doc = env.another_approved_document().await;
+        let job = env.insert_job(doc, "dispatched").await;
+        let audit: Uuid = sqlx::query_scalar(
+            r#"INSERT INTO ap_datev_export_audit (tenant_id, document_id, dispatch_job_id, status, task_id)
+               VALUES ($1, $2, $3, 'submitted', $4) RETURNING id"#,
+        )
+        .bind(env.tenant.tenant_id)
+        .bind(doc)
+        .bind(job)
+        .bind(task)
+        .fetch_one(&env.pool)
+        .await
+        .unwrap();
+        audits.push((audit, doc, job));
         Mock::given(method("GET"))
             .and(path(format!("/accounting/asyncTask/{task}")))
             .and(header("X-API-KEY", API_KEY))
@@ -758,26 +983,547 @@ async fn polling_open_tasks_moves_audits_to_what_maesn_reports(pool: PgPool) {
             .await;
     }
 
-    let summary = worker::poll_open_tasks(&env.pool, &env.deps.maesn, 10)
+    let first = worker::poll_open_tasks(&env.pool, &env.deps.maesn, 10)
+        .await
+        .unwrap();
+    let second = worker::poll_open_tasks(&env.pool, &env.deps.maesn, 10)
         .await
         .unwrap();
 
     assert_eq!(
-        summary,
-        worker::PollSummary {
-            still_running: 1,
-            succeeded: 1,
-            failed: 1,
-            errors: 0
-        }
+        (
+            first.still_running,
+            first.succeeded,
+            first.failed,
+            first.errors
+        ),
+        (1, 1, 2, 0)
     );
-    let rows = env.audits(env.tenant.document_id).await;
-    let by_id = |id: Uuid| rows.iter().find(|a| a.id == id).unwrap().clone();
-    assert_eq!(by_id(audits[0]).status, "succeeded");
-    let bad = by_id(audits[1]);
-    assert_eq!(bad.status, "failed");
-    assert!(bad.error.unwrap().contains("Belegnummer bereits vorhanden"));
-    assert_eq!(by_id(audits[2]).status, "in_progress");
+    let failed = |audit: Uuid| {
+        first
+            .failed_exports
+            .iter()
+            .find(|f| f.audit_id == audit)
+            .unwrap_or_else(|| panic!("{audit} not returned: {:?}", first.failed_exports))
+    };
+    let (dup, dup_doc, dup_job) = audits[1];
+    let dup_failure = failed(dup);
+    assert_eq!(dup_failure.document_id, dup_doc);
+    assert_eq!(dup_failure.tenant_id, env.tenant.tenant_id);
+    assert_eq!(dup_failure.dispatch_job_id, Some(dup_job));
+    assert!(
+        !dup_failure.retryable,
+        "a duplicate must not be exported again"
+    );
+    assert!(dup_failure.error.contains("Belegnummer bereits vorhanden"));
+    let (bad, bad_doc, _) = audits[2];
+    assert!(failed(bad).retryable, "nothing booked: a re-export may run");
+    assert!(failed(bad).error.contains("Konto 4711 existiert nicht"));
+    assert_eq!(first.failed_exports.len(), 2);
+    assert!(
+        second.failed_exports.is_empty() && second.failed == 0,
+        "each failure is returned once: {second:?}"
+    );
+    assert_eq!(second.still_running, 1, "the open task is polled again");
+
+    let rows = |doc| env.audits(doc);
+    assert_eq!(rows(audits[0].1).await[0].status, "succeeded");
+    assert_eq!(rows(dup_doc).await[0].status, "failed");
+    assert_eq!(rows(audits[3].1).await[0].status, "in_progress");
+    let export = |doc| {
+        docflow::output::request_manual_export(
+            &env.pool,
+            &env.dispatcher,
+            DocumentId(doc),
+            env.tenant.approver_id,
+        )
+    };
+    assert!(
+        matches!(
+            export(dup_doc).await,
+            Err(docflow::output::EnqueueError::Ineligible(_))
+        ),
+        "the duplicate rejection blocks a re-export"
+    );
+    assert!(
+        export(bad_doc).await.is_ok(),
+        "a failed task no longer blocks a legitimate re-export"
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_timeout_after_the_request_was_sent_is_in_doubt_and_posted_only_once(pool: PgPool) {
+    let env = setup_with(
+        pool,
+        Options {
+            maesn_timeout: Duration::from_secs(1),
+            maesn_connect_timeout: Duration::from_millis(500),
+            ..Options::default()
+        },
+    )
+    .await;
+    accepted_after("task-late", Duration::from_secs(3))
+        .mount(&env.maesn)
+        .await;
+    let job_id = enqueued(&env).await;
+
+    let (outcome, _) = env.deliver_one(None).await;
+
+    assert_eq!(outcome, Outcome::Done);
+    assert_eq!(
+        env.maesn_requests("POST", CREATE).await.len(),
+        1,
+        "Maesn has the request: a second POST could book twice"
+    );
+    let job = env.job(job_id).await;
+    assert_eq!(job.status, "failed");
+    assert!(job.last_error.unwrap().contains("in doubt"));
+    assert!(!env.audits(env.tenant.document_id).await[0].retryable);
+    assert_eq!(env.notices().await.len(), 1);
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_connect_that_hangs_is_a_refusal_retried_and_never_in_doubt(pool: PgPool) {
+    let hanging = hanging_listener();
+    let env = setup_with(
+        pool,
+        Options {
+            maesn_base_url: Some(hanging.url.clone()),
+            maesn_timeout: Duration::from_secs(5),
+            maesn_connect_timeout: Duration::from_millis(300),
+            ..Options::default()
+        },
+    )
+    .await;
+    let job_id = enqueued(&env).await;
+
+    let (outcome, _) = env.deliver_one(None).await;
+
+    assert_eq!(
+        outcome,
+        Outcome::Retry {
+            after: Duration::from_secs(1)
+        },
+        "backed off through the queue"
+    );
+    let job = env.job(job_id).await;
+    assert_eq!(
+        job.status, "pending",
+        "claimable again, not blocked for good"
+    );
+    let error = job.last_error.unwrap();
+    assert!(!error.contains("in doubt"), "{error}");
+    assert!(error.contains("could not reach Maesn"), "{error}");
+    let audits = env.audits(env.tenant.document_id).await;
+    assert_eq!(audits.len(), 1);
+    assert!(audits[0].retryable, "nothing was sent, nothing booked");
+    assert!(env.notices().await.is_empty());
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_refused_connection_and_an_unknown_host_are_passing_refusals_not_in_doubt(pool: PgPool) {
+    use docflow::datev::{BookingProposal, DatevAccount, DatevConnector, DocumentFile};
+    let env = setup(pool).await;
+    // A port that was just free: nothing listens, the kernel answers RST.
+    let refused = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let proposal = BookingProposal {
+        account: DatevAccount {
+            tenant_id: env.tenant.tenant_id,
+            company_id: COMPANY_ID.into(),
+        },
+        proposal: json!({ "id": env.tenant.document_id }),
+        booking_type: "BILL".into(),
+        folder_management: json!({}),
+        file: DocumentFile {
+            file_name: FILE_NAME.into(),
+            mime_type: "application/pdf".into(),
+            bytes: FILE_BYTES.to_vec().into(),
+        },
+    };
+
+    for base_url in [refused.as_str(), "http://maesn.docflow-test.invalid"] {
+        let client = env.maesn_client(base_url, Duration::from_secs(5), Duration::from_secs(1));
+        let e = client
+            .create_booking_proposal(&proposal)
+            .await
+            .expect_err("nothing answers");
+        assert!(!e.may_have_been_accepted(), "{base_url}: {e:?}");
+        assert!(e.is_passing_refusal(), "{base_url}: {e:?}");
+    }
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn every_5xx_but_503_is_in_doubt_with_one_post_and_408_429_503_are_retried(pool: PgPool) {
+    let env = setup(pool).await;
+    let in_doubt = [500, 501, 502, 504, 505, 520, 524, 598, 599];
+    let refusals = [408, 429, 503];
+    let mut cases = Vec::new();
+    for status in in_doubt.into_iter().chain(refusals) {
+        let (doc, job) = enqueued_document(&env).await;
+        Mock::given(method("POST"))
+            .and(path(CREATE))
+            .and(BodyHas(doc.to_string().into_bytes()))
+            .respond_with(ResponseTemplate::new(status).set_body_string("upstream trouble"))
+            .mount(&env.maesn)
+            .await;
+        cases.push((status, doc, job));
+    }
+    let event = docflow_tests::poll_n(&env.esm, cases.len()).await;
+
+    env.run(event, None).await;
+
+    let requests = env.maesn_requests("POST", CREATE).await;
+    for (status, doc, job) in cases {
+        let posts = requests
+            .iter()
+            .filter(|r| BodyHas(doc.to_string().into_bytes()).matches(r))
+            .count();
+        let row = env.job(job).await;
+        let audit = &env.audits(doc).await[0];
+        if in_doubt.contains(&status) {
+            assert_eq!(posts, 1, "HTTP {status}: one POST only");
+            assert_eq!(row.status, "failed", "HTTP {status}");
+            assert!(
+                row.last_error.unwrap().contains("in doubt"),
+                "HTTP {status}"
+            );
+            assert!(!audit.retryable, "HTTP {status}");
+        } else {
+            assert_eq!(posts, 3, "HTTP {status}: retried in process");
+            assert_eq!(row.status, "pending", "HTTP {status}: backed off");
+            assert!(audit.retryable, "HTTP {status}");
+        }
+    }
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_deadline_too_short_for_the_maesn_call_puts_the_job_back_without_a_post(pool: PgPool) {
+    // One attempt needs the Maesn timeout (10 s) + the record reserve (15 s); the
+    // invocation has 20 s (minus the runtime's 2 s margin).
+    let env = setup(pool).await;
+    accepted("task-never").expect(0).mount(&env.maesn).await;
+    let job_id = enqueued(&env).await;
+    let (doc2, last_try) = enqueued_document(&env).await;
+    let event = docflow_tests::poll_n(&env.esm, 2).await;
+    let mut first = event.clone();
+    first
+        .records
+        .retain(|r| r.body.as_deref() == Some(&job_id.to_string()));
+
+    let (_, outcomes) = env.run(first, Some(Duration::from_secs(20))).await;
+    let final_receive = sample_event(STALE, &last_try.to_string(), Some(&env.queue.arn));
+    let (_, final_outcomes) = env.run(final_receive, Some(Duration::from_secs(20))).await;
+
+    assert_eq!(
+        outcomes[0].1,
+        Outcome::Retry {
+            after: Duration::ZERO
+        },
+        "back at once, to an invocation with time to spare"
+    );
+    let job = env.job(job_id).await;
+    assert_eq!(job.status, "pending");
+    assert!(job.last_error.unwrap().contains("not enough time"));
+    assert!(
+        env.audits(env.tenant.document_id).await.is_empty(),
+        "nothing started"
+    );
+    assert_eq!(
+        final_outcomes[0].1,
+        Outcome::Release,
+        "final receive: to the DLQ, the job left for the sweeper"
+    );
+    assert_eq!(
+        env.job(last_try).await.status,
+        "pending",
+        "where the sweeper finds it"
+    );
+    assert!(env.audits(doc2).await.is_empty());
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn no_second_attempt_starts_without_the_time_to_finish_it(pool: PgPool) {
+    // An attempt needs 2 s (Maesn timeout) + 5 s (record reserve) = 7 s; the invocation
+    // has 12 s − 2 s margin = 10 s, so the first attempt starts even if the claim and
+    // the S3 read take up to 3 s. After the first 503 a second attempt would need the
+    // in-process wait (5 s ± 25 %) + 7 s ≥ 10.75 s: it must not start.
+    let env = setup_with(
+        pool,
+        Options {
+            maesn_timeout: Duration::from_secs(2),
+            maesn_connect_timeout: Duration::from_secs(1),
+            record_reserve: Duration::from_secs(5),
+            retry_base: Duration::from_secs(5),
+            ..Options::default()
+        },
+    )
+    .await;
+    maesn_error(503, "Service Unavailable")
+        .mount(&env.maesn)
+        .await;
+    let job_id = enqueued(&env).await;
+
+    let (outcome, _) = env.deliver_one(Some(Duration::from_secs(12))).await;
+
+    assert_eq!(
+        env.maesn_requests("POST", CREATE).await.len(),
+        1,
+        "the second attempt could not have been recorded in time"
+    );
+    assert_eq!(
+        outcome,
+        Outcome::Retry {
+            after: Duration::from_secs(1)
+        },
+        "backed off through the queue instead"
+    );
+    assert_eq!(env.job(job_id).await.status, "pending");
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_duplicate_delivery_of_a_fresh_running_job_hides_the_real_message_until_the_job_would_be_stale(
+    pool: PgPool,
+) {
+    // Queue visibility 1 s: a message whose visibility nobody changes is back after 1 s.
+    let env = setup_with(
+        pool,
+        Options {
+            queue_visibility: Duration::from_secs(1),
+            ..Options::default()
+        },
+    )
+    .await;
+    accepted("task-never").expect(0).mount(&env.maesn).await;
+    let job_id = enqueued(&env).await;
+    worker::claim(&env.pool, job_id.into(), Duration::from_secs(600))
+        .await
+        .unwrap()
+        .expect("another worker holds the job");
+    env.send("control").await;
+    let event = docflow_tests::poll_n(&env.esm, 2).await;
+    let mut duplicate = event.clone();
+    duplicate
+        .records
+        .retain(|r| r.body.as_deref() == Some(&job_id.to_string()));
+
+    let (_, outcomes) = env.run(duplicate, None).await;
+
+    let Outcome::Retry { after } = outcomes[0].1 else {
+        panic!("expected Retry, got {:?}", outcomes[0].1);
+    };
+    assert!(
+        after > Duration::from_secs(590) && after <= Duration::from_secs(602),
+        "until just after the job would be stale: {after:?}"
+    );
+    // The control message, received together and left alone, comes back after the
+    // queue's 1 s; the duplicate stays hidden by ChangeMessageVisibility on its handle.
+    let visible = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let bodies = visible_bodies(&env.sqs, &env.queue.url).await;
+            if bodies.iter().any(|b| b == "control") {
+                return bodies;
+            }
+        }
+    })
+    .await
+    .expect("the control message comes back");
+    assert!(
+        !visible.contains(&job_id.to_string()),
+        "duplicate hidden: {visible:?}"
+    );
+    assert_eq!(env.job(job_id).await.status, "running");
+    assert!(env.audits(env.tenant.document_id).await.is_empty());
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_worker_whose_job_was_taken_over_can_no_longer_change_it(pool: PgPool) {
+    let env = setup(pool).await;
+    accepted("task-never").expect(0).mount(&env.maesn).await;
+    let job_id = enqueued(&env).await;
+    let stale = Duration::from_secs(600);
+    let a = worker::claim(&env.pool, job_id.into(), stale)
+        .await
+        .unwrap()
+        .unwrap();
+    make_stale(&env, job_id).await;
+    let b = worker::claim(&env.pool, job_id.into(), stale)
+        .await
+        .unwrap()
+        .expect("stale: taken over");
+    let mut conn = env.pool.acquire().await.unwrap();
+
+    let a_touch = worker::touch(&env.pool, &a).await.unwrap();
+    let a_fail = worker::fail(&mut conn, &a, "A's late failure")
+        .await
+        .unwrap();
+    let a_defer = worker::defer(&mut conn, &a, "A's late backoff")
+        .await
+        .unwrap();
+    let a_export = worker::export(
+        &env.pool,
+        &env.s3,
+        &env.deps.maesn,
+        &env.deps.settings,
+        &a,
+        worker::Attempt {
+            deadline: None,
+            final_receive: false,
+        },
+    )
+    .await
+    .unwrap();
+    let while_b_holds = env.job(job_id).await;
+    let b_touch = worker::touch(&env.pool, &b).await.unwrap();
+    let b_fail = worker::fail(&mut conn, &b, "B's outcome").await.unwrap();
+
+    assert!(!a_touch && !a_fail && !a_defer, "A's updates match nothing");
+    assert_eq!(a_export, worker::ExportOutcome::ClaimLost);
+    assert_eq!(while_b_holds.status, "running");
+    assert_eq!(while_b_holds.last_error, None);
+    assert!(
+        env.audits(env.tenant.document_id).await.is_empty(),
+        "A wrote no audit"
+    );
+    assert!(b_touch && b_fail, "B's claim holds");
+    assert_eq!(
+        env.job(job_id).await.last_error.as_deref(),
+        Some("B's outcome")
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn the_task_id_is_logged_as_it_arrives_and_carried_when_the_database_refuses_it(
+    pool: PgPool,
+) {
+    let env = setup(pool).await;
+    accepted("task-4711-unrecorded").mount(&env.maesn).await;
+    let job_id = enqueued(&env).await;
+    // The database takes the audit but refuses the task id once Maesn answered.
+    sqlx::raw_sql(
+        r#"CREATE FUNCTION refuse_task_id() RETURNS trigger LANGUAGE plpgsql AS $$
+           BEGIN RAISE EXCEPTION 'disk full'; END $$;
+           CREATE TRIGGER refuse_task_id BEFORE UPDATE ON ap_datev_export_audit
+           FOR EACH ROW WHEN (NEW.task_id IS NOT NULL) EXECUTE FUNCTION refuse_task_id();"#,
+    )
+    .execute(&env.pool)
+    .await
+    .unwrap();
+    let logs = Logs::default();
+
+    let (outcome, _) = {
+        let _guard = logs.capture();
+        env.deliver_one(None).await
+    };
+
+    assert_eq!(
+        outcome,
+        Outcome::Retry {
+            after: Duration::from_secs(605)
+        },
+        "left running: reclaimed once stale"
+    );
+    assert_eq!(env.job(job_id).await.status, "running");
+    let text = logs.text();
+    let accepted_line = text
+        .lines()
+        .find(|l| l.contains("Maesn accepted the booking proposal"))
+        .expect("logged when it arrived");
+    assert!(
+        accepted_line.contains("task-4711-unrecorded"),
+        "{accepted_line}"
+    );
+    let unrecorded = text
+        .lines()
+        .find(|l| l.contains("Maesn task id not recorded"))
+        .expect("the failure is logged");
+    assert!(
+        unrecorded.contains("as task task-4711-unrecorded"),
+        "the error carries the task id: {unrecorded}"
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn the_account_key_comes_from_the_tenants_secret_never_from_the_database(pool: PgPool) {
+    let env = setup(pool).await;
+    accepted("task-secret").mount(&env.maesn).await; // only with X-ACCOUNT-KEY = ACCOUNT_KEY
+    sqlx::query("UPDATE tenant_datev_integration SET account_key = 'plaintext-in-the-database'")
+        .execute(&env.pool)
+        .await
+        .unwrap();
+    let job_id = enqueued(&env).await;
+    let logs = Logs::default();
+
+    {
+        let _guard = logs.capture();
+        env.deliver_one(None).await;
+    }
+
+    assert_eq!(env.job(job_id).await.status, "dispatched");
+    let requests = env.maesn_requests("POST", CREATE).await;
+    assert_eq!(
+        requests[0].headers.get("x-account-key").unwrap(),
+        ACCOUNT_KEY
+    );
+    assert!(
+        !logs.text().contains(ACCOUNT_KEY),
+        "the key is never logged"
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_tenant_without_a_datev_secret_fails_before_anything_is_sent(pool: PgPool) {
+    let env = setup(pool).await;
+    accepted("task-never").expect(0).mount(&env.maesn).await;
+    let secret_id = format!("{}{}", env.credentials_prefix, env.tenant.tenant_id);
+    env.secrets
+        .delete_secret()
+        .secret_id(&secret_id)
+        .force_delete_without_recovery(true)
+        .send()
+        .await
+        .unwrap();
+    let job_id = enqueued(&env).await;
+
+    let (outcome, _) = env.deliver_one(None).await;
+
+    assert_eq!(
+        outcome,
+        Outcome::Done,
+        "recorded: an operator must create the secret"
+    );
+    let job = env.job(job_id).await;
+    assert_eq!(job.status, "failed");
+    let error = job.last_error.unwrap();
+    assert!(
+        error.contains("DATEV account key") && error.contains(&secret_id),
+        "says which secret to create: {error}"
+    );
+    assert!(!error.contains("in doubt"), "{error}");
+    assert!(env.audits(env.tenant.document_id).await[0].retryable);
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn polling_puts_the_task_id_into_one_escaped_path_segment(pool: PgPool) {
+    let env = setup(pool).await;
+    let job_id = enqueued(&env).await;
+    insert_audit(&env, job_id, "submitted", Some("t/1?x y")).await;
+    Mock::given(method("GET"))
+        .and(path("/accounting/asyncTask/t%2F1%3Fx%20y"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(
+            json!({ "meta": {}, "data": { "status": "SUCCESS", "information": [] } }),
+        ))
+        .expect(1)
+        .mount(&env.maesn)
+        .await;
+
+    let summary = worker::poll_open_tasks(&env.pool, &env.deps.maesn, 10)
+        .await
+        .unwrap();
+
+    assert_eq!((summary.succeeded, summary.errors), (1, 0), "{summary:?}");
 }
 
 #[test]

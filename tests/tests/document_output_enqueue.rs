@@ -1,6 +1,8 @@
 //! The enqueue side of document output (seed 002) against Postgres and the local SQS:
-//! final approval in the caller's transaction, manual re-export, "already in flight",
-//! the guarded failure update after a send error, and the queue's definition.
+//! final approval in the caller's transaction, two enqueues racing on the partial
+//! unique index, manual re-export (also of documents exported before output jobs),
+//! "already in flight", the guarded failure update after a send error, and the queue's
+//! definition.
 
 use docflow::ids::DocumentId;
 use docflow::output::worker;
@@ -280,6 +282,102 @@ async fn a_manual_export_of_an_ineligible_document_or_by_an_outsider_creates_not
     assert!(visible_bodies(&env.sqs, &env.queue.url).await.is_empty());
 }
 
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn two_concurrent_enqueues_make_one_job_and_the_other_is_already_in_flight(pool: PgPool) {
+    let env = setup(pool).await;
+    let doc = DocumentId(env.tenant.document_id);
+    env.approve(doc.0).await;
+    let mut first = env.pool.begin().await.unwrap();
+    let mut second = env.pool.begin().await.unwrap();
+    let job = docflow::output::on_final_approval(&mut first, doc, None)
+        .await
+        .unwrap();
+
+    // The second insert waits on the first's uncommitted index entry; commit the first
+    // once the second is seen waiting on that lock.
+    let (racing, ()) = tokio::join!(
+        docflow::output::on_final_approval(&mut second, doc, Some(env.tenant.approver_id)),
+        async {
+            loop {
+                let waiting: i64 = sqlx::query_scalar(
+                    r#"SELECT count(*) FROM pg_stat_activity
+                        WHERE datname = current_database() AND wait_event_type = 'Lock'"#,
+                )
+                .fetch_one(&env.pool)
+                .await
+                .unwrap();
+                if waiting > 0 {
+                    break;
+                }
+                tokio::task::yield_now().await;
+            }
+            first.commit().await.unwrap();
+        }
+    );
+    let committed = second.commit().await;
+
+    match racing {
+        Err(EnqueueError::AlreadyInFlight { job_id, .. }) => assert_eq!(job_id, job.id),
+        other => panic!("expected AlreadyInFlight, got {other:?}"),
+    }
+    assert!(
+        committed.is_ok(),
+        "ON CONFLICT kept the second transaction usable"
+    );
+    let jobs: i64 = sqlx::query_scalar("SELECT count(*) FROM document_output_job")
+        .fetch_one(&env.pool)
+        .await
+        .unwrap();
+    assert_eq!(jobs, 1);
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_manual_export_of_a_document_exported_before_output_jobs_existed_is_refused(
+    pool: PgPool,
+) {
+    let env = setup(pool).await;
+    let exported = env.tenant.document_id;
+    env.approve(exported).await;
+    let rejected = env.another_approved_document().await;
+    // Exports the app made itself: no dispatch_job_id.
+    for (doc, status, retryable) in [(exported, "succeeded", true), (rejected, "failed", false)] {
+        sqlx::query(
+            r#"INSERT INTO ap_datev_export_audit (tenant_id, document_id, status, task_id, retryable)
+               VALUES ($1, $2, $3, 'task-from-the-app', $4)"#,
+        )
+        .bind(env.tenant.tenant_id)
+        .bind(doc)
+        .bind(status)
+        .bind(retryable)
+        .execute(&env.pool)
+        .await
+        .unwrap();
+    }
+
+    for doc in [exported, rejected] {
+        let again = docflow::output::request_manual_export(
+            &env.pool,
+            &env.dispatcher,
+            DocumentId(doc),
+            env.tenant.approver_id,
+        )
+        .await;
+        assert!(
+            matches!(
+                again,
+                Err(EnqueueError::Ineligible(Ineligible::AlreadyExported { .. }))
+            ),
+            "{again:?}"
+        );
+    }
+    let jobs: i64 = sqlx::query_scalar("SELECT count(*) FROM document_output_job")
+        .fetch_one(&env.pool)
+        .await
+        .unwrap();
+    assert_eq!(jobs, 0, "no job that could only fail");
+    assert!(visible_bodies(&env.sqs, &env.queue.url).await.is_empty());
+}
+
 /// A dispatcher whose queue does not exist: every send fails.
 fn broken_dispatcher(env: &docflow_tests::output::OutputEnv) -> Dispatcher {
     Dispatcher::new(env.sqs.clone(), format!("{}-gone", env.queue.url))
@@ -325,7 +423,8 @@ async fn a_failed_send_never_overwrites_a_running_or_dispatched_job(pool: PgPool
     )
     .await
     .unwrap()
-    .expect("a worker claimed it before the send error surfaced");
+    .expect("a worker claimed it before the send error surfaced")
+    .job;
     let dispatched_id = env.insert_job(other, "dispatched").await;
     let dispatched = worker::load_job(&env.pool, dispatched_id.into())
         .await

@@ -234,6 +234,23 @@ fn a_module_that_derives_visibility_from_one_timeout_is_reported() {
     );
 }
 
+#[test]
+fn a_function_told_another_visibility_than_its_queue_has_is_reported() {
+    let broken = real_infra().replace(
+        MODULE_MAIN,
+        "QUEUE_VISIBILITY_TIMEOUT_SECONDS = tostring(local.visibility_timeout_seconds)",
+        "QUEUE_VISIBILITY_TIMEOUT_SECONDS = \"30\"",
+    );
+    assert_reported(
+        &violations(&broken),
+        &[
+            "module.ingestion",
+            "QUEUE_VISIBILITY_TIMEOUT_SECONDS is Some(30.0)",
+            "is 1800 s",
+        ],
+    );
+}
+
 // --- dead-letter queues and maxReceiveCount ---------------------------------------------------
 
 #[test]
@@ -402,6 +419,32 @@ fn a_wildcard_secret_arn_is_reported() {
             "root: data.aws_iam_policy_document.sweeper",
             "secretsmanager:GetSecretValue",
             "a wildcard ARN",
+        ],
+    );
+}
+
+#[test]
+fn per_tenant_secrets_granted_beyond_their_prefix_or_without_it_are_reported() {
+    let broader = real_infra().replace(MODULE_IAM, r#":secret:${prefix}*""#, r#":secret:*""#);
+    let missing = real_infra().replace(
+        "main.tf",
+        r#"tenant_secret_prefixes = { DATEV_CREDENTIALS_PREFIX = "${local.name_prefix}docflow/datev/" }"#,
+        "",
+    );
+
+    assert_reported(
+        &violations(&broader),
+        &[
+            "module.document_output",
+            "secretsmanager:GetSecretValue",
+            "a wildcard ARN",
+        ],
+    );
+    assert_reported(
+        &violations(&missing),
+        &[
+            "module.document_output",
+            "DATEV_CREDENTIALS_PREFIX must name the prefix of the per-tenant secrets",
         ],
     );
 }
@@ -617,4 +660,73 @@ resource "aws_lambda_event_source_mapping" "jobs" {
     ] {
         assert_reported(&found, &[fragment]);
     }
+}
+
+// --- admin notifications ---------------------------------------------------------------------
+
+#[test]
+fn admin_notifications_that_reach_no_one_raise_an_alarm_for_every_function_that_sends_them() {
+    let infra = Infra::evaluate(&real_infra()).expect("infra/ parses");
+    let filter = infra
+        .root
+        .resource("aws_cloudwatch_log_metric_filter.admin_notification_failed")
+        .expect("a metric filter on notification failures");
+    let alarm = infra
+        .root
+        .resource("aws_cloudwatch_metric_alarm.admin_notification_failed")
+        .expect("an alarm on notification failures");
+    let text = |v: Option<hcl::Value>| {
+        v.and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    };
+
+    // The filter matches the JSON field docflow::notify logs on a failed channel.
+    let pattern = text(filter.attr("pattern"));
+    assert_eq!(
+        pattern,
+        format!(
+            "{{ $.fields.{} IS TRUE }}",
+            docflow::notify::FAILED_LOG_FIELD
+        )
+    );
+    // It covers the log group of every function that notifies admins.
+    let groups = format!("{:?}", filter.attr("for_each").expect("for_each"));
+    for source in [
+        "module.matching.log_group_name",
+        "module.document_output.log_group_name",
+        "aws_cloudwatch_log_group.sweeper.name",
+    ] {
+        assert!(groups.contains(source), "{source} missing from {groups}");
+    }
+    // The alarm watches the metric the filter writes and tells the alarm topic.
+    let transformation = first_block(filter, "metric_transformation");
+    assert_eq!(
+        text(alarm.attr("metric_name")),
+        text(hcl_attr(&transformation, "name"))
+    );
+    assert_eq!(
+        text(alarm.attr("namespace")),
+        text(hcl_attr(&transformation, "namespace"))
+    );
+    assert_eq!(
+        text(alarm.attr("comparison_operator")),
+        "GreaterThanThreshold"
+    );
+    assert_eq!(alarm.attr("threshold"), Some(0.into()));
+    assert_eq!(
+        alarm.attr("alarm_actions"),
+        Some(hcl::Value::from(vec!["${aws_sns_topic.alarms.arn}"]))
+    );
+}
+
+fn first_block(resource: &terraform::Resource, identifier: &str) -> hcl::Body {
+    terraform::blocks(&resource.body, identifier)
+        .next()
+        .unwrap_or_else(|| panic!("{} has no {identifier} block", resource.address))
+        .body()
+        .clone()
+}
+
+fn hcl_attr(body: &hcl::Body, key: &str) -> Option<hcl::Value> {
+    terraform::attr(body, key)
 }

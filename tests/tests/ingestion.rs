@@ -1,233 +1,28 @@
 //! The ingestion function end to end: Postgres, S3 and SQS on the local emulator, the LLM
-//! and Textract answered by local HTTP servers that speak their wire formats.
+//! and Textract answered by local HTTP servers that speak their wire formats. The
+//! function's AWS clients refuse any call `ingestion::aws_actions` does not declare
+//! (`docflow_tests::aws_calls`). OCR itself is covered in `ingestion_ocr.rs`.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
+use aws_lambda_events::event::sqs::SqsEvent;
 use docflow::extract::Extractor;
 use docflow::llm::{LlmClient, LlmSettings, Provider};
-use docflow::local::{EventSourceMapping, QueuePair, QueueSpec};
-use docflow::ocr::Transcriber;
 use docflow::retry::RetryPolicy;
-use docflow::sqs::{BatchConfig, BatchRuntime};
+use docflow_tests::ingestion_harness::*;
 use docflow_tests::llm::{anthropic_error, anthropic_text};
 use docflow_tests::pdf::text_pdf;
 use docflow_tests::*;
-use ingestion::{Deps, IngestionConfig};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
 use wiremock::matchers::{header, method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{Mock, ResponseTemplate};
 
 const VALID_EVENT: &str = include_str!("../../events/ingestion/valid.json");
 const BATCH_EVENT: &str = include_str!("../../events/ingestion/batch.json");
 const POISON_EVENT: &str = include_str!("../../events/ingestion/poison.json");
 const DUPLICATE_EVENT: &str = include_str!("../../events/ingestion/duplicate.json");
-
-fn invoice_json() -> Value {
-    json!({
-        "extraction_successful": true,
-        "confidence": "high",
-        "missing_fields": [],
-        "document_type": "invoice",
-        "invoice_number": "RE-2014-0815",
-        "invoice_date": "2014-05-07",
-        "due_date": "2014-05-21",
-        "supplier_name": "Muster Bürobedarf GmbH",
-        "supplier_vat_id": "DE123456789",
-        "currency": "EUR",
-        "subtotal": 100.0,
-        "vat_amount": 19.0,
-        "total": 119.0,
-        "po_reference": "PO-4711",
-        "line_items": [{"description": "Druckerpapier A4", "quantity": 10, "unit_price": 10.0, "amount": 100.0}]
-    })
-}
-
-/// A Textract DetectDocumentText answer with one LINE block per line at `confidence`.
-fn textract_ok(lines: &[&str], confidence: f64) -> ResponseTemplate {
-    let mut blocks = vec![json!({"BlockType": "PAGE", "Id": "p1", "Page": 1, "Confidence": 99.0})];
-    for (i, line) in lines.iter().enumerate() {
-        blocks.push(json!({"BlockType": "LINE", "Id": format!("l{i}"), "Page": 1, "Text": line, "Confidence": confidence}));
-    }
-    ResponseTemplate::new(200)
-        .insert_header("content-type", "application/x-amz-json-1.1")
-        .set_body_json(json!({"DocumentMetadata": {"Pages": 1}, "Blocks": blocks, "DetectDocumentTextModelVersion": "1.0"}))
-}
-
-struct Harness {
-    pool: PgPool,
-    deps: Deps,
-    bucket: String,
-    ingestion_queue: QueuePair,
-    matching_queue: QueuePair,
-    llm: MockServer,
-    s3: aws_sdk_s3::Client,
-}
-
-enum Ocr {
-    Native,
-    Textract(String),
-}
-
-async fn harness(pool: PgPool, ocr: Ocr) -> Harness {
-    let config = aws().await;
-    let sqs = aws_sdk_sqs::Client::new(&config);
-    let s3 = docflow::aws::s3_client(&config);
-    let bucket = fresh_bucket(&s3).await;
-    let ingestion_queue = fresh_queue(&sqs, "ingestion", QueueSpec::default()).await;
-    let matching_queue = fresh_queue(&sqs, "matching", QueueSpec::default()).await;
-    let llm = MockServer::start().await;
-    let settings = LlmSettings {
-        provider: Some(Provider::Anthropic),
-        model: "claude-test-1".into(),
-        base_url: llm.uri(),
-        timeout: Duration::from_secs(5),
-        max_tokens: 2048,
-        retry: RetryPolicy::with_base_delay(Duration::from_millis(5)),
-    };
-    let client = LlmClient::new(&settings, Some("sk-ant-test".to_owned().into()))
-        .unwrap()
-        .unwrap();
-    let transcriber = match ocr {
-        Ocr::Native => Transcriber::Native,
-        Ocr::Textract(endpoint) => Transcriber::Textract(aws_sdk_textract::Client::from_conf(
-            aws_sdk_textract::config::Builder::from(&config)
-                .endpoint_url(endpoint)
-                .build(),
-        )),
-    };
-    let deps = Deps {
-        pool: pool.clone(),
-        s3: s3.clone(),
-        sqs: sqs.clone(),
-        runtime: BatchRuntime::new(sqs, BatchConfig::default()),
-        config: IngestionConfig {
-            bucket: bucket.clone(),
-            matching_queue_url: matching_queue.url.clone(),
-            stale_after: Duration::from_secs(300),
-            max_attempts: 3,
-            quality_threshold: 0.7,
-            max_file_bytes: 1024 * 1024,
-        },
-        transcriber,
-        extractor: Extractor::Llm(client),
-    };
-    Harness {
-        pool,
-        deps,
-        bucket,
-        ingestion_queue,
-        matching_queue,
-        llm,
-        s3,
-    }
-}
-
-impl Harness {
-    /// A tenant, a document whose file is stored at `documents/{id}.{ext}`, and an
-    /// in-progress ingestion with the given id.
-    async fn seed(&self, ingestion_id: Uuid, ext: &str, file: Option<Vec<u8>>) -> Uuid {
-        let tenant: Uuid = sqlx::query_scalar(
-            r#"WITH o AS (INSERT INTO organization (name) VALUES ('Org') RETURNING id)
-               INSERT INTO tenant (organization_id, name) SELECT id, 'Tenant GmbH' FROM o RETURNING id"#,
-        )
-        .fetch_one(&self.pool)
-        .await
-        .unwrap();
-        let document_id = Uuid::new_v4();
-        let key = format!("documents/{document_id}.{ext}");
-        sqlx::query("INSERT INTO document (id, tenant_id, file_path) VALUES ($1, $2, $3)")
-            .bind(document_id)
-            .bind(tenant)
-            .bind(&key)
-            .execute(&self.pool)
-            .await
-            .unwrap();
-        sqlx::query("INSERT INTO ingestion (id, document_id) VALUES ($1, $2)")
-            .bind(ingestion_id)
-            .bind(document_id)
-            .execute(&self.pool)
-            .await
-            .unwrap();
-        if let Some(bytes) = file {
-            self.s3
-                .put_object()
-                .bucket(&self.bucket)
-                .key(&key)
-                .body(bytes.into())
-                .send()
-                .await
-                .unwrap();
-        }
-        document_id
-    }
-
-    /// Sends the ingestion id to the real queue, lets the local event source mapping
-    /// deliver it to the handler, and applies the response as Lambda does.
-    async fn deliver(&self, ingestion_id: Uuid) -> (SqsEvent, SqsBatchResponse) {
-        let sqs = &self.deps.sqs;
-        send(sqs, &self.ingestion_queue.url, &ingestion_id.to_string()).await;
-        self.deliver_next().await
-    }
-
-    async fn deliver_next(&self) -> (SqsEvent, SqsBatchResponse) {
-        self.deliver_next_within(None).await
-    }
-
-    /// Delivers the next message as an invocation with `budget` until its deadline.
-    async fn deliver_next_within(&self, budget: Option<Duration>) -> (SqsEvent, SqsBatchResponse) {
-        let esm = EventSourceMapping::new(self.deps.sqs.clone(), &self.ingestion_queue.url)
-            .await
-            .unwrap();
-        let event = poll_n(&esm, 1).await;
-        let response = ingestion::handler(&self.deps, lambda_event(event.clone(), budget))
-            .await
-            .unwrap();
-        esm.complete(&event, &response).await.unwrap();
-        (event, response)
-    }
-
-    async fn ingestion(&self, id: Uuid) -> IngestionRow {
-        sqlx::query_as("SELECT status, attempt_count, last_error, started_at IS NOT NULL AS leased, extraction_model, extraction_input_tokens, transcription_file_path, preprocessed_file_path, transcription_quality_score FROM ingestion WHERE id = $1")
-            .bind(id)
-            .fetch_one(&self.pool)
-            .await
-            .unwrap()
-    }
-
-    async fn document(&self, id: Uuid) -> (Option<Value>, bool, Option<String>, String) {
-        sqlx::query_as("SELECT structured_data, needs_human_review, matching_status, type::text FROM document WHERE id = $1")
-            .bind(id)
-            .fetch_one(&self.pool)
-            .await
-            .unwrap()
-    }
-
-    async fn object_exists(&self, key: &str) -> bool {
-        self.s3
-            .head_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .send()
-            .await
-            .is_ok()
-    }
-}
-
-#[derive(Debug, sqlx::FromRow)]
-struct IngestionRow {
-    status: String,
-    attempt_count: i32,
-    last_error: Option<String>,
-    leased: bool,
-    extraction_model: Option<String>,
-    extraction_input_tokens: Option<i32>,
-    transcription_file_path: Option<String>,
-    preprocessed_file_path: Option<String>,
-    transcription_quality_score: Option<f64>,
-}
 
 fn invoice_pdf() -> Vec<u8> {
     text_pdf(&[&[
@@ -266,7 +61,7 @@ async fn a_text_pdf_is_ingested_end_to_end_and_handed_to_matching(pool: PgPool) 
     assert_eq!(matching.as_deref(), Some("pending"));
     assert_eq!(kind, "invoice");
     assert_eq!(
-        visible_bodies(&h.deps.sqs, &h.matching_queue.url).await,
+        visible_bodies(&h.sqs, &h.matching_queue.url).await,
         vec![document_id.to_string()]
     );
     // The LLM saw the PDF's text layer, umlauts included.
@@ -305,121 +100,7 @@ async fn a_plain_text_file_is_ingested_end_to_end(pool: PgPool) {
     let (data, _, matching, _) = h.document(document_id).await;
     assert!(data.is_some());
     assert_eq!(matching.as_deref(), Some("pending"));
-    assert_eq!(
-        visible_bodies(&h.deps.sqs, &h.matching_queue.url)
-            .await
-            .len(),
-        1
-    );
-}
-
-#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
-async fn a_stored_transcription_is_reused_on_retry_so_ocr_runs_once(pool: PgPool) {
-    let textract = MockServer::start().await;
-    let h = harness(pool, Ocr::Textract(textract.uri())).await;
-    let id = Uuid::new_v4();
-    h.seed(id, "png", Some(tiny_png(200))).await;
-    Mock::given(method("POST"))
-        .and(header("x-amz-target", "Textract.DetectDocumentText"))
-        .respond_with(textract_ok(
-            &["Rechnung Nr. RE-1", "Gesamtbetrag 119,00 EUR"],
-            98.5,
-        ))
-        .expect(1)
-        .mount(&textract)
-        .await;
-    // First delivery: the LLM is down for all three in-process attempts.
-    Mock::given(method("POST"))
-        .and(path("/v1/messages"))
-        .respond_with(anthropic_error(529, "overloaded_error", "Overloaded"))
-        .up_to_n_times(3)
-        .mount(&h.llm)
-        .await;
-    Mock::given(method("POST"))
-        .and(path("/v1/messages"))
-        .respond_with(anthropic_text(&invoice_json().to_string()))
-        .mount(&h.llm)
-        .await;
-
-    let (_, first) = h.deliver(id).await;
-    assert_eq!(
-        first.batch_item_failures.len(),
-        1,
-        "transient failure: retried"
-    );
-    let after_first = h.ingestion(id).await;
-    assert_eq!(
-        (after_first.status.as_str(), after_first.attempt_count),
-        ("in-progress", 1)
-    );
-    assert!(!after_first.leased, "the lease is released for the retry");
-    let esm = mapping(&h.deps.sqs, &h.ingestion_queue.url).await;
-    assert!(
-        esm.poll().await.unwrap().is_none(),
-        "hidden by the 30 s backoff"
-    );
-    // Rather than wait out the backoff, a second message with the same id stands in for
-    // the redelivery (as a sweeper re-send would).
-    let (_, second) = h.deliver(id).await;
-
-    assert!(second.batch_item_failures.is_empty());
-    assert_eq!(h.ingestion(id).await.status, "completed");
-    assert_eq!(h.llm.received_requests().await.unwrap().len(), 4);
-    // `expect(1)` on the Textract mock is verified when it drops.
-}
-
-fn tiny_png(gray: u8) -> Vec<u8> {
-    let mut img = image::GrayImage::new(16, 16);
-    for (x, y, p) in img.enumerate_pixels_mut() {
-        p.0[0] = if (x + y) % 4 == 0 { gray / 2 } else { gray };
-    }
-    let mut out = std::io::Cursor::new(Vec::new());
-    img.write_to(&mut out, image::ImageFormat::Png).unwrap();
-    out.into_inner()
-}
-
-#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
-async fn low_quality_triggers_exactly_one_preprocessing_pass(pool: PgPool) {
-    let textract = MockServer::start().await;
-    let h = harness(pool, Ocr::Textract(textract.uri())).await;
-    let id = Uuid::new_v4();
-    h.seed(id, "png", Some(tiny_png(180))).await;
-    // Both the original and the preprocessed image read poorly.
-    Mock::given(method("POST"))
-        .and(header("x-amz-target", "Textract.DetectDocumentText"))
-        .respond_with(textract_ok(
-            &["Rechnunq Nr RE-1", "Gesamtbetraq 119,00"],
-            41.0,
-        ))
-        .expect(2)
-        .mount(&textract)
-        .await;
-    Mock::given(method("POST"))
-        .and(path("/v1/messages"))
-        .respond_with(anthropic_text(&invoice_json().to_string()))
-        .mount(&h.llm)
-        .await;
-
-    let (_, response) = h.deliver(id).await;
-
-    assert!(response.batch_item_failures.is_empty());
-    let row = h.ingestion(id).await;
-    assert_eq!(
-        row.status, "completed",
-        "the quality gate, not the OCR score, decides"
-    );
-    let preprocessed = format!("ingestions/{id}/preprocessed.png");
-    assert_eq!(
-        row.preprocessed_file_path.as_deref(),
-        Some(preprocessed.as_str())
-    );
-    assert!(h.object_exists(&preprocessed).await);
-    let second_call = &textract.received_requests().await.unwrap()[1];
-    let body: Value = serde_json::from_slice(&second_call.body).unwrap();
-    assert!(
-        body["Document"]["Bytes"].is_string(),
-        "the second call sends the preprocessed image"
-    );
+    assert_eq!(visible_bodies(&h.sqs, &h.matching_queue.url).await.len(), 1);
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -480,7 +161,7 @@ async fn an_llm_401_fails_the_ingestion_at_once(pool: PgPool) {
     assert!(review);
     assert_eq!(matching, None);
     assert!(
-        visible_bodies(&h.deps.sqs, &h.ingestion_queue.url)
+        visible_bodies(&h.sqs, &h.ingestion_queue.url)
             .await
             .is_empty()
     );
@@ -501,14 +182,14 @@ async fn invalid_json_from_the_llm_is_transient(pool: PgPool) {
         .await;
 
     let (_, response) = h.deliver(id).await;
+    let answered = Instant::now();
 
     assert_eq!(response.batch_item_failures.len(), 1, "kept for a retry");
     let row = h.ingestion(id).await;
     assert_eq!((row.status.as_str(), row.attempt_count), ("in-progress", 1));
     assert!(row.last_error.unwrap().contains("not valid JSON"));
-    // Retry{30 s}: the message is hidden although the queue's own timeout was used up.
-    let esm = mapping(&h.deps.sqs, &h.ingestion_queue.url).await;
-    assert!(esm.poll().await.unwrap().is_none());
+    h.assert_reappears_after(Duration::from_secs(30), answered)
+        .await;
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -574,11 +255,12 @@ async fn an_attempt_that_runs_out_of_invocation_time_is_counted_and_backed_off(p
         .respond_with(anthropic_text(&invoice_json().to_string()).set_delay(Duration::from_secs(4)))
         .mount(&h.llm)
         .await;
-    send(&h.deps.sqs, &h.ingestion_queue.url, &id.to_string()).await;
+    send(&h.sqs, &h.ingestion_queue.url, &id.to_string()).await;
 
     let (_, response) = h
         .deliver_next_within(Some(Duration::from_millis(8500)))
         .await;
+    let answered = Instant::now();
 
     assert_eq!(response.batch_item_failures.len(), 1);
     let row = h.ingestion(id).await;
@@ -589,11 +271,8 @@ async fn an_attempt_that_runs_out_of_invocation_time_is_counted_and_backed_off(p
     );
     assert!(row.last_error.unwrap().contains("ran out of time"));
     assert!(!row.leased, "lease released for the retry");
-    let esm = mapping(&h.deps.sqs, &h.ingestion_queue.url).await;
-    assert!(
-        esm.poll().await.unwrap().is_none(),
-        "hidden by the 30 s backoff, not the queue's timeout"
-    );
+    h.assert_reappears_after(Duration::from_secs(30), answered)
+        .await;
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -624,10 +303,11 @@ async fn a_stale_claim_is_reclaimed_and_a_fresh_one_is_not(pool: PgPool) {
 
     assert!(stale_response.batch_item_failures.is_empty());
     assert_eq!(h.ingestion(stale).await.status, "completed");
-    assert!(
-        fresh_response.batch_item_failures.is_empty(),
-        "discarded: live elsewhere"
-    );
+    // Live elsewhere: kept (not deleted), back when the lease would be stale (in 240 s)
+    // plus the margin.
+    assert_eq!(fresh_response.batch_item_failures.len(), 1);
+    let hidden = *h.calls.visibility_timeouts().last().unwrap();
+    assert!((295..=301).contains(&hidden), "hidden for {hidden} s");
     let row = h.ingestion(fresh).await;
     assert_eq!((row.status.as_str(), row.attempt_count), ("in-progress", 0));
 }
@@ -771,6 +451,311 @@ async fn a_failed_send_to_matching_leaves_the_document_pending_for_the_sweeper(p
     assert_eq!(h.ingestion(id).await.status, "completed");
     let (_, _, matching, _) = h.document(document_id).await;
     assert_eq!(matching.as_deref(), Some("pending"));
+}
+
+// --- final receive, concurrent deliveries, the lease, transient infrastructure errors -----
+
+/// Installs a trigger that fails matching updates of the ingestion row with SQLSTATE
+/// `code`, as Postgres would during a failover; `when` is the trigger's condition.
+async fn fail_ingestion_updates(pool: &PgPool, when: &str, code: &str, message: &str) {
+    sqlx::query(&format!(
+        r#"CREATE FUNCTION fail_ingestion_update() RETURNS trigger LANGUAGE plpgsql AS $$
+           BEGIN
+               RAISE EXCEPTION '{message}' USING ERRCODE = '{code}';
+           END;
+           $$"#
+    ))
+    .execute(pool)
+    .await
+    .unwrap();
+    sqlx::query(&format!(
+        "CREATE TRIGGER fail_ingestion_update BEFORE UPDATE ON ingestion FOR EACH ROW \
+         WHEN ({when}) EXECUTE FUNCTION fail_ingestion_update()"
+    ))
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+async fn stop_failing_ingestion_updates(pool: &PgPool) {
+    sqlx::query("DROP TRIGGER fail_ingestion_update ON ingestion")
+        .execute(pool)
+        .await
+        .unwrap();
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_transient_failure_on_the_final_receive_fails_the_ingestion_for_good(pool: PgPool) {
+    let h = harness(pool, Ocr::Native).await;
+    let id = Uuid::new_v4();
+    let document_id = h.seed(id, "pdf", Some(invoice_pdf())).await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(anthropic_error(503, "api_error", "Service unavailable"))
+        .mount(&h.llm)
+        .await;
+    send(&h.sqs, &h.ingestion_queue.url, &id.to_string()).await;
+    let esm = h.mapping().await;
+    let mut event = poll_n(&esm, 1).await;
+    // The third receive of a message whose earlier receives counted no attempt (a
+    // failed claim, a crash, a throttled invocation): attempt_count is still 0.
+    event.records[0]
+        .attributes
+        .insert("ApproximateReceiveCount".into(), "3".into());
+
+    let (_, response) = h.invoke(&esm, event, None).await;
+
+    assert!(
+        response.batch_item_failures.is_empty(),
+        "recorded as final in the database, not left to the DLQ alone"
+    );
+    let row = h.ingestion(id).await;
+    assert_eq!((row.status.as_str(), row.attempt_count), ("failed", 1));
+    assert!(row.last_error.unwrap().contains("503"));
+    let (_, review, _, _) = h.document(document_id).await;
+    assert!(review, "the document needs human review");
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn two_concurrent_deliveries_of_one_ingestion_do_the_work_once_and_keep_the_other_message(
+    pool: PgPool,
+) {
+    let h = harness(pool, Ocr::Native).await;
+    let id = Uuid::new_v4();
+    h.seed(id, "pdf", Some(invoice_pdf())).await;
+    // The LLM takes a while, so the first delivery still holds the lease when the
+    // second claims.
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(
+            anthropic_text(&invoice_json().to_string()).set_delay(Duration::from_millis(1500)),
+        )
+        .expect(1)
+        .mount(&h.llm)
+        .await;
+    // The original message and a sweeper re-send (or a redelivery) of the same id.
+    send(&h.sqs, &h.ingestion_queue.url, &id.to_string()).await;
+    send(&h.sqs, &h.ingestion_queue.url, &id.to_string()).await;
+    let esm = h.mapping().await;
+    let event = poll_n(&esm, 2).await;
+
+    let (_, response) = h.invoke(&esm, event, None).await;
+
+    assert_eq!(h.ingestion(id).await.status, "completed");
+    assert_eq!(
+        response.batch_item_failures.len(),
+        1,
+        "the delivery that met the live lease is kept, not deleted"
+    );
+    // Back once the lease would be stale (300 s) plus the margin; by then the work is
+    // finished and the claim discards it.
+    let hidden = h.calls.visibility_timeouts();
+    assert_eq!(hidden.len(), 1, "{hidden:?}");
+    assert!((355..=361).contains(&hidden[0]), "hidden for {hidden:?} s");
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn the_heartbeat_renews_the_lease_and_hides_the_message_beyond_the_stale_threshold(
+    pool: PgPool,
+) {
+    let mut h = harness(pool, Ocr::Native).await;
+    h.with_heartbeat_every(Duration::from_millis(300));
+    let id = Uuid::new_v4();
+    h.seed(id, "pdf", Some(invoice_pdf())).await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(
+            anthropic_text(&invoice_json().to_string()).set_delay(Duration::from_millis(1300)),
+        )
+        .mount(&h.llm)
+        .await;
+    let before: chrono::DateTime<chrono::Utc> = sqlx::query_scalar("SELECT now()")
+        .fetch_one(&h.pool)
+        .await
+        .unwrap();
+
+    let (_, response) = h.deliver(id).await;
+
+    assert!(response.batch_item_failures.is_empty());
+    let renewed: chrono::DateTime<chrono::Utc> =
+        sqlx::query_scalar("SELECT started_at FROM ingestion WHERE id = $1")
+            .bind(id)
+            .fetch_one(&h.pool)
+            .await
+            .unwrap();
+    assert!(
+        renewed - before >= chrono::Duration::milliseconds(800),
+        "the lease was renewed while the attempt ran: {:?}",
+        renewed - before
+    );
+    let hidden = h.calls.visibility_timeouts();
+    assert!(!hidden.is_empty(), "the heartbeat extended the visibility");
+    assert!(
+        hidden.iter().all(|&s| s > 300 + 30),
+        "every extension reaches beyond the 300 s stale threshold: {hidden:?}"
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_record_with_less_than_the_failure_reserve_left_is_not_claimed(pool: PgPool) {
+    let h = harness(pool, Ocr::Native).await;
+    let id = Uuid::new_v4();
+    h.seed(id, "pdf", Some(invoice_pdf())).await;
+    send(&h.sqs, &h.ingestion_queue.url, &id.to_string()).await;
+
+    // 6 s to the deadline, minus the runtime's 2 s margin: less than the 5 s reserve.
+    let (_, response) = h.deliver_next_within(Some(Duration::from_secs(6))).await;
+
+    assert_eq!(response.batch_item_failures.len(), 1);
+    let row = h.ingestion(id).await;
+    assert_eq!(row.attempt_count, 0, "no attempt burned for no work");
+    assert!(!row.leased, "not even claimed");
+    assert!(h.llm.received_requests().await.unwrap().is_empty());
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_database_failover_during_completion_is_retried_not_failed(pool: PgPool) {
+    let h = harness(pool, Ocr::Native).await;
+    let id = Uuid::new_v4();
+    h.seed(id, "pdf", Some(invoice_pdf())).await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(anthropic_text(&invoice_json().to_string()))
+        .mount(&h.llm)
+        .await;
+    // The writer became a reader (Aurora/RDS failover) just as the result is written.
+    fail_ingestion_updates(
+        &h.pool,
+        "NEW.status = 'completed'",
+        "25006",
+        "cannot execute UPDATE in a read-only transaction",
+    )
+    .await;
+
+    let (_, response) = h.deliver(id).await;
+
+    assert_eq!(response.batch_item_failures.len(), 1, "kept for a retry");
+    let row = h.ingestion(id).await;
+    assert_eq!((row.status.as_str(), row.attempt_count), ("in-progress", 1));
+    assert!(row.last_error.unwrap().contains("read-only"));
+    assert_eq!(h.calls.visibility_timeouts(), vec![30]);
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_transient_s3_error_is_retried_with_backoff(pool: PgPool) {
+    let mut h = harness(pool, Ocr::Native).await;
+    let id = Uuid::new_v4();
+    let document_id = h.seed(id, "pdf", Some(invoice_pdf())).await;
+    // S3 answering as it does under load: 503 SlowDown for the document, and (as usual)
+    // NoSuchKey for the transcription that was never stored.
+    let s3 = wiremock::MockServer::start().await;
+    let bucket = h.bucket.clone();
+    Mock::given(method("GET"))
+        .and(wiremock::matchers::path_regex(format!(
+            "^/{bucket}/ingestions/"
+        )))
+        .respond_with(s3_error(
+            404,
+            "NoSuchKey",
+            "The specified key does not exist.",
+        ))
+        .mount(&s3)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("/{bucket}/documents/{document_id}.pdf")))
+        .respond_with(s3_error(
+            503,
+            "SlowDown",
+            "Please reduce your request rate.",
+        ))
+        .mount(&s3)
+        .await;
+    let config = h
+        .aws
+        .to_builder()
+        .endpoint_url(s3.uri())
+        .retry_config(aws_config::retry::RetryConfig::disabled())
+        .build();
+    h.deps.s3 = h.calls.s3(&config);
+
+    let (_, response) = h.deliver(id).await;
+
+    assert_eq!(response.batch_item_failures.len(), 1, "kept for a retry");
+    let row = h.ingestion(id).await;
+    assert_eq!((row.status.as_str(), row.attempt_count), ("in-progress", 1));
+    assert!(row.last_error.unwrap().contains("SlowDown"));
+    assert_eq!(h.calls.visibility_timeouts(), vec![30]);
+}
+
+fn s3_error(status: u16, code: &str, message: &str) -> ResponseTemplate {
+    ResponseTemplate::new(status)
+        .insert_header("content-type", "application/xml")
+        .set_body_string(format!(
+            r#"<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code><Message>{message}</Message><RequestId>4442587FB7D0A2F9</RequestId><HostId>h</HostId></Error>"#
+        ))
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn metadata_lost_after_the_transcription_was_stored_is_recorded_by_the_retry(pool: PgPool) {
+    let h = harness(pool, Ocr::Native).await;
+    let id = Uuid::new_v4();
+    h.seed(id, "pdf", Some(invoice_pdf())).await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(anthropic_text(&invoice_json().to_string()))
+        .mount(&h.llm)
+        .await;
+    // The transcription reaches S3, then recording its metadata fails.
+    fail_ingestion_updates(
+        &h.pool,
+        "NEW.transcription_file_path IS NOT NULL AND OLD.transcription_file_path IS NULL",
+        "40001",
+        "could not serialize access",
+    )
+    .await;
+    let (_, first) = h.deliver(id).await;
+    assert_eq!(first.batch_item_failures.len(), 1);
+    let stored = format!("ingestions/{id}/transcription-output.json");
+    assert!(h.object_exists(&stored).await);
+    assert_eq!(h.ingestion(id).await.transcription_file_path, None);
+    stop_failing_ingestion_updates(&h.pool).await;
+
+    // The retry reuses the stored transcription (a second message stands in for the
+    // redelivery after the backoff).
+    let (_, second) = h.deliver(id).await;
+
+    assert!(second.batch_item_failures.is_empty());
+    let row = h.ingestion(id).await;
+    assert_eq!(row.status, "completed");
+    assert_eq!(
+        row.transcription_file_path.as_deref(),
+        Some(stored.as_str())
+    );
+    assert_eq!(row.transcription_quality_score, Some(1.0));
+    assert_eq!(row.transcription_page_count, Some(1));
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_document_whose_file_path_is_not_its_own_key_fails_permanently(pool: PgPool) {
+    let h = harness(pool, Ocr::Native).await;
+    let id = Uuid::new_v4();
+    let document_id = Uuid::new_v4();
+    // Another document's file: readable, and the wrong one.
+    let elsewhere = format!("documents/{}.pdf", Uuid::new_v4());
+    h.seed_at(id, document_id, &elsewhere, Some(invoice_pdf()))
+        .await;
+
+    let (_, response) = h.deliver(id).await;
+
+    assert!(response.batch_item_failures.is_empty());
+    let row = h.ingestion(id).await;
+    assert_eq!((row.status.as_str(), row.attempt_count), ("failed", 1));
+    let error = row.last_error.unwrap();
+    assert!(
+        error.contains(&format!("expected documents/{document_id}.<ext>")),
+        "{error}"
+    );
+    assert!(h.llm.received_requests().await.unwrap().is_empty());
 }
 
 // --- the offline rules extractor on text PDFs laid out as real invoices are ---------------

@@ -27,10 +27,14 @@ fn sample(name: &str) -> SqsEvent {
     serde_json::from_str(json).expect("sample event is a Lambda SQS event")
 }
 
-/// The valid sample with its body replaced by `id`.
+/// The valid sample with its body replaced by `id`, sent just now: a new message.
 fn valid_event_for(id: Uuid) -> SqsEvent {
     let mut event = sample("valid");
     event.records[0].body = Some(id.to_string());
+    event.records[0].attributes.insert(
+        "SentTimestamp".into(),
+        chrono::Utc::now().timestamp_millis().to_string(),
+    );
     event
 }
 
@@ -82,6 +86,21 @@ async fn reset_visibility(sqs: &aws_sdk_sqs::Client, url: &str, event: &SqsEvent
 async fn poison_and_missing_document_samples_are_discarded(pool: PgPool) {
     let slack = slack_server().await;
     let deps = deps(&pool, None, slack_notifier(&slack)).await;
+    // A pending document the samples do not name: nothing may touch it.
+    let t = tenant(&pool, "Acme AG").await;
+    let bystander = document(
+        &pool,
+        t,
+        DocumentType::Invoice,
+        invoice("RE-1", "PO-2024-0042", "LS-1", "2024-03-05", 1190.0),
+    )
+    .await;
+    let missing: Uuid = sample("missing-document").records[0]
+        .body
+        .as_deref()
+        .unwrap()
+        .parse()
+        .unwrap();
 
     for name in ["poison", "missing-document"] {
         let response = matching::handler(&deps, lambda_event(sample(name), None))
@@ -90,11 +109,17 @@ async fn poison_and_missing_document_samples_are_discarded(pool: PgPool) {
         assert!(response.batch_item_failures.is_empty(), "{name} is deleted");
     }
 
-    let documents: i64 = sqlx::query_scalar("SELECT count(*) FROM document")
+    let s = state(&pool, bystander).await;
+    assert_eq!(
+        (s.matching_status.as_deref(), s.matching_attempts),
+        (Some("pending"), 0)
+    );
+    let created: i64 = sqlx::query_scalar("SELECT count(*) FROM document WHERE id = $1")
+        .bind(missing)
         .fetch_one(&pool)
         .await
         .unwrap();
-    assert_eq!(documents, 0);
+    assert_eq!(created, 0, "the missing document is not created");
     assert!(slack_bodies(&slack).await.is_empty(), "no one is notified");
 }
 
@@ -159,10 +184,8 @@ async fn a_document_without_structured_data_is_discarded_and_left_untouched(pool
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn status_is_in_progress_while_matching_and_succeeded_after(pool: PgPool) {
     let llm = MockServer::start().await;
-    messages()
-        .respond_with(anthropic_text(LLM_SAYS_MATCH).set_delay(Duration::from_millis(1500)))
-        .mount(&llm)
-        .await;
+    let gate = Gate::new(LLM_SAYS_MATCH);
+    messages().respond_with(gate.clone()).mount(&llm).await;
     let (inv, po) = ambiguous_invoice(&pool).await;
     let deps = deps(
         &pool,
@@ -174,9 +197,11 @@ async fn status_is_in_progress_while_matching_and_succeeded_after(pool: PgPool) 
     let (response, during) = tokio::join!(
         matching::handler(&deps, lambda_event(valid_event_for(inv), None)),
         async {
-            // The LLM is still thinking.
-            tokio::time::sleep(Duration::from_millis(700)).await;
-            state(&pool, inv).await
+            // The LLM holds the request: the run is mid-way.
+            gate.arrived().await;
+            let during = state(&pool, inv).await;
+            gate.open();
+            during
         }
     );
 
@@ -341,6 +366,10 @@ async fn a_context_window_error_fails_at_once_notifies_the_admins_and_deletes_th
         "{:?}",
         s.matching_error
     );
+    assert!(
+        s.notified,
+        "matching_notified_at records the delivered notice"
+    );
     let notes = slack_bodies(&slack).await;
     assert_eq!(notes.len(), 1);
     let text = notes[0].to_string();
@@ -496,12 +525,15 @@ async fn a_failing_notification_channel_does_not_change_the_outcome(pool: PgPool
         .await
         .unwrap();
 
-    assert_eq!(slack_bodies(&slack).await.len(), 1, "Slack was tried");
-    assert!(response.batch_item_failures.is_empty(), "still Done");
     assert_eq!(
-        state(&pool, inv).await.matching_status.as_deref(),
-        Some("failed")
+        slack_bodies(&slack).await.len(),
+        3,
+        "Slack was tried three times (HTTP 500 is transient)"
     );
+    assert!(response.batch_item_failures.is_empty(), "still Done");
+    let s = state(&pool, inv).await;
+    assert_eq!(s.matching_status.as_deref(), Some("failed"));
+    assert!(!s.notified, "no one was told");
 }
 
 #[test]
@@ -515,4 +547,285 @@ fn every_sample_event_names_the_matching_queue() {
             assert!(record.attributes.contains_key("ApproximateReceiveCount"));
         }
     }
+}
+
+/// Makes `UPDATE … SET matching_status = 'failed'` fail (a database that refuses the
+/// write) until [`allow_failed_status`].
+async fn refuse_failed_status(pool: &PgPool) {
+    sqlx::raw_sql(
+        r#"
+        CREATE FUNCTION refuse_failed() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'the failure cannot be recorded'; END $$;
+        CREATE TRIGGER refuse_failed BEFORE UPDATE OF matching_status ON document
+            FOR EACH ROW WHEN (NEW.matching_status = 'failed') EXECUTE FUNCTION refuse_failed();
+        "#,
+    )
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+async fn allow_failed_status(pool: &PgPool) {
+    sqlx::raw_sql("DROP TRIGGER refuse_failed ON document")
+        .execute(pool)
+        .await
+        .unwrap();
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_link_written_by_another_document_while_this_one_waited_on_its_llm_is_kept(pool: PgPool) {
+    // Invoice I is ambiguous against its order (the LLM decides); delivery note D, which
+    // I cites, arrives while I waits for the LLM.
+    let llm = MockServer::start().await;
+    let gate = Gate::new(LLM_SAYS_MATCH);
+    messages().respond_with(gate.clone()).mount(&llm).await;
+    let t = tenant(&pool, "Acme AG").await;
+    let po = matched_document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
+    )
+    .await;
+    let mut inv_data = invoice_without_references("RE-77", "2024-03-08", 1190.0);
+    inv_data["delivery_note_reference"] = "LS-2024-0107".into();
+    let inv = document(&pool, t, DocumentType::Invoice, inv_data).await;
+    let dn = document(
+        &pool,
+        t,
+        DocumentType::DeliveryNote,
+        delivery_note("LS-2024-0107", "PO-2024-0042", "2024-03-05"),
+    )
+    .await;
+    let deps = deps(
+        &pool,
+        Some(llm_client(&llm)),
+        slack_notifier(&slack_server().await),
+    )
+    .await;
+
+    // Act: I runs up to its LLM call and is held there; D runs to the end; then I goes on.
+    let invoice_run = matching::handler(&deps, lambda_event(valid_event_for(inv), None));
+    let other_run = async {
+        gate.arrived().await;
+        let response = matching::handler(&deps, lambda_event(valid_event_for(dn), None))
+            .await
+            .unwrap();
+        let committed_first = pairs(&pool).await;
+        gate.open();
+        (response, committed_first)
+    };
+    let (invoice_response, (note_response, committed_first)) = tokio::join!(invoice_run, other_run);
+
+    // Assert: D's links committed before I's write phase, and I's write kept them.
+    assert!(note_response.batch_item_failures.is_empty());
+    assert!(invoice_response.unwrap().batch_item_failures.is_empty());
+    assert!(
+        committed_first.contains(&pair(inv, dn)),
+        "{committed_first:?}"
+    );
+    let mut expected = vec![pair(inv, po), pair(inv, dn), pair(po, dn)];
+    expected.sort();
+    assert_eq!(pairs(&pool).await, expected);
+    let cluster = state(&pool, inv).await.cluster_id;
+    assert!(cluster.is_some());
+    assert_eq!(state(&pool, dn).await.cluster_id, cluster);
+    assert_eq!(state(&pool, po).await.cluster_id, cluster);
+    for id in [inv, dn] {
+        assert_eq!(
+            state(&pool, id).await.matching_status.as_deref(),
+            Some("succeeded")
+        );
+    }
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_duplicate_of_a_finished_match_is_discarded_and_a_message_after_a_reset_is_matched(
+    pool: PgPool,
+) {
+    let llm = MockServer::start().await;
+    messages()
+        .respond_with(anthropic_text(LLM_SAYS_MATCH))
+        .mount(&llm)
+        .await;
+    let (inv, po) = ambiguous_invoice(&pool).await;
+    let deps = deps(
+        &pool,
+        Some(llm_client(&llm)),
+        slack_notifier(&slack_server().await),
+    )
+    .await;
+    let sqs = sqs().await;
+    let queue = fresh_queue(&sqs, "matching-dup", queue_spec()).await;
+    send(&sqs, &queue.url, &inv.to_string()).await;
+    let esm = mapping(&sqs, &queue.url).await;
+    let delivery = poll_n(&esm, 1).await;
+    matching::handler(&deps, lambda_event(delivery.clone(), None))
+        .await
+        .unwrap();
+    let matched = state(&pool, inv).await;
+    assert_eq!(matched.matching_status.as_deref(), Some("succeeded"));
+    let edges_before = edges(&pool).await;
+
+    // Act: the same message again (SQS delivers at least once).
+    let response = matching::handler(&deps, lambda_event(delivery, None))
+        .await
+        .unwrap();
+
+    // Assert: deleted untouched — no LLM call, no claim, same edge rows.
+    assert!(response.batch_item_failures.is_empty(), "discarded");
+    assert_eq!(llm_calls(&llm).await, 1);
+    let after = state(&pool, inv).await;
+    assert_eq!(
+        (after.matching_status.as_deref(), after.matching_attempts),
+        (Some("succeeded"), 1)
+    );
+    assert_eq!(edges(&pool).await, edges_before);
+
+    // A re-match on purpose: status reset, then a new message.
+    sqlx::query("UPDATE document SET matching_status = 'pending' WHERE id = $1")
+        .bind(inv)
+        .execute(&pool)
+        .await
+        .unwrap();
+    send(&sqs, &queue.url, &inv.to_string()).await;
+    let event = poll_n(&esm, 1).await;
+    matching::handler(&deps, lambda_event(event, None))
+        .await
+        .unwrap();
+    assert_eq!(llm_calls(&llm).await, 2);
+    let rematched = state(&pool, inv).await;
+    assert_eq!(
+        (
+            rematched.matching_status.as_deref(),
+            rematched.matching_attempts
+        ),
+        (Some("succeeded"), 2)
+    );
+    assert_eq!(pairs(&pool).await, vec![pair(inv, po)]);
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_late_duplicate_of_a_recorded_failure_neither_reruns_nor_notifies_again(pool: PgPool) {
+    let llm = MockServer::start().await;
+    messages()
+        .respond_with(context_window_exceeded())
+        .mount(&llm)
+        .await;
+    let slack = slack_server().await;
+    let (inv, _) = ambiguous_invoice(&pool).await;
+    let deps = deps(&pool, Some(llm_client(&llm)), slack_notifier(&slack)).await;
+    let event = valid_event_for(inv);
+    matching::handler(&deps, lambda_event(event.clone(), None))
+        .await
+        .unwrap();
+    assert_eq!(
+        state(&pool, inv).await.matching_status.as_deref(),
+        Some("failed")
+    );
+    assert_eq!(slack_bodies(&slack).await.len(), 1);
+
+    let response = matching::handler(&deps, lambda_event(event, None))
+        .await
+        .unwrap();
+
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(llm_calls(&llm).await, 1, "not run again");
+    assert_eq!(slack_bodies(&slack).await.len(), 1, "admins told once");
+    assert_eq!(state(&pool, inv).await.matching_attempts, 1);
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_permanent_failure_that_cannot_be_recorded_notifies_once_when_a_redelivery_records_it(
+    pool: PgPool,
+) {
+    let llm = MockServer::start().await;
+    messages()
+        .respond_with(context_window_exceeded())
+        .mount(&llm)
+        .await;
+    let slack = slack_server().await;
+    let (inv, _) = ambiguous_invoice(&pool).await;
+    let deps = deps(&pool, Some(llm_client(&llm)), slack_notifier(&slack)).await;
+    let sqs = sqs().await;
+    let queue = fresh_queue(&sqs, "matching-unrecorded", queue_spec()).await;
+    send(&sqs, &queue.url, &inv.to_string()).await;
+    let esm = mapping(&sqs, &queue.url).await;
+    refuse_failed_status(&pool).await;
+
+    // First delivery: the failure cannot be written.
+    let first = poll_n(&esm, 1).await;
+    let response = matching::handler(&deps, lambda_event(first.clone(), None))
+        .await
+        .unwrap();
+    let completion = esm.complete(&first, &response).await.unwrap();
+    assert_eq!(completion.kept.len(), 1, "kept for a later receive");
+    assert!(
+        slack_bodies(&slack).await.is_empty(),
+        "no notice for an unrecorded failure"
+    );
+    assert_eq!(
+        state(&pool, inv).await.matching_status.as_deref(),
+        Some("in-progress")
+    );
+
+    // The database takes writes again; the message comes back after the queue's 1 s.
+    allow_failed_status(&pool).await;
+    reset_visibility(&sqs, &queue.url, &first).await;
+    let second = poll_n(&esm, 1).await;
+    let response = matching::handler(&deps, lambda_event(second.clone(), None))
+        .await
+        .unwrap();
+    let completion = esm.complete(&second, &response).await.unwrap();
+
+    assert_eq!(completion.deleted.len(), 1);
+    let s = state(&pool, inv).await;
+    assert_eq!(s.matching_status.as_deref(), Some("failed"));
+    assert!(s.notified);
+    assert_eq!(slack_bodies(&slack).await.len(), 1, "told exactly once");
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_recorded_failure_no_one_was_told_about_is_told_by_the_next_delivery(pool: PgPool) {
+    let llm = MockServer::start().await;
+    messages()
+        .respond_with(context_window_exceeded())
+        .mount(&llm)
+        .await;
+    // Slack is down for the first delivery's three attempts, then back.
+    let slack = MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(wiremock::ResponseTemplate::new(503).set_body_string("service unavailable"))
+        .up_to_n_times(3)
+        .mount(&slack)
+        .await;
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(wiremock::ResponseTemplate::new(200).set_body_string("ok"))
+        .mount(&slack)
+        .await;
+    let (inv, _) = ambiguous_invoice(&pool).await;
+    let deps = deps(&pool, Some(llm_client(&llm)), slack_notifier(&slack)).await;
+    let event = valid_event_for(inv);
+    matching::handler(&deps, lambda_event(event.clone(), None))
+        .await
+        .unwrap();
+    let s = state(&pool, inv).await;
+    assert_eq!(
+        (s.matching_status.as_deref(), s.notified),
+        (Some("failed"), false)
+    );
+
+    // A duplicate delivery of the same message.
+    let response = matching::handler(&deps, lambda_event(event, None))
+        .await
+        .unwrap();
+
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(llm_calls(&llm).await, 1, "matching is not run again");
+    assert_eq!(
+        slack_bodies(&slack).await.len(),
+        4,
+        "three failed attempts, one delivered"
+    );
+    assert!(state(&pool, inv).await.notified);
 }

@@ -21,11 +21,39 @@ async fn run_matching(
     llm: Option<&docflow::llm::LlmClient>,
     id: Uuid,
 ) -> Result<matching::MatchReport, MatchingError> {
-    let doc: Document = match status::claim(pool, id).await.unwrap() {
+    run_with(pool, llm, &MatchingConfig::default(), id).await
+}
+
+async fn run_with(
+    pool: &PgPool,
+    llm: Option<&docflow::llm::LlmClient>,
+    config: &MatchingConfig,
+    id: Uuid,
+) -> Result<matching::MatchReport, MatchingError> {
+    let doc: Document = match status::claim(pool, id, None).await.unwrap() {
         status::Claim::Claimed(doc) => doc,
         other => panic!("document {id} not claimable: {other:?}"),
     };
-    matching::match_document(pool, llm, &MatchingConfig::default(), &doc).await
+    matching::match_document(pool, llm, config, &doc).await
+}
+
+/// The members of a document's cluster, sorted (just the document when it has none).
+async fn cluster_of(pool: &PgPool, id: Uuid) -> Vec<Uuid> {
+    match state(pool, id).await.cluster_id {
+        None => vec![id],
+        Some(cluster) => {
+            sqlx::query_scalar("SELECT id FROM document WHERE cluster_id = $1 ORDER BY id")
+                .bind(cluster)
+                .fetch_all(pool)
+                .await
+                .unwrap()
+        }
+    }
+}
+
+fn sorted(mut ids: Vec<Uuid>) -> Vec<Uuid> {
+    ids.sort();
+    ids
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -152,7 +180,10 @@ async fn normalised_fields_are_persisted_on_the_document(pool: PgPool) {
         s.normalized_counterparty.as_deref(),
         Some("mueller buerobedarf")
     );
-    assert_eq!(s.normalized_references, vec!["LS107", "PO42", "RE2024815"]);
+    assert_eq!(
+        s.normalized_references,
+        vec!["107", "2024-815", "42", "LS-107", "PO-42", "RE-2024-815"]
+    );
     let (vat, iban, text): (Option<String>, Option<String>, Option<String>) = sqlx::query_as(
         "SELECT normalized_vat_id, normalized_iban, searchable_text FROM document WHERE id = $1",
     )
@@ -177,7 +208,7 @@ async fn other_tenants_and_unmatchable_types_are_never_linked(pool: PgPool) {
         data.clone(),
     )
     .await;
-    let credit_note = matched_document(&pool, t, DocumentType::CreditNote, data.clone()).await;
+    let other_doc = matched_document(&pool, t, DocumentType::Other, data.clone()).await;
     let other_invoice = matched_document(
         &pool,
         t,
@@ -197,7 +228,7 @@ async fn other_tenants_and_unmatchable_types_are_never_linked(pool: PgPool) {
 
     assert_eq!(
         report.candidates, 0,
-        "{foreign_po} {credit_note} {other_invoice} are not candidates"
+        "{foreign_po} {other_doc} {other_invoice} are not candidates"
     );
     assert!(pairs(&pool).await.is_empty());
     assert_eq!(state(&pool, inv).await.cluster_id, None);
@@ -387,7 +418,10 @@ async fn normalised_fields_are_kept_when_the_llm_fails_since_they_are_written_be
 
     assert!(!err.is_transient());
     assert_eq!(llm_calls(&llm).await, 1);
-    assert_eq!(state(&pool, inv).await.normalized_references, vec!["RE77"]);
+    assert_eq!(
+        state(&pool, inv).await.normalized_references,
+        vec!["77", "RE-77"]
+    );
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -543,7 +577,8 @@ async fn write_phases_of_one_tenant_wait_for_each_other(pool: PgPool) {
         let pool = pool.clone();
         async move { run_matching(&pool, None, inv).await }
     });
-    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    // The run reached its write phase and queues behind the lock (pg_locks says so).
+    wait_for_advisory_lock_waiter(&pool).await;
     let edges_while_locked = pairs(&pool).await.len();
     sqlx::query("SELECT pg_advisory_unlock(hashtextextended('docflow.matching:' || $1::text, 0))")
         .bind(t)
@@ -555,4 +590,325 @@ async fn write_phases_of_one_tenant_wait_for_each_other(pool: PgPool) {
     assert_eq!(edges_while_locked, 0, "the write phase waited for the lock");
     assert!(report.is_ok(), "{report:?}");
     assert_eq!(pairs(&pool).await.len(), 1, "and wrote once it had it");
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn rematching_a_document_with_more_links_than_the_candidate_limit_keeps_every_link(
+    pool: PgPool,
+) {
+    let t = tenant(&pool, "Acme AG").await;
+    let po = document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
+    )
+    .await;
+    run_matching(&pool, None, po).await.unwrap();
+    let mut notes = Vec::new();
+    for (number, day) in [
+        ("LS-2024-0101", "2024-03-02"),
+        ("LS-2024-0102", "2024-03-03"),
+        ("LS-2024-0103", "2024-03-04"),
+    ] {
+        let dn = document(
+            &pool,
+            t,
+            DocumentType::DeliveryNote,
+            delivery_note(number, "PO-2024-0042", day),
+        )
+        .await;
+        run_matching(&pool, None, dn).await.unwrap();
+        notes.push(dn);
+    }
+    assert_eq!(pairs(&pool).await.len(), 3);
+
+    // The order is matched again (edited, say) with room for only two candidates.
+    let config = MatchingConfig {
+        max_candidates: 2,
+        ..MatchingConfig::default()
+    };
+    run_with(&pool, None, &config, po).await.unwrap();
+
+    let mut expected: Vec<(Uuid, Uuid)> = notes.iter().map(|dn| pair(po, *dn)).collect();
+    expected.sort();
+    assert_eq!(pairs(&pool).await, expected, "no link dropped unjudged");
+    let mut all = notes.clone();
+    all.push(po);
+    assert_eq!(cluster_of(&pool, po).await, sorted(all));
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn succeeded_commits_with_the_edges_or_neither_does(pool: PgPool) {
+    let t = tenant(&pool, "Acme AG").await;
+    let po = document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
+    )
+    .await;
+    run_matching(&pool, None, po).await.unwrap();
+    let inv = document(
+        &pool,
+        t,
+        DocumentType::Invoice,
+        invoice("RE-1", "PO-2024-0042", "LS-1", "2024-03-05", 1190.0),
+    )
+    .await;
+    // Marking the document succeeded fails, as a crash right there would.
+    sqlx::raw_sql(
+        r#"
+        CREATE FUNCTION refuse_success() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'no success today'; END $$;
+        CREATE TRIGGER refuse_success BEFORE UPDATE OF matching_status ON document
+            FOR EACH ROW WHEN (NEW.matching_status = 'succeeded') EXECUTE FUNCTION refuse_success();
+        "#,
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+
+    let err = run_matching(&pool, None, inv).await.unwrap_err();
+
+    assert!(
+        matching::error_chain(&err).contains("no success today"),
+        "{err:?}"
+    );
+    assert!(
+        pairs(&pool).await.is_empty(),
+        "the edge rolled back with the status"
+    );
+    assert_eq!(
+        state(&pool, inv).await.matching_status.as_deref(),
+        Some("in-progress")
+    );
+    assert_eq!(state(&pool, inv).await.cluster_id, None);
+}
+
+/// A weekly standing order: same supplier, same goods, same total every week.
+fn weekly(kind: &str, week: u32, po: &str, dn: Option<&str>) -> serde_json::Value {
+    let date = format!(
+        "2024-03-{:02}",
+        4 + 7 * (week - 1) + if kind == "po" { 0 } else { 2 }
+    );
+    let base = match kind {
+        "po" => purchase_order(po, &date, 500.0),
+        "dn" => delivery_note(dn.unwrap(), po, &date),
+        _ => invoice(&format!("RE-2024-{week:04}"), po, "", &date, 500.0),
+    };
+    let mut base = base;
+    base["line_items"] = json!([{"description": "Coffee beans espresso 1kg", "quantity": 20}]);
+    if kind == "inv" {
+        base["delivery_note_reference"] = serde_json::Value::Null;
+    }
+    base
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn each_week_of_a_standing_order_is_its_own_cluster(pool: PgPool) {
+    let t = tenant(&pool, "Acme AG").await;
+    let mut weeks = Vec::new();
+    for week in 1..=3u32 {
+        let po_no = format!("PO-2024-{:04}", 100 + week);
+        let dn_no = format!("LS-2024-{:04}", 500 + week);
+        let po = document(
+            &pool,
+            t,
+            DocumentType::PurchaseOrder,
+            weekly("po", week, &po_no, None),
+        )
+        .await;
+        let dn = document(
+            &pool,
+            t,
+            DocumentType::DeliveryNote,
+            weekly("dn", week, &po_no, Some(&dn_no)),
+        )
+        .await;
+        let inv = document(
+            &pool,
+            t,
+            DocumentType::Invoice,
+            weekly("inv", week, &po_no, None),
+        )
+        .await;
+        weeks.push([po, dn, inv]);
+    }
+
+    // Invoices first, then the orders, then the notes: every document meets the other
+    // weeks' look-alikes.
+    for kind in [2, 0, 1] {
+        for week in &weeks {
+            run_matching(&pool, None, week[kind]).await.unwrap();
+        }
+    }
+
+    for week in &weeks {
+        assert_eq!(cluster_of(&pool, week[0]).await, sorted(week.to_vec()));
+    }
+    assert_eq!(pairs(&pool).await.len(), 9);
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn an_invoice_of_a_partial_delivery_links_to_its_own_delivery_note_only(pool: PgPool) {
+    let t = tenant(&pool, "Acme AG").await;
+    let lines = |q: u32| json!([{"description": "Toner cartridges", "quantity": q}]);
+    let mut po_data = purchase_order("PO-2024-0042", "2024-03-01", 1190.0);
+    po_data["line_items"] = lines(100);
+    let mut dn1_data = delivery_note("LS-2024-0101", "PO-2024-0042", "2024-03-05");
+    dn1_data["line_items"] = lines(40);
+    let mut dn2_data = delivery_note("LS-2024-0102", "PO-2024-0042", "2024-03-09");
+    dn2_data["line_items"] = lines(60);
+    // The first invoice names only the order; the second also its delivery note.
+    let mut inv1_data = invoice("RE-2024-0001", "PO-2024-0042", "", "2024-03-06", 476.0);
+    inv1_data["delivery_note_reference"] = serde_json::Value::Null;
+    inv1_data["line_items"] = lines(40);
+    let mut inv2_data = invoice(
+        "RE-2024-0002",
+        "PO-2024-0042",
+        "LS-2024-0102",
+        "2024-03-10",
+        714.0,
+    );
+    inv2_data["line_items"] = lines(60);
+    let po = document(&pool, t, DocumentType::PurchaseOrder, po_data).await;
+    let dn1 = document(&pool, t, DocumentType::DeliveryNote, dn1_data).await;
+    let dn2 = document(&pool, t, DocumentType::DeliveryNote, dn2_data).await;
+    let inv1 = document(&pool, t, DocumentType::Invoice, inv1_data).await;
+    let inv2 = document(&pool, t, DocumentType::Invoice, inv2_data).await;
+
+    for id in [po, dn1, dn2, inv1, inv2] {
+        run_matching(&pool, None, id).await.unwrap();
+    }
+
+    let mut expected = vec![
+        pair(po, dn1),
+        pair(po, dn2),
+        pair(po, inv1),
+        pair(po, inv2),
+        pair(inv1, dn1),
+        pair(inv2, dn2),
+    ];
+    expected.sort();
+    assert_eq!(pairs(&pool).await, expected);
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_suppliers_invoice_number_is_not_a_purchase_order_of_the_same_number(pool: PgPool) {
+    let t = tenant(&pool, "Acme AG").await;
+    let po = matched_document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("1001", "2024-03-01", 250.0),
+    )
+    .await;
+    let inv = document(
+        &pool,
+        t,
+        DocumentType::Invoice,
+        invoice_without_references("1001", "2024-03-05", 980.0),
+    )
+    .await;
+
+    let report = run_matching(&pool, None, inv).await.unwrap();
+
+    assert_eq!(
+        report.candidates, 1,
+        "{po} is found, by supplier and number"
+    );
+    assert!(pairs(&pool).await.is_empty());
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn numbers_that_differ_only_in_their_digit_groups_are_different_documents(pool: PgPool) {
+    let t = tenant(&pool, "Acme AG").await;
+    let dn = matched_document(
+        &pool,
+        t,
+        DocumentType::DeliveryNote,
+        delivery_note("LS-2024-1-15", "PO-2024-0042", "2024-03-05"),
+    )
+    .await;
+    let mut data = invoice("RE-9", "PO-2024-0043", "LS-2024-11-5", "2024-03-06", 119.0);
+    data["line_items"] = json!([]);
+    let inv = document(&pool, t, DocumentType::Invoice, data).await;
+
+    run_matching(&pool, None, inv).await.unwrap();
+
+    assert!(pairs(&pool).await.is_empty(), "{dn} is another delivery");
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_credit_note_joins_the_cluster_of_the_invoice_it_corrects(pool: PgPool) {
+    let t = tenant(&pool, "Acme AG").await;
+    let po = document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
+    )
+    .await;
+    let inv = document(
+        &pool,
+        t,
+        DocumentType::Invoice,
+        invoice("RE-2024-0815", "PO-2024-0042", "", "2024-03-10", 1190.0),
+    )
+    .await;
+    let other = document(
+        &pool,
+        t,
+        DocumentType::Invoice,
+        invoice_without_references("RE-2024-0816", "2024-03-11", 1190.0),
+    )
+    .await;
+    let cn = document(
+        &pool,
+        t,
+        DocumentType::CreditNote,
+        credit_note("GS-2024-0007", "RE 2024/815", "2024-03-20", 1190.0),
+    )
+    .await;
+
+    for id in [po, inv, other, cn] {
+        run_matching(&pool, None, id).await.unwrap();
+    }
+
+    assert!(pairs(&pool).await.contains(&pair(cn, inv)));
+    assert!(!pairs(&pool).await.contains(&pair(cn, other)));
+    assert_eq!(cluster_of(&pool, cn).await, sorted(vec![po, inv, cn]));
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_delivery_note_naming_no_order_is_not_left_between_two_weeks_whichever_came_first(
+    pool: PgPool,
+) {
+    // Two weeks of a standing order and a delivery note that names no order, dated
+    // between them: it fits either week equally.
+    let t = tenant(&pool, "Acme AG").await;
+    let goods = json!([{"description": "Coffee beans espresso 1kg", "quantity": 20}]);
+    let mut week_1 = purchase_order("PO-2024-0101", "2024-03-04", 500.0);
+    week_1["line_items"] = goods.clone();
+    let mut week_2 = purchase_order("PO-2024-0102", "2024-03-11", 500.0);
+    week_2["line_items"] = goods.clone();
+    let mut note = delivery_note("LS-2024-0777", "", "2024-03-09");
+    note["po_reference"] = serde_json::Value::Null;
+    note["line_items"] = goods;
+    let po1 = document(&pool, t, DocumentType::PurchaseOrder, week_1).await;
+    let po2 = document(&pool, t, DocumentType::PurchaseOrder, week_2).await;
+    let dn = document(&pool, t, DocumentType::DeliveryNote, note).await;
+
+    // The note arrives when only week 1 is known, and links to it on circumstance…
+    run_matching(&pool, None, po1).await.unwrap();
+    run_matching(&pool, None, dn).await.unwrap();
+    assert_eq!(pairs(&pool).await, vec![pair(po1, dn)]);
+    // …then week 2 arrives and fits just as well.
+    run_matching(&pool, None, po2).await.unwrap();
+
+    // A delivery note belongs to one order: neither week keeps it, the weeks stay apart.
+    assert!(pairs(&pool).await.is_empty(), "{:?}", pairs(&pool).await);
+    assert_ne!(cluster_of(&pool, po1).await, cluster_of(&pool, po2).await);
+    assert_eq!(state(&pool, dn).await.cluster_id, None);
 }

@@ -6,10 +6,13 @@ mod matching_support;
 
 use std::time::Duration;
 
+use docflow::notify::NotifyRetry;
 use docflow::notify::{AdminNotice, Delivery, Notifier, NotifySettings, SesChannel, SlackChannel};
 use docflow::secrets::SecretStore;
 use docflow_tests::{aws, unique};
-use matching_support::{ADMIN_BASE_URL, moto_data, slack_bodies, slack_notifier, slack_server};
+use matching_support::{
+    ADMIN_BASE_URL, fast_retry, moto_data, slack_bodies, slack_notifier, slack_server,
+};
 use serde_json::{Value, json};
 use uuid::Uuid;
 use wiremock::matchers::method;
@@ -19,6 +22,7 @@ fn notice() -> AdminNotice {
     AdminNotice {
         title: "Document matching failed".into(),
         document_id: Uuid::new_v4(),
+        document_type: Some("invoice".into()),
         tenant_id: Some(Uuid::new_v4()),
         tenant_name: Some("Acme AG".into()),
         error: "the LLM could not decide: LLM rejected the request as too large".into(),
@@ -74,7 +78,7 @@ async fn slack_receives_document_tenant_error_attempts_and_the_admin_link() {
             "blocks": [
                 {"type": "header", "text": {"type": "plain_text", "text": "Document matching failed"}},
                 {"type": "section", "fields": [
-                    {"type": "mrkdwn", "text": format!("*Document*\n<{link}|{}>", n.document_id)},
+                    {"type": "mrkdwn", "text": format!("*Document*\n<{link}|{}> (invoice)", n.document_id)},
                     {"type": "mrkdwn", "text": format!("*Tenant*\n{tenant}")},
                     {"type": "mrkdwn", "text": "*Attempts*\n3"},
                 ]},
@@ -115,6 +119,7 @@ async fn ses_sends_the_email_with_subject_body_and_recipients() {
     let body = email["body"].as_str().unwrap();
     for part in [
         format!("Document: {}", n.document_id),
+        "Type: invoice".to_owned(),
         format!("Tenant: Acme AG ({})", n.tenant_id.unwrap()),
         "Attempts: 3".to_owned(),
         format!("Error: {}", n.error),
@@ -205,6 +210,7 @@ async fn channels_are_enabled_only_by_their_configuration() {
         email_to: vec!["ops@docflow.test".into()],
         admin_base_url: None,
         timeout: Duration::from_secs(5),
+        retry: NotifyRetry::default(),
     };
     let only_from = NotifySettings {
         email_to: vec![],
@@ -220,4 +226,166 @@ async fn channels_are_enabled_only_by_their_configuration() {
 
     assert!(none.channel_names().is_empty());
     assert_eq!(both.channel_names(), vec!["slack", "email"]);
+}
+
+fn slack_at(server: &MockServer) -> SlackChannel {
+    SlackChannel::new(
+        reqwest::Client::new(),
+        format!("{}/services/T000/B000/XXXX", server.uri()).into(),
+    )
+}
+
+#[tokio::test]
+async fn a_transient_slack_error_is_retried_and_the_notice_delivered() {
+    let slack = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(500).set_body_string("rollup_error"))
+        .up_to_n_times(1)
+        .mount(&slack)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
+        .mount(&slack)
+        .await;
+    let notifier = Notifier::new(None, Duration::from_secs(5))
+        .with_retry(fast_retry())
+        .with_channel(slack_at(&slack));
+
+    let delivery = notifier.notify(&notice()).await;
+
+    assert!(delivery.delivered());
+    assert_eq!(delivery.sent, vec!["slack"]);
+    assert_eq!(slack_bodies(&slack).await.len(), 2);
+}
+
+#[tokio::test]
+async fn a_permanent_slack_error_is_not_retried() {
+    let slack = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(404).set_body_string("no_service"))
+        .mount(&slack)
+        .await;
+    let notifier = Notifier::new(None, Duration::from_secs(5))
+        .with_retry(fast_retry())
+        .with_channel(slack_at(&slack));
+
+    let delivery = notifier.notify(&notice()).await;
+
+    assert!(!delivery.delivered());
+    assert_eq!(delivery.failed, vec!["slack"]);
+    assert_eq!(slack_bodies(&slack).await.len(), 1);
+}
+
+#[tokio::test]
+async fn retries_stop_at_the_callers_deadline() {
+    let slack = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(503).set_body_string("unavailable"))
+        .mount(&slack)
+        .await;
+    // The next attempt would start an hour later: only the deadline can end this.
+    let notifier = Notifier::new(None, Duration::from_secs(5))
+        .with_retry(NotifyRetry {
+            attempts: 3,
+            base_delay: Duration::from_secs(3600),
+        })
+        .with_channel(slack_at(&slack));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+
+    let delivery = tokio::time::timeout(
+        Duration::from_secs(60),
+        notifier.notify_until(&notice(), Some(deadline)),
+    )
+    .await
+    .expect("notify_until returned at its deadline, not after the hour-long wait");
+
+    assert_eq!(delivery.failed, vec!["slack"]);
+    assert_eq!(slack_bodies(&slack).await.len(), 1);
+}
+
+#[tokio::test]
+async fn slack_markup_in_the_error_and_the_tenant_name_is_escaped() {
+    let slack = slack_server().await;
+    let notifier = slack_notifier(&slack);
+    let n = AdminNotice {
+        tenant_name: Some("Smith & Sons <!here>".into()),
+        error: "LLM answer is not valid JSON: answer starts with \"<!channel> see <https://evil.example|invoice>\"".into(),
+        ..notice()
+    };
+
+    notifier.notify(&n).await;
+
+    let body = slack_bodies(&slack).await.remove(0);
+    let texts: Vec<String> = [
+        body["text"].clone(),
+        body["blocks"][1]["fields"][1]["text"].clone(),
+        body["blocks"][2]["text"]["text"].clone(),
+    ]
+    .iter()
+    .map(|v| v.as_str().unwrap().to_owned())
+    .collect();
+    for text in &texts {
+        assert!(!text.contains("<!"), "unescaped mention in {text}");
+        assert!(!text.contains("<https"), "unescaped link in {text}");
+    }
+    assert!(
+        texts[1].contains("Smith &amp; Sons &lt;!here&gt;"),
+        "{}",
+        texts[1]
+    );
+    assert!(texts[2].contains("&lt;!channel&gt;"), "{}", texts[2]);
+}
+
+/// Collects the JSON log lines written while it is the default subscriber.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Captured {
+        self.clone()
+    }
+}
+
+#[tokio::test]
+async fn a_failed_channel_is_logged_with_the_field_the_alarm_counts() {
+    let broken = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(404).set_body_string("no_service"))
+        .mount(&broken)
+        .await;
+    let notifier = Notifier::new(None, Duration::from_secs(5)).with_channel(slack_at(&broken));
+    let captured = Captured::default();
+    // The same JSON shape as docflow::telemetry, which CloudWatch receives.
+    let subscriber = tracing_subscriber::fmt()
+        .json()
+        .with_current_span(true)
+        .with_span_list(false)
+        .with_target(false)
+        .with_writer(captured.clone())
+        .finish();
+    let guard = tracing::subscriber::set_default(subscriber);
+
+    notifier.notify(&notice()).await;
+
+    drop(guard);
+    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let failures: Vec<Value> = logs
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|line| line["fields"][docflow::notify::FAILED_LOG_FIELD] == json!(true))
+        .collect();
+    assert_eq!(failures.len(), 1, "{logs}");
+    assert_eq!(failures[0]["fields"]["channel"], "slack");
+    assert_eq!(failures[0]["level"], "ERROR");
 }

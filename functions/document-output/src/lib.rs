@@ -1,21 +1,32 @@
 //! The document-output function: one SQS message = one `document_output_job` id
 //! (seed 002). Built on the shared batch runtime; `process` decides per message:
 //!
-//! | job state at delivery                    | what happens                                  | outcome   |
-//! |------------------------------------------|-----------------------------------------------|-----------|
-//! | body not a UUID / no such job            | nothing                                       | `Discard` |
-//! | `pending`, or `running` older than stale | claimed (→ `running`), then worked on          | see below |
-//! | `running`, fresh                         | another worker has it: no second export       | `Release` |
+//! | job state at delivery                    | what happens                                   | outcome   |
+//! |------------------------------------------|------------------------------------------------|-----------|
+//! | body not a UUID / no such job            | nothing                                        | `Discard` |
+//! | `pending`, or `running` older than stale | claimed (→ `running`, new claim token), worked | see below |
+//! | `running`, fresh                         | another worker has it: no second export        | `Retry` until just after it would turn stale |
 //! | `dispatched` or `failed`                 | duplicate delivery of finished work            | `Done`    |
 //!
-//! A claimed job: if an earlier (dead) worker's audit shows the export reached Maesn
-//! (task id or terminal status), the job is completed from it (`Done`); an audit that
-//! does not say (no task id) leaves the job for repair (`Release`, so the message ends
-//! in the DLQ). Otherwise eligibility (failed → `failed`, `Done`), then the export:
-//! `dispatched` or `failed` with `last_error` (`Done`). While it works, the heartbeat
-//! extends the message's visibility and touches `updated_at`. A database failure that
-//! leaves the job `running` returns `Retry` after the stale threshold, so the next
-//! delivery can reclaim it.
+//! A claimed job: an audit left by an earlier attempt decides first ([`worker::recover`]):
+//! a task id → `dispatched`; failed for good → `failed`; no task id and no outcome (the
+//! worker died during the Maesn call) → `failed` **in doubt**, admins notified, no new
+//! export. A refused earlier attempt (failed, retryable) lets the export run again.
+//! Then eligibility (failed → `failed`, notified), then the export:
+//!
+//! | export outcome                          | job                        | admins   | message |
+//! |-----------------------------------------|----------------------------|----------|---------|
+//! | accepted (task id)                      | `dispatched`               | —        | `Done`  |
+//! | in doubt / lasting refusal              | `failed`                   | notified | `Done`  |
+//! | passing refusal, not the final receive  | `pending`, `last_error`    | —        | `Retry{max(Retry-After, 60 s·2^(n−1)) ≤ 900 s}` |
+//! | passing refusal on the final receive    | `failed`                   | notified | `Done`  |
+//! | too little time left to call Maesn      | `pending`                  | —        | `Retry{0}`, or on the final receive `Release` (the sweeper re-sends the pending job) |
+//! | the database did not take the outcome   | stays `running`            | —        | `Retry{stale + 5 s}` (the next delivery, or the sweeper, reclaims it once stale) |
+//!
+//! While it works, the heartbeat extends the message's visibility and touches
+//! `updated_at` (only while the claim token still holds). On the final receive every
+//! path that leaves work unfinished leaves the job `pending` or `running` — the states
+//! the sweeper finds (docs/sweeper.md) — and says so in the log.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,11 +34,19 @@ use std::time::Duration;
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use docflow::datev::{MaesnClient, MaesnConfig};
 use docflow::ids::OutputJobId;
-use docflow::output::worker::{self, ExportOutcome, Recovery, WorkerSettings};
-use docflow::output::{Domain, JobStatus, OutputJob, check_eligibility};
+use docflow::notify::{AdminNotice, Notifier, NotifySettings};
+use docflow::output::worker::{self, Attempt, Claimed, ExportOutcome, Recovery, WorkerSettings};
+use docflow::output::{Domain, JobStatus, check_eligibility};
+use docflow::retry::ReceivePolicy;
 use docflow::{BatchRuntime, Message, Outcome};
 use lambda_runtime::LambdaEvent;
 use sqlx::PgPool;
+use uuid::Uuid;
+
+/// Title of the admin notification for an export that may have reached DATEV.
+pub const IN_DOUBT_TITLE: &str = "DATEV export in doubt: check DATEV before exporting again";
+/// Title of the admin notification for every other failed output job.
+pub const FAILURE_TITLE: &str = "Document output failed";
 
 /// Everything `process` borrows, built once per cold start.
 pub struct Deps {
@@ -36,23 +55,41 @@ pub struct Deps {
     pub s3: aws_sdk_s3::Client,
     pub maesn: MaesnClient,
     pub settings: WorkerSettings,
+    pub notifier: Notifier,
+    pub receive_policy: ReceivePolicy,
 }
 
 impl Deps {
-    /// The shared cold-start wiring plus the S3 and Maesn clients and the worker
-    /// settings (`STALE_RUNNING_SECONDS`, `HTTP_RETRY_BASE_MS`, `MAESN_BASE_URL`,
-    /// `MAESN_TIMEOUT_SECONDS`).
+    /// The shared cold-start wiring plus the S3 and Maesn clients, the notification
+    /// channels and the worker settings (`STALE_RUNNING_SECONDS`, `HTTP_RETRY_BASE_MS`,
+    /// `OUTPUT_BACKOFF_*`, `OUTPUT_RECORD_RESERVE_SECONDS`, `MAESN_*`,
+    /// `DATEV_CREDENTIALS_PREFIX`, the notification settings). Fails when the stale
+    /// threshold is too short for the heartbeat and Maesn's timeouts.
     pub async fn from_env() -> anyhow::Result<Self> {
         let common = docflow::bootstrap::Common::from_env().await?;
         let env = docflow::settings::process_env();
-        let settings = WorkerSettings::from_env(&env, &common.settings.documents_bucket)?;
-        let maesn = MaesnClient::new(&MaesnConfig::from_env(&env)?, Arc::new(common.secrets))?;
+        let maesn_config = MaesnConfig::from_env(&env)?;
+        let settings = WorkerSettings::from_env(
+            &env,
+            &common.settings.documents_bucket,
+            &common.settings.batch.heartbeat,
+            &maesn_config,
+        )?;
+        let notifier = Notifier::from_settings(
+            &NotifySettings::from_env(&env)?,
+            &common.secrets,
+            &common.aws,
+        )
+        .await?;
+        let maesn = MaesnClient::new(&maesn_config, Arc::new(common.secrets))?;
         Ok(Deps {
             pool: common.pool,
             runtime: common.runtime,
             s3: docflow::aws::s3_client(&common.aws),
             maesn,
             settings,
+            notifier,
+            receive_policy: common.settings.receive_policy,
         })
     }
 }
@@ -65,38 +102,55 @@ pub async fn handler(
     Ok(deps.runtime.run(event, |msg| process(deps, msg)).await?)
 }
 
-/// Handles one message (see the module docs for the decision table).
+/// Handles one message (see the module docs for the decision tables).
 pub async fn process(deps: &Deps, msg: Message) -> Outcome {
     let job_id = match OutputJobId::parse(&msg.body) {
         Ok(id) => id,
         Err(e) => return Outcome::discard(e.to_string()),
     };
     msg.record_entity(&job_id);
-    let job = match worker::claim(&deps.pool, job_id, deps.settings.stale_running).await {
-        Ok(Some(job)) => job,
-        Ok(None) => return unclaimed(deps, job_id).await,
+    let final_receive = deps.receive_policy.is_final(msg.receive_count);
+    let claim = match worker::claim(&deps.pool, job_id, deps.settings.stale_running).await {
+        Ok(Some(claim)) => claim,
+        Ok(None) => return unclaimed(deps, &msg, job_id, final_receive).await,
         Err(e) => {
             tracing::error!(error.message = %e, error.cause_chain = ?e, "could not claim the output job");
+            if final_receive {
+                tracing::error!(
+                    "final receive: the job could not be claimed and keeps its state (pending or \
+                     running), where the sweeper finds it; the message goes to the DLQ"
+                );
+            }
             return Outcome::Release;
         }
     };
-    tracing::info!(started_at = ?job.started_at, "output job claimed");
+    tracing::info!(started_at = ?claim.job.started_at, "output job claimed");
     // Seed 002: extend the visibility before starting work, then on every beat.
     let extend_to = deps.runtime.config().heartbeat.extend_to;
     if let Err(e) = msg.set_visibility(extend_to).await {
         tracing::warn!(error.message = %e, error.cause_chain = ?e, "could not extend visibility before work");
     }
     let pool = &deps.pool;
-    msg.with_heartbeat(work(deps, &job), || async move {
-        if let Err(e) = worker::touch(pool, job_id).await {
-            tracing::warn!(error.message = %e, error.cause_chain = ?e, "heartbeat could not touch the job");
+    let claim_ref = &claim;
+    msg.with_heartbeat(work(deps, &msg, &claim, final_receive), || async move {
+        match worker::touch(pool, claim_ref).await {
+            Ok(true) => {}
+            Ok(false) => tracing::warn!("heartbeat: the job's claim was lost (taken over or finished)"),
+            Err(e) => {
+                tracing::warn!(error.message = %e, error.cause_chain = ?e, "heartbeat could not touch the job")
+            }
         }
     })
     .await
 }
 
 /// The claim matched nothing: say why, from the job as it is.
-async fn unclaimed(deps: &Deps, job_id: OutputJobId) -> Outcome {
+async fn unclaimed(
+    deps: &Deps,
+    msg: &Message,
+    job_id: OutputJobId,
+    final_receive: bool,
+) -> Outcome {
     match worker::load_job(&deps.pool, job_id).await {
         Ok(None) => Outcome::discard(format!("no document output job {job_id}")),
         Ok(Some(job)) => match job.status {
@@ -116,14 +170,31 @@ async fn unclaimed(deps: &Deps, job_id: OutputJobId) -> Outcome {
                     .to_std()
                     .unwrap_or(Duration::ZERO)
                     + Duration::from_secs(2);
-                tracing::info!(updated_at = %job.updated_at, retry_after_s = after.as_secs(), "job is held by another worker; retrying once it would be stale");
+                if final_receive {
+                    tracing::warn!(
+                        updated_at = %job.updated_at,
+                        receive_count = msg.receive_count,
+                        "final receive of a job held by another worker: the job stays running; if \
+                         its worker died, the sweeper re-sends it once updated_at is older than \
+                         STALE_RUNNING_SECONDS; this message goes to the DLQ"
+                    );
+                } else {
+                    tracing::info!(updated_at = %job.updated_at, retry_after_s = after.as_secs(), "job is held by another worker; retrying once it would be stale");
+                }
                 Outcome::Retry {
                     after: after.min(docflow::sqs::MAX_VISIBILITY),
                 }
             }
-            // Claimed and reset in between (should not happen): let the queue bring it back.
+            // Put back to pending between our claim and this read (a backoff of another
+            // delivery): the queue brings this message back and it claims the job then.
             JobStatus::Pending => {
-                tracing::info!(status = ?job.status, "job changed under the claim; releasing the message");
+                if final_receive {
+                    tracing::warn!(
+                        "final receive: the job is pending, where the sweeper finds it; this message goes to the DLQ"
+                    );
+                } else {
+                    tracing::info!("job changed under the claim; releasing the message");
+                }
                 Outcome::Release
             }
         },
@@ -135,37 +206,40 @@ async fn unclaimed(deps: &Deps, job_id: OutputJobId) -> Outcome {
 }
 
 /// The claimed job's work.
-async fn work(deps: &Deps, job: &OutputJob) -> Outcome {
+async fn work(deps: &Deps, msg: &Message, claim: &Claimed, final_receive: bool) -> Outcome {
     let pool = &deps.pool;
+    let job = &claim.job;
     match worker::linked_audit(pool, job.id).await {
-        Ok(Some(audit)) => {
-            return match worker::complete_from_audit(pool, job, &audit).await {
-                Ok(Recovery::Completed(status)) => {
-                    tracing::info!(audit_id = %audit.id, ?status, "stale job completed from its DATEV audit, no new export");
+        Ok(Some(audit)) if !audit.allows_new_export() => {
+            return match worker::recover(pool, claim, &audit).await {
+                Ok(Recovery::Dispatched) => {
+                    tracing::info!(audit_id = %audit.id, "job completed from its DATEV audit (task id present), no new export");
                     Outcome::Done
                 }
-                Ok(Recovery::Ambiguous) => {
+                Ok(Recovery::Failed { error }) => {
+                    tracing::warn!(audit_id = %audit.id, %error, "job failed from its DATEV audit, no new export");
+                    notify(deps, msg, claim, FAILURE_TITLE, &error).await;
+                    Outcome::Done
+                }
+                Ok(Recovery::InDoubt { error }) => {
                     tracing::error!(
                         audit_id = %audit.id,
                         audit_status = %audit.status,
-                        "stale job's DATEV audit has no task id: Maesn may or may not have the export; \
-                         left running for manual repair (no new export)"
+                        "the job's earlier worker stopped during the Maesn call: export in doubt, \
+                         job failed, no new export"
                     );
-                    let note = format!(
-                        "in doubt: DATEV export audit {} has no task id (the worker stopped during the Maesn call); \
-                         check DATEV and repair this job by hand",
-                        audit.id
-                    );
-                    if let Err(e) = worker::note_in_doubt(pool, job.id, &note).await {
-                        tracing::error!(error.message = %e, error.cause_chain = ?e, "could not record the in-doubt state");
-                    }
-                    Outcome::Release
+                    notify(deps, msg, claim, IN_DOUBT_TITLE, &error).await;
+                    Outcome::Done
                 }
-                Err(e) => still_running(deps, &e),
+                Ok(Recovery::ClaimLost) => claim_lost(),
+                Err(e) => still_running(deps, final_receive, &e),
             };
         }
+        Ok(Some(audit)) => {
+            tracing::info!(audit_id = %audit.id, "the job's last attempt was refused; exporting again");
+        }
         Ok(None) => {}
-        Err(e) => return still_running(deps, &e),
+        Err(e) => return still_running(deps, final_receive, &e),
     }
 
     let ineligible = if job.document_domain != Domain::Ap {
@@ -178,35 +252,132 @@ async fn work(deps: &Deps, job: &OutputJob) -> Outcome {
         match eligibility {
             Ok(Ok(())) => None,
             Ok(Err(why)) => Some(format!("not eligible for DATEV export: {why}")),
-            Err(e) => return still_running(deps, &e),
+            Err(e) => return still_running(deps, final_receive, &e),
         }
     };
     if let Some(error) = ineligible {
         tracing::warn!(%error, "output job failed before export");
-        return match worker::mark_failed(pool, job.id, &error).await {
-            Ok(_) => Outcome::Done,
-            Err(e) => still_running(deps, &e),
+        let failed = match pool.acquire().await {
+            Ok(mut conn) => worker::fail(&mut conn, claim, &error).await,
+            Err(e) => Err(e),
+        };
+        return match failed {
+            Ok(true) => {
+                notify(deps, msg, claim, FAILURE_TITLE, &error).await;
+                Outcome::Done
+            }
+            Ok(false) => claim_lost(),
+            Err(e) => still_running(deps, final_receive, &e),
         };
     }
 
-    match worker::export(pool, &deps.s3, &deps.maesn, &deps.settings, job).await {
+    let attempt = Attempt {
+        deadline: msg
+            .time_left()
+            .map(|left| tokio::time::Instant::now() + left),
+        final_receive,
+    };
+    match worker::export(pool, &deps.s3, &deps.maesn, &deps.settings, claim, attempt).await {
         Ok(ExportOutcome::Dispatched { audit_id, task_id }) => {
             tracing::info!(%audit_id, %task_id, "output job dispatched");
             Outcome::Done
         }
-        Ok(ExportOutcome::Failed { error }) => {
-            tracing::warn!(%error, "output job failed");
+        Ok(ExportOutcome::Failed { error, in_doubt }) => {
+            tracing::warn!(%error, in_doubt, "output job failed");
+            let title = if in_doubt {
+                IN_DOUBT_TITLE
+            } else {
+                FAILURE_TITLE
+            };
+            notify(deps, msg, claim, title, &error).await;
             Outcome::Done
         }
-        Err(e) => still_running(deps, &e),
+        Ok(ExportOutcome::Deferred { error, retry_after }) => {
+            let after = deps.settings.backoff.after(msg.receive_count, retry_after);
+            tracing::warn!(%error, retry_after_s = after.as_secs(), "DATEV export refused for now; job back to pending, backing off");
+            Outcome::Retry { after }
+        }
+        Ok(ExportOutcome::OutOfTime { error }) => {
+            if final_receive {
+                tracing::warn!(%error, "final receive: the job is back to pending, where the sweeper finds it; this message goes to the DLQ");
+                Outcome::Release
+            } else {
+                tracing::warn!(%error, "job back to pending; redelivering at once to an invocation with time to spare");
+                Outcome::Retry {
+                    after: Duration::ZERO,
+                }
+            }
+        }
+        Ok(ExportOutcome::ClaimLost) => claim_lost(),
+        Err(e) => still_running(deps, final_receive, &e),
     }
+}
+
+/// Another delivery (or the sweeper) took the job over: it has its own message.
+fn claim_lost() -> Outcome {
+    tracing::warn!("the job's claim was lost meanwhile; its new holder finishes it");
+    Outcome::Done
 }
 
 /// The job is left `running` because the database did not take the outcome: come back
 /// once it is stale, so the next delivery can reclaim it (and find any audit written).
-fn still_running(deps: &Deps, e: &(dyn std::error::Error + 'static)) -> Outcome {
+/// `stale + 5 s` stays under the 900 s the sweeper allows for a backoff as long as the
+/// stale threshold does (600 s by default).
+fn still_running(
+    deps: &Deps,
+    final_receive: bool,
+    e: &(dyn std::error::Error + 'static),
+) -> Outcome {
     tracing::error!(error.message = %e, error.cause_chain = ?e, "output job left running after a database error");
+    if final_receive {
+        tracing::error!(
+            "final receive: the job stays running; the sweeper re-sends it once updated_at is \
+             older than STALE_RUNNING_SECONDS; this message goes to the DLQ"
+        );
+    }
     Outcome::Retry {
         after: deps.settings.stale_running + Duration::from_secs(5),
     }
+}
+
+/// Every AWS API action document output calls (IAM names): what Terraform must grant its
+/// role (`tests/tests/iam_calls.rs` holds the two together). Tests that give it AWS
+/// clients from `docflow_tests::aws_calls` refuse any call outside this list.
+pub fn aws_actions<F: Fn(&str) -> Option<String>>(
+    env: &docflow::settings::Env<F>,
+) -> Vec<&'static str> {
+    let mut actions = vec!["secretsmanager:GetSecretValue"]; // cold start: the secret
+    actions.extend_from_slice(docflow::sqs::AWS_ACTIONS);
+    actions.push("s3:GetObject"); // the document's file, attached to the export
+    // Admin notifications by email (docflow::notify::SesChannel) when configured.
+    if env.optional("NOTIFY_EMAIL_FROM").is_some() && env.optional("NOTIFY_EMAIL_TO").is_some() {
+        actions.push("ses:SendEmail");
+    }
+    actions
+}
+
+/// Tells the admins about a job this worker failed (once: only the worker whose guarded
+/// update failed the job gets here).
+async fn notify(deps: &Deps, msg: &Message, claim: &Claimed, title: &str, error: &str) {
+    let job = &claim.job;
+    let tenant_name = tenant_name(&deps.pool, job.tenant_id).await;
+    let notice = AdminNotice {
+        title: title.to_owned(),
+        document_id: job.document_id,
+        tenant_id: Some(job.tenant_id),
+        tenant_name,
+        error: format!("output job {}: {error}", job.id),
+        attempts: msg.receive_count as i32,
+    };
+    deps.notifier.notify(&notice).await;
+}
+
+async fn tenant_name(pool: &PgPool, tenant_id: Uuid) -> Option<String> {
+    sqlx::query_scalar("SELECT name FROM tenant WHERE id = $1")
+        .bind(tenant_id)
+        .fetch_optional(pool)
+        .await
+        .inspect_err(|e| tracing::warn!(error.message = %e, "could not read the tenant's name for the notice"))
+        .ok()
+        .flatten()
 }

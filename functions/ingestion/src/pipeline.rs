@@ -4,14 +4,16 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 use aws_sdk_s3::operation::get_object::GetObjectError;
-use docflow::Failure;
-use docflow::extract::{DocumentType, Extraction, ExtractionRun};
+use aws_sdk_s3::primitives::ByteStream;
+use bytes::{Bytes, BytesMut};
+use docflow::extract::{DocumentType, Extraction, ExtractionRun, Extractor};
 use docflow::ids::IngestionId;
 use docflow::ocr::{FileKind, Transcription};
+use docflow::{Failure, Outcome};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::Deps;
+use crate::{Deps, LEASE_MARGIN};
 
 /// A claimed ingestion and its document.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -22,7 +24,8 @@ pub struct Claimed {
 }
 
 /// Seed 003's claim: the ingestion is in progress and its lease is free or stale.
-/// `None` when it is unknown, finished, or held by a live worker.
+/// `None` when it is unknown, finished, or held by a live worker. Moves `updated_at`,
+/// which the sweeper's threshold reads.
 pub async fn claim(
     pool: &PgPool,
     id: IngestionId,
@@ -44,44 +47,73 @@ pub async fn claim(
     .await
 }
 
-/// Why a claim found nothing, for the discard log.
-pub async fn why_not_claimable(pool: &PgPool, id: IngestionId) -> String {
-    let status: Result<Option<String>, _> =
-        sqlx::query_scalar("SELECT status FROM ingestion WHERE id = $1")
-            .bind(id)
-            .fetch_optional(pool)
-            .await;
-    match status {
-        Ok(None) => format!("unknown ingestion {id}"),
-        Ok(Some(s)) if s == "in-progress" => {
-            format!("ingestion {id} is being processed by a live worker")
+/// What to do with a message whose claim found nothing. Finished or unknown work is
+/// discarded. A live lease means another delivery is working on it: this message is
+/// kept and comes back [`LEASE_MARGIN`] after the lease would be stale — it may be that
+/// worker's own message redelivered (deleting it would leave the worker nothing to
+/// retry with), and a duplicate (a sweeper re-send) is then discarded as finished work.
+pub async fn unclaimed(pool: &PgPool, id: IngestionId, stale_after: Duration) -> Outcome {
+    let row: Result<Option<(String, Option<f64>)>, _> = sqlx::query_as(
+        r#"
+        SELECT status,
+               EXTRACT(EPOCH FROM started_at + make_interval(secs => $2) - now())::float8
+          FROM ingestion
+         WHERE id = $1
+        "#,
+    )
+    .bind(id)
+    .bind(stale_after.as_secs_f64())
+    .fetch_optional(pool)
+    .await;
+    match row {
+        Ok(None) => Outcome::discard(format!("unknown ingestion {id}")),
+        Ok(Some((status, stale_in))) if status == "in-progress" => {
+            let until_stale = Duration::from_secs_f64(stale_in.unwrap_or(0.0).max(0.0));
+            tracing::info!(
+                until_stale_s = until_stale.as_secs(),
+                "ingestion is leased by a live worker; retrying after the lease would be stale"
+            );
+            Outcome::Retry {
+                after: until_stale + LEASE_MARGIN,
+            }
         }
-        Ok(Some(s)) => format!("ingestion {id} is already {s} (duplicate delivery)"),
-        Err(_) => format!("ingestion {id} is not claimable"),
+        Ok(Some((status, _))) => Outcome::discard(format!(
+            "ingestion {id} is already {status} (duplicate delivery)"
+        )),
+        Err(e) => {
+            tracing::error!(error.message = %e, error.cause_chain = ?e, "could not read why the ingestion was not claimable");
+            Outcome::Release
+        }
     }
 }
 
-/// Renews the lease while a long attempt runs (the heartbeat's hook).
+/// Renews the lease while a long attempt runs (the heartbeat's hook, before it extends
+/// the message's visibility).
 pub async fn renew_lease(pool: &PgPool, id: IngestionId) {
     let renewed = sqlx::query(
-        "UPDATE ingestion SET started_at = now() WHERE id = $1 AND status = 'in-progress'",
+        r#"
+        UPDATE ingestion
+           SET started_at = now(), updated_at = now()
+         WHERE id = $1 AND status = 'in-progress'
+        "#,
     )
     .bind(id)
     .execute(pool)
     .await;
     if let Err(e) = renewed {
-        tracing::warn!(error.message = %e, "could not renew the ingestion lease");
+        tracing::warn!(error.message = %e, error.cause_chain = ?e, "could not renew the ingestion lease");
     }
 }
 
-/// One statement: count the attempt; fail at the last attempt or on a permanent error
-/// (keeping the lease, so nobody reclaims it), otherwise release the lease so the
-/// delayed redelivery can claim it at once. `None` when the ingestion was finished
+/// One statement: count the attempt; fail the ingestion when `fail_now` (a permanent
+/// error, or the message's final receive) or at the last attempt (keeping the lease, so
+/// nobody reclaims it), otherwise release the lease so the delayed redelivery can claim
+/// it at once. Moves `updated_at` either way. `None` when the ingestion was finished
 /// elsewhere meanwhile.
 pub async fn count_failed_attempt(
     pool: &PgPool,
     id: IngestionId,
-    permanent: bool,
+    fail_now: bool,
     max_attempts: i32,
     error: &str,
 ) -> Result<Option<(i32, String)>, sqlx::Error> {
@@ -99,22 +131,38 @@ pub async fn count_failed_attempt(
         "#,
     )
     .bind(id)
-    .bind(permanent)
+    .bind(fail_now)
     .bind(max_attempts)
     .bind(error)
     .fetch_optional(pool)
     .await
 }
 
-#[derive(Debug, sqlx::FromRow)]
-struct DocumentRow {
-    file_path: String,
+/// The S3 key of a document's file, `documents/{document_id}.{ext}` (DESIGN), and its
+/// type. A row whose `file_path` points anywhere else is a permanent error: the file
+/// would not be the document's (or not readable under the role's prefixes).
+pub fn document_file(document_id: Uuid, file_path: &str) -> Result<(String, FileKind), Failure> {
+    let expected_stem = format!("documents/{document_id}.");
+    let ext = file_path
+        .strip_prefix(&expected_stem)
+        .filter(|ext| !ext.is_empty() && !ext.contains('/') && !ext.contains('.'))
+        .ok_or_else(|| {
+            Failure::permanent(anyhow!(
+                "document {document_id} has file_path {file_path:?}, expected documents/{document_id}.<ext>"
+            ))
+        })?;
+    let kind = FileKind::from_path(file_path).ok_or_else(|| {
+        Failure::permanent(anyhow!(
+            "unsupported document type .{ext} ({file_path:?}): expected .pdf, .txt, .png or .jpg"
+        ))
+    })?;
+    Ok((file_path.to_owned(), kind))
 }
 
 /// Runs the pipeline after the claim. Every error is classified.
 pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
     let id = IngestionId(claimed.id);
-    let document: DocumentRow = sqlx::query_as("SELECT file_path FROM document WHERE id = $1")
+    let file_path: String = sqlx::query_scalar("SELECT file_path FROM document WHERE id = $1")
         .bind(claimed.document_id)
         .fetch_optional(&deps.pool)
         .await
@@ -122,33 +170,32 @@ pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
         .ok_or_else(|| {
             Failure::permanent(anyhow!("document {} does not exist", claimed.document_id))
         })?;
-    let kind = FileKind::from_path(&document.file_path).ok_or_else(|| {
-        Failure::permanent(anyhow!(
-            "unsupported document type {:?}: expected .pdf, .txt, .png or .jpg",
-            document.file_path
-        ))
-    })?;
+    let (key, kind) = document_file(claimed.document_id, &file_path)?;
 
     let transcription = match load_cached_transcription(deps, id).await? {
         Some(cached) => {
             tracing::info!(provider = %cached.provider, "reusing the stored transcription");
+            // A failure between storing it and recording it left the row without its
+            // metadata: record it (again; the update is idempotent).
+            record_transcription(&deps.pool, id, &cached).await?;
             cached
         }
-        None => transcribe(deps, id, kind, &document.file_path).await?,
+        None => {
+            let bytes = fetch_file(deps, &key).await?;
+            let transcription =
+                crate::transcribe::transcribe(deps, claimed, kind, &key, bytes).await?;
+            store_transcription(deps, id, &transcription).await?;
+            transcription
+        }
     };
     if transcription.text.trim().is_empty() {
         return Err(Failure::permanent(anyhow!(
-            "no text found in {} ({} transcription); a scanned document needs OCR_PROVIDER=textract",
-            document.file_path,
+            "no text found in {key} ({} transcription)",
             transcription.provider
         )));
     }
 
-    let run = deps
-        .extractor
-        .extract(&transcription.text)
-        .await
-        .map_err(Failure::classified)?;
+    let run = extract(&deps.extractor, transcription.text).await?;
     if !run.extraction.passes_quality_gate() {
         let reason = quality_gate_failure(&run.extraction);
         // An LLM may answer better next time; the rules extractor will not.
@@ -171,6 +218,21 @@ pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
     }
     tracing::info!(model = %run.model, document_type = kind.as_str(), "ingestion completed");
     Ok(())
+}
+
+/// Extraction; the rules extractor is CPU work and runs on the blocking pool.
+async fn extract(extractor: &Extractor, text: String) -> Result<ExtractionRun, Failure> {
+    match extractor {
+        Extractor::Rules => tokio::task::spawn_blocking(move || ExtractionRun {
+            extraction: docflow::extract::rules::extract(&text),
+            input_tokens: None,
+            output_tokens: None,
+            model: "rules".into(),
+        })
+        .await
+        .map_err(|e| Failure::transient(anyhow!("the rules extractor did not finish: {e}"))),
+        llm => llm.extract(&text).await.map_err(Failure::classified),
+    }
 }
 
 fn quality_gate_failure(extraction: &Extraction) -> String {
@@ -206,15 +268,9 @@ async fn load_cached_transcription(
     deps: &Deps,
     id: IngestionId,
 ) -> Result<Option<Transcription>, Failure> {
+    let bucket = &deps.config.bucket;
     let key = transcription_key(id);
-    let object = match deps
-        .s3
-        .get_object()
-        .bucket(&deps.config.bucket)
-        .key(&key)
-        .send()
-        .await
-    {
+    let object = match deps.s3.get_object().bucket(bucket).key(&key).send().await {
         Ok(object) => object,
         Err(e)
             if e.as_service_error()
@@ -224,18 +280,19 @@ async fn load_cached_transcription(
         }
         Err(e) => {
             return Err(s3_failure(
-                &format!("failed to read s3://{}/{key}", deps.config.bucket),
+                &format!("failed to read s3://{bucket}/{key}"),
                 e,
             ));
         }
     };
-    let bytes = object.body.collect().await.map_err(|e| {
-        Failure::transient(anyhow!(
-            "failed to read s3://{}/{key}: {e}",
-            deps.config.bucket
-        ))
-    })?;
-    match serde_json::from_slice(&bytes.into_bytes()) {
+    let json = read_bounded(
+        object.body,
+        object.content_length,
+        deps.config.max_file_bytes,
+    )
+    .await
+    .map_err(|e| e.into_failure(&format!("s3://{bucket}/{key}")))?;
+    match serde_json::from_slice(&json) {
         Ok(transcription) => Ok(Some(transcription)),
         Err(e) => {
             tracing::warn!(error.message = %e, key, "stored transcription is unreadable; transcribing again");
@@ -244,7 +301,52 @@ async fn load_cached_transcription(
     }
 }
 
-async fn fetch_file(deps: &Deps, key: &str) -> Result<Vec<u8>, Failure> {
+/// Why a bounded read stopped.
+#[derive(Debug)]
+pub enum ReadError {
+    TooLarge { limit: u64, declared: Option<i64> },
+    Body(aws_sdk_s3::primitives::ByteStreamError),
+}
+
+impl ReadError {
+    fn into_failure(self, what: &str) -> Failure {
+        match self {
+            ReadError::TooLarge { limit, declared } => Failure::permanent(anyhow!(
+                "file {what} is {}, over the {limit} byte limit (MAX_FILE_BYTES)",
+                declared.map_or_else(|| "larger".to_owned(), |n| format!("{n} bytes"))
+            )),
+            ReadError::Body(e) => Failure::transient(anyhow!("failed to read {what}: {e}")),
+        }
+    }
+}
+
+/// Reads a body into one buffer, refusing more than `limit` bytes: up front when the
+/// declared length says so, otherwise as soon as the bytes read pass it — a missing or
+/// wrong `Content-Length` cannot make the read unbounded.
+pub async fn read_bounded(
+    mut body: ByteStream,
+    declared: Option<i64>,
+    limit: u64,
+) -> Result<Bytes, ReadError> {
+    if declared.is_some_and(|n| n.max(0) as u64 > limit) {
+        return Err(ReadError::TooLarge { limit, declared });
+    }
+    let capacity = declared.map_or(0, |n| n.max(0) as u64).min(limit) as usize;
+    let mut buffer = BytesMut::with_capacity(capacity);
+    while let Some(chunk) = body.try_next().await.map_err(ReadError::Body)? {
+        if (buffer.len() + chunk.len()) as u64 > limit {
+            return Err(ReadError::TooLarge {
+                limit,
+                declared: None,
+            });
+        }
+        buffer.extend_from_slice(&chunk);
+    }
+    Ok(buffer.freeze())
+}
+
+/// The document's file, read once into memory within `MAX_FILE_BYTES`.
+async fn fetch_file(deps: &Deps, key: &str) -> Result<Bytes, Failure> {
     let bucket = &deps.config.bucket;
     let object = deps
         .s3
@@ -254,20 +356,13 @@ async fn fetch_file(deps: &Deps, key: &str) -> Result<Vec<u8>, Failure> {
         .send()
         .await
         .map_err(|e| s3_failure(&format!("failed to fetch s3://{bucket}/{key}"), e))?;
-    let size = object.content_length().unwrap_or(0).max(0) as u64;
-    if size > deps.config.max_file_bytes {
-        return Err(Failure::permanent(anyhow!(
-            "file s3://{bucket}/{key} is {size} bytes, over the {} byte limit (MAX_FILE_BYTES)",
-            deps.config.max_file_bytes
-        )));
-    }
-    let bytes = object
-        .body
-        .collect()
-        .await
-        .map_err(|e| Failure::transient(anyhow!("failed to read s3://{bucket}/{key}: {e}")))?
-        .into_bytes()
-        .to_vec();
+    let bytes = read_bounded(
+        object.body,
+        object.content_length,
+        deps.config.max_file_bytes,
+    )
+    .await
+    .map_err(|e| e.into_failure(&format!("s3://{bucket}/{key}")))?;
     if bytes.is_empty() {
         return Err(Failure::permanent(anyhow!(
             "file s3://{bucket}/{key} is empty"
@@ -276,13 +371,19 @@ async fn fetch_file(deps: &Deps, key: &str) -> Result<Vec<u8>, Failure> {
     Ok(bytes)
 }
 
-async fn put(deps: &Deps, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<(), Failure> {
+/// Stores `body` at `key` in the documents bucket.
+pub(crate) async fn put(
+    deps: &Deps,
+    key: &str,
+    body: impl Into<ByteStream>,
+    content_type: &str,
+) -> Result<(), Failure> {
     deps.s3
         .put_object()
         .bucket(&deps.config.bucket)
         .key(key)
         .content_type(content_type)
-        .body(bytes.into())
+        .body(body.into())
         .send()
         .await
         .map_err(|e| {
@@ -295,51 +396,24 @@ async fn put(deps: &Deps, key: &str, bytes: Vec<u8>, content_type: &str) -> Resu
     Ok(())
 }
 
-/// Transcribes the file, preprocesses a poor image once, stores the result and records
-/// its metadata on the ingestion row.
-async fn transcribe(
+/// Stores the transcription, then records its metadata on the row. A failure in
+/// between is completed by the next attempt, which finds the stored transcription.
+async fn store_transcription(
     deps: &Deps,
     id: IngestionId,
-    kind: FileKind,
-    file_path: &str,
-) -> Result<Transcription, Failure> {
-    let bytes = fetch_file(deps, file_path).await?;
-    let mut transcription = deps
-        .transcriber
-        .transcribe(kind, &bytes)
-        .await
-        .map_err(Failure::classified)?;
-    let mut preprocessed_path = None;
-    if transcription.quality < deps.config.quality_threshold {
-        if kind.is_image() {
-            tracing::info!(
-                quality = transcription.quality,
-                "low transcription quality; preprocessing once"
-            );
-            let improved = docflow::ocr::preprocess_image(bytes)
-                .await
-                .map_err(Failure::classified)?;
-            let key = format!("ingestions/{id}/preprocessed.png");
-            put(deps, &key, improved.clone(), "image/png").await?;
-            transcription = deps
-                .transcriber
-                .transcribe(FileKind::Png, &improved)
-                .await
-                .map_err(Failure::classified)?;
-            transcription.preprocessed = true;
-            preprocessed_path = Some(key);
-        } else {
-            // Only images can be preprocessed here; the quality gate decides the rest.
-            tracing::info!(
-                quality = transcription.quality,
-                "low transcription quality; not an image, continuing"
-            );
-        }
-    }
+    transcription: &Transcription,
+) -> Result<(), Failure> {
+    let json = serde_json::to_vec(transcription).map_err(|e| Failure::permanent(anyhow!(e)))?;
+    put(deps, &transcription_key(id), json, "application/json").await?;
+    record_transcription(&deps.pool, id, transcription).await
+}
 
-    let key = transcription_key(id);
-    let json = serde_json::to_vec(&transcription).map_err(|e| Failure::permanent(anyhow!(e)))?;
-    put(deps, &key, json, "application/json").await?;
+/// Records the transcription's metadata on the ingestion (seed 003). Idempotent.
+async fn record_transcription(
+    pool: &PgPool,
+    id: IngestionId,
+    transcription: &Transcription,
+) -> Result<(), Failure> {
     sqlx::query(
         r#"
         UPDATE ingestion
@@ -352,14 +426,66 @@ async fn transcribe(
         "#,
     )
     .bind(id)
-    .bind(&key)
+    .bind(transcription_key(id))
     .bind(transcription.quality)
     .bind(transcription.page_count as i32)
-    .bind(preprocessed_path)
-    .execute(&deps.pool)
+    .bind(&transcription.preprocessed_file_path)
+    .execute(pool)
     .await
     .map_err(Failure::classified)?;
-    Ok(transcription)
+    Ok(())
+}
+
+/// The Textract job stored for `key` by an earlier attempt.
+pub(crate) async fn stored_ocr_job(
+    pool: &PgPool,
+    id: Uuid,
+    key: &str,
+) -> Result<Option<String>, Failure> {
+    sqlx::query_scalar("SELECT ocr_jobs ->> $2 FROM ingestion WHERE id = $1")
+        .bind(id)
+        .bind(key)
+        .fetch_optional(pool)
+        .await
+        .map(Option::flatten)
+        .map_err(Failure::classified)
+}
+
+/// Remembers the Textract job reading `key`, so that a retry resumes it.
+pub(crate) async fn store_ocr_job(
+    pool: &PgPool,
+    id: Uuid,
+    key: &str,
+    job_id: &str,
+) -> Result<(), Failure> {
+    sqlx::query(
+        r#"
+        UPDATE ingestion
+           SET ocr_jobs = ocr_jobs || jsonb_build_object($2::text, $3::text),
+               updated_at = now()
+         WHERE id = $1
+        "#,
+    )
+    .bind(id)
+    .bind(key)
+    .bind(job_id)
+    .execute(pool)
+    .await
+    .map_err(Failure::classified)?;
+    Ok(())
+}
+
+/// Forgets a failed or expired Textract job, so the next attempt starts a new one. A
+/// failure here is only logged: the next attempt then meets the same job again.
+pub(crate) async fn forget_ocr_job(pool: &PgPool, id: Uuid, key: &str) {
+    let forgotten = sqlx::query("UPDATE ingestion SET ocr_jobs = ocr_jobs - $2 WHERE id = $1")
+        .bind(id)
+        .bind(key)
+        .execute(pool)
+        .await;
+    if let Err(e) = forgotten {
+        tracing::warn!(error.message = %e, key, "could not forget the failed Textract job");
+    }
 }
 
 /// Completes the ingestion and, for matchable documents, marks matching pending — in one
@@ -430,8 +556,49 @@ async fn send_to_matching(deps: &Deps, document_id: Uuid) {
         Ok(_) => tracing::info!(%document_id, "sent to matching"),
         Err(e) => tracing::error!(
             %document_id,
-            error.message = %aws_sdk_sqs::error::DisplayErrorContext(&e),
+            error.message = %aws_sdk_s3::error::DisplayErrorContext(&e),
             "could not send the document to matching; the sweeper will re-send it (matching_status stays pending)"
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_file_key_must_be_the_document_s_own() {
+        let id = Uuid::parse_str("7f3c2a9e-1d4b-4c8a-9e2f-5a6b7c8d0c35").unwrap();
+        let (key, kind) = document_file(id, &format!("documents/{id}.PDF")).unwrap();
+        assert_eq!(key, format!("documents/{id}.PDF"));
+        assert_eq!(kind, FileKind::Pdf);
+        for wrong in [
+            format!("documents/{}.pdf", Uuid::nil()),
+            format!("uploads/{id}.pdf"),
+            format!("documents/{id}.pdf/../../secrets.txt"),
+            format!("documents/{id}."),
+            format!("documents/{id}"),
+        ] {
+            let err = document_file(id, &wrong).unwrap_err();
+            assert!(!docflow::Classify::is_transient(&err), "{wrong}");
+        }
+        let docx = document_file(id, &format!("documents/{id}.docx")).unwrap_err();
+        assert!(docx.to_string().contains("unsupported document type"));
+    }
+
+    #[tokio::test]
+    async fn a_body_without_a_declared_length_is_still_cut_at_the_limit() {
+        let body = ByteStream::from(vec![b'x'; 4096]);
+        let err = read_bounded(body, None, 1000).await.unwrap_err();
+        assert!(matches!(err, ReadError::TooLarge { .. }), "{err:?}");
+        let declared_small = ByteStream::from(vec![b'x'; 4096]);
+        assert!(matches!(
+            read_bounded(declared_small, Some(10), 1000).await,
+            Err(ReadError::TooLarge { .. })
+        ));
+        let fits = read_bounded(ByteStream::from(vec![b'x'; 1000]), None, 1000)
+            .await
+            .unwrap();
+        assert_eq!(fits.len(), 1000);
     }
 }

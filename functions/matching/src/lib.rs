@@ -1,17 +1,22 @@
 //! The matching Lambda: one SQS message per document id (seeds 000/001).
 //!
-//! `process` parses the id, claims the document (`in-progress`, attempts + 1), runs
-//! [`docflow::matching::match_document`] and marks it `succeeded`. Failures follow seed
-//! 001's table:
+//! `process` parses the id, claims the document (`in-progress`, attempts + 1) and runs
+//! [`docflow::matching::match_document`], which marks it `succeeded` in the transaction
+//! that writes its edges. Failures follow seed 001's table:
 //!
 //! | failure                        | database                    | admins   | message              |
 //! |--------------------------------|-----------------------------|----------|----------------------|
 //! | permanent                      | `failed`, error, failed_at  | notified | `Done` (deleted)     |
+//! | permanent, not recordable      | unchanged (`in-progress`)   | —        | `Release`: the next receive records and notifies |
 //! | transient, receive 1           | error recorded              | —        | `Retry{300 s}`       |
 //! | transient, later non-final     | error recorded              | —        | `Retry{1800 s}`      |
 //! | transient, final receive       | `failed`, error, failed_at  | notified | `Release` (→ DLQ)    |
 //!
-//! Poison messages (not a UUID, unknown document, no structured data) are discarded.
+//! A delivered notice is recorded in `matching_notified_at`. Poison messages (not a UUID,
+//! unknown document, no structured data) are discarded, and so are messages for work
+//! that finished after they were sent (duplicates, late sweeper re-sends, redriven
+//! messages): matching is not run twice and admins are not told twice. Such a message
+//! does tell the admins about a recorded failure no one was told about yet.
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use docflow::bootstrap::Common;
@@ -33,6 +38,9 @@ pub const FAILURE_RESERVE: std::time::Duration = std::time::Duration::from_secs(
 
 /// Title of the admin notification.
 pub const FAILURE_TITLE: &str = "Document matching failed";
+
+/// Time kept back from the notification for recording it and answering Lambda.
+const NOTIFY_MARGIN: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Everything the handler borrows, built once per cold start.
 #[derive(Debug)]
@@ -65,7 +73,7 @@ impl Deps {
             llm,
             notifier,
             receive_policy: common.settings.receive_policy,
-            config: MatchingConfig::default(),
+            config: MatchingConfig::from_env(&env)?,
         })
     }
 }
@@ -86,7 +94,7 @@ pub async fn process(deps: &Deps, msg: Message) -> Outcome {
     };
     msg.record_entity(&id);
 
-    let doc = match status::claim(&deps.pool, id.0).await {
+    let doc = match status::claim(&deps.pool, id.0, msg.sent_at).await {
         Ok(Claim::Claimed(doc)) => doc,
         Ok(Claim::Missing) => {
             tracing::warn!(document_id = %id, "document not found; nothing to match");
@@ -95,6 +103,17 @@ pub async fn process(deps: &Deps, msg: Message) -> Outcome {
         Ok(Claim::NoStructuredData) => {
             tracing::warn!(document_id = %id, "document has no structured data; nothing to match");
             return Outcome::discard(format!("document {id} has no structured data"));
+        }
+        Ok(Claim::AlreadyFinished(finished)) => {
+            if let Some(failed) = &finished.untold_failure {
+                // The delivery that recorded this failure did not reach the admins (it
+                // died first, or every channel failed): this one tells them.
+                tell_admins(deps, &msg, id, failed).await;
+            }
+            return Outcome::discard(format!(
+                "matching of document {id} already {} after this message was sent: a duplicate of finished work",
+                finished.status
+            ));
         }
         Err(source) => {
             let error = MatchingError::Database {
@@ -119,15 +138,11 @@ pub async fn process(deps: &Deps, msg: Message) -> Outcome {
     }
 }
 
+/// The pipeline; it marks the document `succeeded` in its write transaction.
 async fn run(deps: &Deps, doc: &Document) -> Result<(), MatchingError> {
-    matching::match_document(&deps.pool, deps.llm.as_ref(), &deps.config, doc).await?;
-    status::succeed(&deps.pool, doc.id)
+    matching::match_document(&deps.pool, deps.llm.as_ref(), &deps.config, doc)
         .await
-        .map_err(|source| MatchingError::Database {
-            step: "mark the document succeeded",
-            document_id: doc.id,
-            source,
-        })
+        .map(|_| ())
 }
 
 async fn on_failure(deps: &Deps, msg: &Message, id: DocumentId, error: MatchingError) -> Outcome {
@@ -152,46 +167,87 @@ async fn on_failure(deps: &Deps, msg: &Message, id: DocumentId, error: MatchingE
             Outcome::Retry { after }
         }
         (RetryClass::Transient, TransientSchedule::Final) => {
+            // Recorded or not, the redrive policy moves the message to the DLQ on the next
+            // receive; unrecorded, the document stays `in-progress` for the sweeper.
             fail_and_notify(deps, msg, id, &text).await;
-            // The redrive policy moves the message to the DLQ on the next receive.
             Outcome::Release
         }
         (RetryClass::Permanent, _) => {
             if fail_and_notify(deps, msg, id, &text).await {
                 Outcome::Done
             } else {
-                // Not recorded: keep the message so a later receive records it.
+                // Not recorded: keep the message so a later receive records and notifies.
                 Outcome::Release
             }
         }
     }
 }
 
-/// Marks the document failed and notifies the admins; returns whether the failure was
-/// recorded. The admins are notified even when it was not.
+/// Marks the document failed and, once that is recorded, notifies the admins; returns
+/// whether the failure was recorded. An unrecorded failure notifies no one: the message
+/// is kept, and the delivery that records the failure notifies — once.
 async fn fail_and_notify(deps: &Deps, msg: &Message, id: DocumentId, error: &str) -> bool {
-    let failed = match status::fail(&deps.pool, id.0, error).await {
-        Ok(failed) => failed,
+    match status::fail(&deps.pool, id.0, error).await {
+        Ok(Some(failed)) => {
+            tell_admins(deps, msg, id, &failed).await;
+            true
+        }
+        Ok(None) => {
+            tracing::warn!(document_id = %id, "document vanished before its failure was recorded");
+            true
+        }
         Err(e) => {
             tracing::error!(
                 error.message = %e,
                 error.cause_chain = ?e,
-                "could not mark the document failed"
+                "could not mark the document failed; admins are notified when a later delivery records it"
             );
-            None
+            false
         }
-    };
-    let recorded = failed.is_some();
+    }
+}
+
+/// Notifies the admins of a recorded failure within the invocation's time, and records
+/// `matching_notified_at` when a channel delivered.
+async fn tell_admins(deps: &Deps, msg: &Message, id: DocumentId, failed: &status::Failed) {
     let notice = AdminNotice {
         title: FAILURE_TITLE.to_owned(),
         document_id: id.0,
-        tenant_id: failed.as_ref().map(|f| f.tenant_id),
-        tenant_name: failed.as_ref().map(|f| f.tenant_name.clone()),
-        error: error.to_owned(),
-        attempts: failed
-            .map(|f| f.matching_attempts)
-            .unwrap_or(msg.receive_count as i32),
+        document_type: Some(failed.doc_type.as_str().to_owned()),
+        tenant_id: Some(failed.tenant_id),
+        tenant_name: Some(failed.tenant_name.clone()),
+        error: failed.error.clone(),
+        attempts: failed.matching_attempts,
     };
-    deps.notifier.notify(&notice).await;
-    recorded
+    let deadline = msg
+        .time_left()
+        .map(|left| tokio::time::Instant::now() + left.saturating_sub(NOTIFY_MARGIN));
+    let delivery = deps.notifier.notify_until(&notice, deadline).await;
+    if !delivery.delivered() {
+        return;
+    }
+    match status::mark_notified(&deps.pool, id.0, failed.failed_at).await {
+        Ok(_) => {}
+        Err(e) => tracing::warn!(
+            error.message = %e,
+            error.cause_chain = ?e,
+            "admins were notified but matching_notified_at could not be recorded"
+        ),
+    }
+}
+
+/// Every AWS API action matching calls (IAM names) in the environment it runs in: what
+/// Terraform must grant its role (`tests/tests/iam_calls.rs` holds the two together).
+/// Tests that give matching AWS clients from `docflow_tests::aws_calls` refuse any call
+/// outside this list.
+pub fn aws_actions<F: Fn(&str) -> Option<String>>(
+    env: &docflow::settings::Env<F>,
+) -> Vec<&'static str> {
+    let mut actions = vec!["secretsmanager:GetSecretValue"]; // cold start: the secret
+    actions.extend_from_slice(docflow::sqs::AWS_ACTIONS);
+    // Admin notifications by email (docflow::notify::SesChannel) when configured.
+    if env.optional("NOTIFY_EMAIL_FROM").is_some() && env.optional("NOTIFY_EMAIL_TO").is_some() {
+        actions.push("ses:SendEmail");
+    }
+    actions
 }

@@ -1,5 +1,6 @@
-# The function's role: its own queue, the queues it feeds, its secret, its S3 prefixes,
-# SES only where it notifies, its own log group. No statement uses "*" as a resource.
+# The function's role: its own queue, the queues it feeds, its secret and per-tenant
+# secrets under named prefixes, its S3 prefixes, SES only where it notifies, its own log
+# group. No statement uses "*" as a resource.
 
 data "aws_iam_policy_document" "assume_role" {
   statement {
@@ -43,6 +44,19 @@ data "aws_iam_policy_document" "permissions" {
     sid       = "WriteOwnLogs"
     actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
     resources = ["${aws_cloudwatch_log_group.this.arn}:*"]
+  }
+
+  # A tenant's secret is <prefix><tenant id>; Secrets Manager appends a random suffix to
+  # the ARN, hence the trailing * (scoped to the prefix, never the whole account).
+  dynamic "statement" {
+    for_each = length(var.tenant_secret_prefixes) > 0 ? [[for prefix in values(var.tenant_secret_prefixes) : "arn:${data.aws_partition.current.partition}:secretsmanager:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:secret:${prefix}*"]] : []
+
+    content {
+      sid     = "ReadTenantSecrets"
+      actions = ["secretsmanager:GetSecretValue"]
+      # <prefix><tenant id>-<suffix Secrets Manager adds>
+      resources = statement.value
+    }
   }
 
   dynamic "statement" {
@@ -101,8 +115,12 @@ data "aws_iam_policy_document" "permissions" {
     for_each = var.textract ? [["*"]] : []
 
     content {
-      sid       = "TranscribeWithTextract"
-      actions   = ["textract:DetectDocumentText"]
+      sid = "TranscribeWithTextract"
+      actions = [
+        "textract:DetectDocumentText",
+        "textract:StartDocumentTextDetection",
+        "textract:GetDocumentTextDetection",
+      ]
       resources = statement.value
     }
   }
@@ -117,6 +135,10 @@ data "aws_iam_policy_document" "permissions" {
     }
   }
 }
+
+data "aws_region" "current" {}
+
+data "aws_caller_identity" "current" {}
 
 resource "aws_iam_role_policy" "this" {
   name   = "${local.function_name}-least-privilege"

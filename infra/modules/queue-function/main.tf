@@ -26,10 +26,14 @@ locals {
       MAX_RECEIVE_COUNT = tostring(var.max_receive_count)
       BATCH_CONCURRENCY = tostring(var.batch_concurrency)
 
+      # The batch runtime's heartbeat never sets less than what is left of it.
+      QUEUE_VISIBILITY_TIMEOUT_SECONDS = tostring(local.visibility_timeout_seconds)
+
       DATABASE_MAX_CONNECTIONS = tostring(var.database_max_connections)
     },
     local.uses_s3 ? { DOCUMENTS_BUCKET = var.documents_bucket_name } : {},
     { for env_name, queue in var.sends_to : env_name => queue.url },
+    var.tenant_secret_prefixes,
   )
 }
 

@@ -108,8 +108,8 @@ variable "settings" {
   }
 
   validation {
-    condition     = length(setintersection(keys(var.settings), ["RUST_LOG", "DOCFLOW_SECRET_ID", "MAX_RECEIVE_COUNT", "BATCH_CONCURRENCY", "DATABASE_MAX_CONNECTIONS", "DOCUMENTS_BUCKET"])) == 0 && alltrue([for name in keys(var.settings) : !endswith(name, "_QUEUE_URL")])
-    error_message = "settings must not set the variables the module derives itself (RUST_LOG, DOCFLOW_SECRET_ID, MAX_RECEIVE_COUNT, BATCH_CONCURRENCY, DATABASE_MAX_CONNECTIONS, DOCUMENTS_BUCKET, *_QUEUE_URL)."
+    condition     = length(setintersection(keys(var.settings), ["RUST_LOG", "DOCFLOW_SECRET_ID", "MAX_RECEIVE_COUNT", "BATCH_CONCURRENCY", "DATABASE_MAX_CONNECTIONS", "DOCUMENTS_BUCKET", "QUEUE_VISIBILITY_TIMEOUT_SECONDS"])) == 0 && alltrue([for name in keys(var.settings) : !endswith(name, "_QUEUE_URL")])
+    error_message = "settings must not set the variables the module derives itself (RUST_LOG, DOCFLOW_SECRET_ID, MAX_RECEIVE_COUNT, BATCH_CONCURRENCY, DATABASE_MAX_CONNECTIONS, DOCUMENTS_BUCKET, QUEUE_VISIBILITY_TIMEOUT_SECONDS, *_QUEUE_URL)."
   }
 }
 
@@ -243,6 +243,17 @@ variable "secret_arn" {
   }
 }
 
+variable "tenant_secret_prefixes" {
+  description = "Per-tenant secrets the function reads, keyed by the environment variable that carries their name prefix (e.g. DATEV_CREDENTIALS_PREFIX = \"prod-docflow/datev/\"; a tenant's secret is <prefix><tenant id>). The function gets the variable and secretsmanager:GetSecretValue on exactly <prefix>*, so the two cannot drift apart."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for env_name, prefix in var.tenant_secret_prefixes : can(regex("^[A-Z][A-Z0-9_]*_PREFIX$", env_name)) && can(regex("^[A-Za-z0-9_+=.@-]+(/[A-Za-z0-9_+=.@-]+)*/$", prefix))])
+    error_message = "tenant_secret_prefixes keys must be environment variable names ending in _PREFIX, values secret-name prefixes ending in / (no wildcards)."
+  }
+}
+
 variable "documents_bucket_name" {
   description = "Name of the documents bucket (DOCUMENTS_BUCKET). Required when any S3 prefix is granted."
   type        = string
@@ -289,7 +300,7 @@ variable "ses_identity_arns" {
 }
 
 variable "textract" {
-  description = "Grant textract:DetectDocumentText (OCR_PROVIDER = textract). Textract has no resource-level permissions, so this statement is the one that names \"*\"."
+  description = "Grant Textract OCR (OCR_PROVIDER = textract): DetectDocumentText for images and single pages, StartDocumentTextDetection and GetDocumentTextDetection for multi-page scans. Textract reads the documents from S3 with the role's own s3:GetObject. It has no resource-level permissions, so this statement is the one that names \"*\"."
   type        = bool
   default     = false
 }

@@ -1,7 +1,23 @@
 //! Candidate retrieval: the documents of the same tenant that a source document may be
 //! linked to. One function, [`find_candidates`], so a semantic (embedding) search can
 //! join it later without the rest of the pipeline changing.
+//!
+//! Every path is one tenant-scoped index scan with a LIMIT, so the cost does not grow
+//! with the tenant (the plan at 100,000 documents is in docs/matching.md):
+//!
+//! | path | index |
+//! |---|---|
+//! | shared reference keys | `idx_document_tenant_references` (GIN on tenant, keys) |
+//! | same VAT id, nearest dates | `idx_document_vat_date` |
+//! | same IBAN, nearest dates | `idx_document_iban_date` |
+//! | similar name: the 5 nearest names of the tenant, then their nearest dates | `idx_matching_counterparty_trgm` (GiST KNN), `idx_document_counterparty_date` |
+//! | documents already linked to the source | `document_match` keys |
+//!
+//! The already-linked documents are always returned, beyond the limit: the write phase
+//! replaces only the edges of documents this run judged, so an edge it did not judge is
+//! never dropped, and one it did is judged afresh.
 
+use chrono::NaiveDate;
 use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -21,6 +37,8 @@ pub struct Candidate {
     pub normalized_iban: Option<String>,
     pub normalized_references: Vec<String>,
     pub name_similarity: f64,
+    /// Already linked to the source (it has an edge with it).
+    pub linked: bool,
 }
 
 /// What the search runs on: the source document and its normalised fields.
@@ -32,14 +50,22 @@ pub struct Query<'a> {
     pub counterparty: Option<&'a str>,
     pub vat_id: Option<&'a str>,
     pub iban: Option<&'a str>,
+    /// The source's search keys ([`super::normalize::References::search_keys`]).
     pub references: &'a [String],
+    /// The source's date ([`super::normalize::Normalized::date`]), else today.
+    pub date: NaiveDate,
 }
 
-/// Documents of the same tenant and of a type that pairs with the source's (invoice ↔
-/// purchase order, invoice ↔ delivery note, purchase order ↔ delivery note) that share a
-/// reference, the VAT id or the IBAN, or whose counterparty name is trigram-similar
-/// (pg_trgm `%`, threshold 0.3). Those sharing a reference come first, then by name
-/// similarity; at most `limit`.
+/// The trigram similarity below which a name is not a candidate's (pg_trgm's default).
+pub const NAME_SIMILARITY_FLOOR: f64 = 0.3;
+/// How many distinct similar counterparty names the name path follows.
+const NAMES: i64 = 5;
+
+/// Documents of the same tenant and of a type that pairs with the source's (see
+/// [`DocumentType::matchable_with`]) that share a reference key, the VAT id, the IBAN or a
+/// similar counterparty name, with structured data; at most `limit` of them, those
+/// sharing a reference first, then by nearness in date; plus every document already
+/// linked to the source.
 ///
 /// Only documents already normalised (matched once) are found: a document normalises
 /// itself when it is matched, and then finds the earlier ones.
@@ -60,40 +86,125 @@ pub async fn find_candidates(
     if types.is_empty() {
         return Ok(Vec::new());
     }
-    sqlx::query_as::<_, Candidate>(
-        r#"
-        SELECT d.id,
-               d.type AS doc_type,
-               d.structured_data,
-               d.cluster_id,
-               d.normalized_counterparty,
-               d.normalized_vat_id,
-               d.normalized_iban,
-               d.normalized_references,
-               COALESCE(similarity(d.normalized_counterparty, $4), 0)::float8 AS name_similarity
-          FROM document d
-         WHERE d.tenant_id = $1
-           AND d.id <> $2
-           AND d.type = ANY($3::text[]::document_type[])
-           AND d.structured_data IS NOT NULL
-           AND (   d.normalized_references && $5
-                OR d.normalized_vat_id = $6
-                OR d.normalized_iban = $7
-                OR d.normalized_counterparty % $4)
-         ORDER BY (d.normalized_references && $5) DESC,
-                  name_similarity DESC,
-                  d.created_at DESC
-         LIMIT $8
-        "#,
-    )
-    .bind(query.tenant_id)
-    .bind(query.document_id)
-    .bind(&types)
-    .bind(query.counterparty)
-    .bind(query.references)
-    .bind(query.vat_id)
-    .bind(query.iban)
-    .bind(limit)
-    .fetch_all(pool)
-    .await
+    sqlx::query_as::<_, Candidate>(CANDIDATES)
+        .bind(query.tenant_id)
+        .bind(query.document_id)
+        .bind(&types)
+        .bind(query.counterparty)
+        .bind(query.references)
+        .bind(query.vat_id)
+        .bind(query.iban)
+        .bind(query.date)
+        .bind(limit)
+        .bind(NAME_SIMILARITY_FLOOR)
+        .bind(NAMES)
+        .fetch_all(pool)
+        .await
 }
+
+/// The candidate query ($1 tenant, $2 source id, $3 types, $4 name, $5 reference keys,
+/// $6 VAT id, $7 IBAN, $8 date, $9 limit, $10 name similarity floor, $11 names).
+/// Public so a test can `EXPLAIN` it.
+pub const CANDIDATES: &str = r#"
+WITH by_reference AS (
+    SELECT d.id, 0 AS path, abs(d.document_date - $8::date) AS distance
+      FROM document d
+     WHERE d.tenant_id = $1
+       AND d.normalized_references && $5::text[]
+       AND d.id <> $2
+       AND d.type = ANY($3::text[]::document_type[])
+     ORDER BY distance, d.id
+     LIMIT $9
+), by_vat AS (
+    (SELECT d.id, 1 AS path, d.document_date - $8::date AS distance
+       FROM document d
+      WHERE d.tenant_id = $1 AND d.normalized_vat_id = $6 AND d.document_date >= $8::date
+        AND d.id <> $2 AND d.type = ANY($3::text[]::document_type[])
+      ORDER BY d.document_date
+      LIMIT $9)
+    UNION ALL
+    (SELECT d.id, 1, $8::date - d.document_date
+       FROM document d
+      WHERE d.tenant_id = $1 AND d.normalized_vat_id = $6 AND d.document_date < $8::date
+        AND d.id <> $2 AND d.type = ANY($3::text[]::document_type[])
+      ORDER BY d.document_date DESC
+      LIMIT $9)
+), by_iban AS (
+    (SELECT d.id, 1 AS path, d.document_date - $8::date AS distance
+       FROM document d
+      WHERE d.tenant_id = $1 AND d.normalized_iban = $7 AND d.document_date >= $8::date
+        AND d.id <> $2 AND d.type = ANY($3::text[]::document_type[])
+      ORDER BY d.document_date
+      LIMIT $9)
+    UNION ALL
+    (SELECT d.id, 1, $8::date - d.document_date
+       FROM document d
+      WHERE d.tenant_id = $1 AND d.normalized_iban = $7 AND d.document_date < $8::date
+        AND d.id <> $2 AND d.type = ANY($3::text[]::document_type[])
+      ORDER BY d.document_date DESC
+      LIMIT $9)
+), names AS (
+    SELECT nearest.name
+      FROM (SELECT n.name
+              FROM matching_counterparty n
+             WHERE n.tenant_id = $1
+             ORDER BY n.name <-> $4
+             LIMIT $11) nearest
+     WHERE similarity(nearest.name, $4) >= $10
+), by_name AS (
+    SELECT x.id, 1 AS path, x.distance
+      FROM names n
+      CROSS JOIN LATERAL (
+          (SELECT d.id, d.document_date - $8::date AS distance
+             FROM document d
+            WHERE d.tenant_id = $1 AND d.normalized_counterparty = n.name
+              AND d.document_date >= $8::date
+              AND d.id <> $2 AND d.type = ANY($3::text[]::document_type[])
+            ORDER BY d.document_date
+            LIMIT $9)
+          UNION ALL
+          (SELECT d.id, $8::date - d.document_date
+             FROM document d
+            WHERE d.tenant_id = $1 AND d.normalized_counterparty = n.name
+              AND d.document_date < $8::date
+              AND d.id <> $2 AND d.type = ANY($3::text[]::document_type[])
+            ORDER BY d.document_date DESC
+            LIMIT $9)
+      ) x
+), found AS (
+    SELECT id
+      FROM (SELECT * FROM by_reference
+            UNION ALL SELECT * FROM by_vat
+            UNION ALL SELECT * FROM by_iban
+            UNION ALL SELECT * FROM by_name) f
+     GROUP BY id
+     ORDER BY min(path), min(distance), id
+     LIMIT $9
+), linked AS (
+    SELECT document_b_id AS id FROM document_match WHERE document_a_id = $2
+    UNION
+    SELECT document_a_id FROM document_match WHERE document_b_id = $2
+), picked AS (
+    -- A join on the union, not `id IN found OR id IN linked`: the OR would scan the
+    -- whole table.
+    SELECT id, bool_or(linked) AS linked
+      FROM (SELECT id, false AS linked FROM found
+            UNION ALL
+            SELECT id, true FROM linked) p
+     GROUP BY id
+)
+SELECT d.id,
+       d.type AS doc_type,
+       d.structured_data,
+       d.cluster_id,
+       d.normalized_counterparty,
+       d.normalized_vat_id,
+       d.normalized_iban,
+       d.normalized_references,
+       COALESCE(similarity(d.normalized_counterparty, $4), 0)::float8 AS name_similarity,
+       p.linked
+  FROM picked p
+  JOIN document d ON d.id = p.id
+ WHERE d.structured_data IS NOT NULL
+ ORDER BY d.id
+"#;

@@ -3,6 +3,11 @@
 //! with all its ambiguous candidates), or, without an LLM configured, the score alone
 //! against [`Thresholds::score_only`]; below the band nothing is linked.
 //!
+//! Candidates that fit on circumstance alone (no reference either way) are contested
+//! when another candidate of their type fits too — another circumstantial one, or one
+//! the references chose: the score cannot tell a standing order's weeks apart, so
+//! without an LLM none of them is linked, and with one the LLM decides.
+//!
 //! The LLM answer is `{"matches":[{"candidate":<n>,"confidence":"high|medium|low",
 //! "reasoning":"…"}]}`, validated (candidate numbers in range, no duplicates). A failed
 //! call is an error — transient ones are retried in process by the client — never a
@@ -29,6 +34,7 @@ pub struct Scored {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
     pub candidate_id: Uuid,
+    pub candidate_type: DocumentType,
     pub score: f64,
     pub confidence: Confidence,
     pub decided_by: DecidedBy,
@@ -91,12 +97,19 @@ pub async fn decide(
     source_data: &Value,
     scored: &[Scored],
 ) -> Result<Vec<Decision>, LlmError> {
+    let contested = contested(thresholds, scored);
     let mut decisions = Vec::new();
     let mut ambiguous = Vec::new();
+    let mut undecidable = Vec::new();
     for candidate in scored {
+        if contested.contains(&candidate.id) {
+            undecidable.push(candidate);
+            continue;
+        }
         match thresholds.band(candidate.score.score) {
             Band::Match => decisions.push(Decision {
                 candidate_id: candidate.id,
+                candidate_type: candidate.doc_type,
                 score: candidate.score.score,
                 confidence: Confidence::High,
                 decided_by: DecidedBy::Score,
@@ -106,6 +119,15 @@ pub async fn decide(
             Band::Ambiguous => ambiguous.push(candidate),
             Band::NoMatch => {}
         }
+    }
+    if !undecidable.is_empty() {
+        tracing::info!(
+            candidates = undecidable.len(),
+            "several candidates of one type fit on circumstance alone; the score cannot choose"
+        );
+    }
+    if llm.is_some() {
+        ambiguous.extend(undecidable);
     }
     if ambiguous.is_empty() {
         return Ok(decisions);
@@ -117,6 +139,7 @@ pub async fn decide(
                 .filter(|c| c.score.score >= thresholds.score_only)
                 .map(|c| Decision {
                     candidate_id: c.id,
+                    candidate_type: c.doc_type,
                     score: c.score.score,
                     confidence: Confidence::Low,
                     decided_by: DecidedBy::Score,
@@ -142,6 +165,7 @@ pub async fn decide(
                 let c = ambiguous[m.candidate - 1];
                 Decision {
                     candidate_id: c.id,
+                    candidate_type: c.doc_type,
                     score: c.score.score,
                     confidence: m.confidence,
                     decided_by: DecidedBy::Llm,
@@ -152,6 +176,45 @@ pub async fn decide(
         }
     }
     Ok(decisions)
+}
+
+fn circumstantial(score: &Score) -> bool {
+    super::score::circumstantial(&score.evidence)
+}
+
+/// Candidates the score cannot choose between, of one type, reaching the ambiguous band
+/// on circumstance alone (same supplier, lines, dates; no reference): two or more of
+/// them (the weekly purchase orders of a standing order, for a delivery note that names
+/// none), or one next to a candidate of the same type that the references chose (next
+/// week's delivery note beside the one an invoice's order number points to). Without an
+/// LLM none of them is linked; with one, the LLM decides.
+fn contested(thresholds: &Thresholds, scored: &[Scored]) -> Vec<Uuid> {
+    // Per type: circumstantial candidates, and whether a referenced one is in the band.
+    let mut by_type: Vec<(DocumentType, Vec<Uuid>, bool)> = Vec::new();
+    for c in scored {
+        if thresholds.band(c.score.score) == Band::NoMatch {
+            continue;
+        }
+        let entry = match by_type.iter_mut().position(|(t, _, _)| *t == c.doc_type) {
+            Some(i) => &mut by_type[i],
+            None => {
+                by_type.push((c.doc_type, Vec::new(), false));
+                by_type.last_mut().expect("just pushed")
+            }
+        };
+        if circumstantial(&c.score) {
+            entry.1.push(c.id);
+        } else {
+            entry.2 = true;
+        }
+    }
+    by_type
+        .into_iter()
+        .filter(|(_, circumstantial, referenced)| {
+            circumstantial.len() > 1 || (*referenced && !circumstantial.is_empty())
+        })
+        .flat_map(|(_, ids, _)| ids)
+        .collect()
 }
 
 /// Checks an answer against the candidates it was asked about.
@@ -189,6 +252,7 @@ fn summary(doc_type: DocumentType, data: &Value) -> Value {
         "total",
         "po_reference",
         "delivery_note_reference",
+        "invoice_reference",
     ] {
         if let Some(v) = data.get(key).filter(|v| !v.is_null()) {
             out.insert(key.into(), v.clone());
@@ -235,8 +299,25 @@ mod tests {
             structured_data: json!({}),
             score: Score {
                 score,
+                evidence: vec![Evidence::Reference {
+                    relation: "shared",
+                    references: vec!["PO-42".into()],
+                    specificity: 1.0,
+                    weight: 0.25,
+                }],
+            },
+        }
+    }
+
+    /// A candidate whose score rests on supplier, lines and dates only.
+    fn circumstantial_candidate(doc_type: DocumentType, score: f64) -> Scored {
+        Scored {
+            doc_type,
+            score: Score {
+                score,
                 evidence: vec![],
             },
+            ..scored(score)
         }
     }
 
@@ -263,6 +344,47 @@ mod tests {
             ]
         );
         assert!(decisions.iter().all(|d| d.decided_by == DecidedBy::Score));
+    }
+
+    #[tokio::test]
+    async fn two_orders_fitting_on_circumstance_alone_are_left_to_the_llm() {
+        let t = Thresholds::default();
+        let week_1 = circumstantial_candidate(DocumentType::PurchaseOrder, 0.65);
+        let week_2 = circumstantial_candidate(DocumentType::PurchaseOrder, 0.65);
+        let invoice = circumstantial_candidate(DocumentType::Invoice, 0.65);
+
+        let decisions = decide(
+            None,
+            &t,
+            DocumentType::DeliveryNote,
+            &json!({}),
+            &[week_1, week_2, invoice.clone()],
+        )
+        .await
+        .unwrap();
+
+        let picked: Vec<Uuid> = decisions.iter().map(|d| d.candidate_id).collect();
+        assert_eq!(picked, vec![invoice.id], "the only invoice is no contest");
+    }
+
+    #[tokio::test]
+    async fn a_circumstantial_candidate_beside_a_referenced_one_of_its_type_is_not_linked() {
+        let t = Thresholds::default();
+        let cited = scored(0.9);
+        let look_alike = circumstantial_candidate(DocumentType::PurchaseOrder, 0.65);
+
+        let decisions = decide(
+            None,
+            &t,
+            DocumentType::Invoice,
+            &json!({}),
+            &[cited.clone(), look_alike],
+        )
+        .await
+        .unwrap();
+
+        let picked: Vec<Uuid> = decisions.iter().map(|d| d.candidate_id).collect();
+        assert_eq!(picked, vec![cited.id]);
     }
 
     #[test]

@@ -7,18 +7,22 @@
 //!    persisted on the row *outside* the write transaction — the same input gives the
 //!    same values, so a retry simply overwrites them;
 //! 2. [`candidates`]: same tenant, matchable type pairs, shared references / VAT id /
-//!    IBAN or trigram-similar names, bounded;
+//!    IBAN or trigram-similar names, each path index-bounded, plus the documents already
+//!    linked to it;
 //! 3. [`score`]: a score in 0–1 with explicit evidence per candidate;
 //! 4. [`decide`]: above the match threshold → match; ambiguous band → the LLM (or the
 //!    score alone when no LLM is configured); below → nothing. LLM calls happen here,
 //!    before any transaction is opened;
-//! 5. [`write`]: one transaction — delete the document's edges, insert the new ones,
-//!    recompute the clusters they touch. A failure rolls all of it back.
+//! 5. [`write`]: one transaction — replace the edges to the candidates this run judged,
+//!    recompute the clusters they touch, mark the document `succeeded`. A failure rolls
+//!    all of it back.
 //!
-//! Status bookkeeping (`matching_status`, attempts, errors) lives in [`status`].
+//! Status bookkeeping (`matching_status`, attempts, errors) lives in [`status`]; the
+//! labelled evaluation set and its metrics in [`eval`].
 
 pub mod candidates;
 pub mod decide;
+pub mod eval;
 pub mod normalize;
 pub mod score;
 pub mod status;
@@ -32,6 +36,7 @@ use uuid::Uuid;
 use crate::llm::{LlmClient, LlmError};
 pub use crate::retry::error_chain;
 use crate::retry::{Classify, RetryClass};
+use crate::settings::{Env, SettingsError};
 
 pub use crate::document::{Confidence, DocumentType};
 
@@ -72,11 +77,14 @@ impl Default for Thresholds {
     }
 }
 
-/// Pipeline settings.
+/// Pipeline settings (`MATCH_*` variables; the defaults are the values docs/matching.md
+/// states).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MatchingConfig {
     pub thresholds: Thresholds,
-    /// At most this many candidates are scored per document.
+    pub weights: score::Weights,
+    /// At most this many candidates are scored per document (plus the documents already
+    /// linked to it).
     pub max_candidates: i64,
 }
 
@@ -84,8 +92,89 @@ impl Default for MatchingConfig {
     fn default() -> Self {
         MatchingConfig {
             thresholds: Thresholds::default(),
+            weights: score::Weights::default(),
             max_candidates: 50,
         }
+    }
+}
+
+impl MatchingConfig {
+    /// Reads `MATCH_THRESHOLD`, `MATCH_AMBIGUOUS_THRESHOLD`, `MATCH_SCORE_ONLY_THRESHOLD`,
+    /// `MATCH_MAX_CANDIDATES` and the `MATCH_WEIGHT_*` / `MATCH_PENALTY_*` weights, each
+    /// defaulting to [`MatchingConfig::default`]. Fails, naming the variable, when a value
+    /// is not a number, a threshold is outside 0–1 or out of order (ambiguous ≤ score-only
+    /// ≤ matched), a weight is negative, a penalty positive, or the limit below 1.
+    pub fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, SettingsError> {
+        let d = MatchingConfig::default();
+        let invalid = |var: &'static str, reason: &str| SettingsError::Invalid {
+            var,
+            reason: reason.to_owned(),
+        };
+        let threshold = |var: &'static str, default: f64| -> Result<f64, SettingsError> {
+            let v: f64 = env.parse_or(var, default)?;
+            if (0.0..=1.0).contains(&v) {
+                Ok(v)
+            } else {
+                Err(invalid(var, "must be between 0 and 1"))
+            }
+        };
+        let weight = |var: &'static str, default: f64| -> Result<f64, SettingsError> {
+            let v: f64 = env.parse_or(var, default)?;
+            if v.is_finite() && v >= 0.0 {
+                Ok(v)
+            } else {
+                Err(invalid(var, "must be a number ≥ 0"))
+            }
+        };
+        let penalty = |var: &'static str, default: f64| -> Result<f64, SettingsError> {
+            let v: f64 = env.parse_or(var, default)?;
+            if v.is_finite() && v <= 0.0 {
+                Ok(v)
+            } else {
+                Err(invalid(var, "must be a number ≤ 0 (it is subtracted)"))
+            }
+        };
+        let thresholds = Thresholds {
+            matched: threshold("MATCH_THRESHOLD", d.thresholds.matched)?,
+            ambiguous: threshold("MATCH_AMBIGUOUS_THRESHOLD", d.thresholds.ambiguous)?,
+            score_only: threshold("MATCH_SCORE_ONLY_THRESHOLD", d.thresholds.score_only)?,
+        };
+        if !(thresholds.ambiguous <= thresholds.score_only
+            && thresholds.score_only <= thresholds.matched)
+        {
+            return Err(invalid(
+                "MATCH_SCORE_ONLY_THRESHOLD",
+                "thresholds must keep MATCH_AMBIGUOUS_THRESHOLD ≤ MATCH_SCORE_ONLY_THRESHOLD ≤ MATCH_THRESHOLD",
+            ));
+        }
+        let w = d.weights;
+        let weights = score::Weights {
+            reference: weight("MATCH_WEIGHT_REFERENCE", w.reference)?,
+            near_reference: weight("MATCH_WEIGHT_NEAR_REFERENCE", w.near_reference)?,
+            shared_reference: weight("MATCH_WEIGHT_SHARED_REFERENCE", w.shared_reference)?,
+            unknown_reference: weight("MATCH_WEIGHT_UNKNOWN_REFERENCE", w.unknown_reference)?,
+            reference_conflict: penalty("MATCH_PENALTY_REFERENCE_CONFLICT", w.reference_conflict)?,
+            vat_id: weight("MATCH_WEIGHT_VAT_ID", w.vat_id)?,
+            vat_id_mismatch: penalty("MATCH_PENALTY_VAT_ID_MISMATCH", w.vat_id_mismatch)?,
+            iban: weight("MATCH_WEIGHT_IBAN", w.iban)?,
+            amount: weight("MATCH_WEIGHT_AMOUNT", w.amount)?,
+            lines: weight("MATCH_WEIGHT_LINES", w.lines)?,
+            lines_conflict: penalty("MATCH_PENALTY_LINES_CONFLICT", w.lines_conflict)?,
+            date_close: weight("MATCH_WEIGHT_DATE_CLOSE", w.date_close)?,
+            date_near: weight("MATCH_WEIGHT_DATE_NEAR", w.date_near)?,
+            date_order: penalty("MATCH_PENALTY_DATE_ORDER", w.date_order)?,
+            name: weight("MATCH_WEIGHT_NAME", w.name)?,
+            name_alone: weight("MATCH_WEIGHT_NAME_ALONE", w.name_alone)?,
+        };
+        let max_candidates: i64 = env.parse_or("MATCH_MAX_CANDIDATES", d.max_candidates)?;
+        if max_candidates < 1 {
+            return Err(invalid("MATCH_MAX_CANDIDATES", "must be at least 1"));
+        }
+        Ok(MatchingConfig {
+            thresholds,
+            weights,
+            max_candidates,
+        })
     }
 }
 
@@ -144,12 +233,14 @@ pub struct MatchReport {
     pub written: write::Written,
 }
 
-/// Runs the pipeline for one document (already claimed, see [`status::claim`]).
+/// Runs the pipeline for one document (already claimed, see [`status::claim`]) and marks
+/// it `succeeded` in the same transaction as its edges.
 ///
 /// Fails with a [`MatchingError`]: database errors classified by sqlx's error (connection
 /// trouble transient, constraint violations permanent), LLM errors as the client
 /// classified them after its in-process retries. When it fails, the write transaction
-/// has not committed: the previous edges and clusters are intact.
+/// has not committed: the previous edges and clusters are intact and the document is
+/// still `in-progress`.
 #[tracing::instrument(skip_all, fields(document_id = %doc.id, doc_type = doc.doc_type.as_str()))]
 pub async fn match_document(
     pool: &PgPool,
@@ -165,7 +256,7 @@ pub async fn match_document(
         }
     };
 
-    let normalized = normalize::normalize(&doc.structured_data);
+    let normalized = normalize::normalize(&doc.structured_data, doc.doc_type);
     status::save_normalized(pool, doc.id, &normalized)
         .await
         .map_err(db("persist the normalised fields"))?;
@@ -177,13 +268,17 @@ pub async fn match_document(
         counterparty: normalized.counterparty.as_deref(),
         vat_id: normalized.vat_id.as_deref(),
         iban: normalized.iban.as_deref(),
-        references: &normalized.references,
+        references: &normalized.reference_keys,
+        date: normalized
+            .date
+            .unwrap_or_else(|| chrono::Utc::now().date_naive()),
     };
     let found = candidates::find_candidates(pool, &query, config.max_candidates)
         .await
         .map_err(db("search for candidates"))?;
 
     let source_side = score::Side {
+        doc_type: doc.doc_type,
         vat_id: normalized.vat_id.as_deref(),
         iban: normalized.iban.as_deref(),
         references: &normalized.references,
@@ -192,17 +287,19 @@ pub async fn match_document(
     let scored: Vec<decide::Scored> = found
         .iter()
         .map(|c| {
+            let references = normalize::References::read(&c.structured_data, c.doc_type);
             let side = score::Side {
+                doc_type: c.doc_type,
                 vat_id: c.normalized_vat_id.as_deref(),
                 iban: c.normalized_iban.as_deref(),
-                references: &c.normalized_references,
+                references: &references,
                 structured: &c.structured_data,
             };
             decide::Scored {
                 id: c.id,
                 doc_type: c.doc_type,
                 structured_data: c.structured_data.clone(),
-                score: score::score(&source_side, &side, c.name_similarity),
+                score: score::score(&config.weights, &source_side, &side, c.name_similarity),
             }
         })
         .collect();
@@ -223,13 +320,24 @@ pub async fn match_document(
         source,
     })?;
 
+    let judged: Vec<Uuid> = found.iter().map(|c| c.id).collect();
     let mut tx = pool
         .begin()
         .await
         .map_err(db("begin the write transaction"))?;
-    let written = write::write_matches(&mut tx, doc.tenant_id, doc.id, &decisions)
+    let written = write::write_matches(
+        &mut tx,
+        doc.tenant_id,
+        doc.id,
+        doc.doc_type,
+        &judged,
+        &decisions,
+    )
+    .await
+    .map_err(db("write the matches"))?;
+    status::succeed(&mut tx, doc.id)
         .await
-        .map_err(db("write the matches"))?;
+        .map_err(db("mark the document succeeded"))?;
     tx.commit().await.map_err(db("commit the matches"))?;
 
     tracing::info!(
@@ -243,4 +351,67 @@ pub async fn match_document(
         decisions,
         written,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(vars: &[(&str, &str)]) -> Env<impl Fn(&str) -> Option<String>> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Env::new(move |var| map.get(var).cloned())
+    }
+
+    #[test]
+    fn without_variables_the_documented_defaults_apply() {
+        let config = MatchingConfig::from_env(&env(&[])).unwrap();
+        assert_eq!(config, MatchingConfig::default());
+        assert_eq!(
+            (
+                config.thresholds.matched,
+                config.thresholds.ambiguous,
+                config.thresholds.score_only
+            ),
+            (0.75, 0.5, 0.6)
+        );
+        assert_eq!(config.max_candidates, 50);
+        assert_eq!(config.weights.reference, 0.5);
+    }
+
+    #[test]
+    fn thresholds_weights_and_the_limit_are_read_from_the_environment() {
+        let config = MatchingConfig::from_env(&env(&[
+            ("MATCH_THRESHOLD", "0.8"),
+            ("MATCH_SCORE_ONLY_THRESHOLD", "0.7"),
+            ("MATCH_MAX_CANDIDATES", "20"),
+            ("MATCH_WEIGHT_AMOUNT", "0.3"),
+            ("MATCH_PENALTY_REFERENCE_CONFLICT", "-0.9"),
+        ]))
+        .unwrap();
+        assert_eq!(config.thresholds.matched, 0.8);
+        assert_eq!(config.thresholds.score_only, 0.7);
+        assert_eq!(config.max_candidates, 20);
+        assert_eq!(config.weights.amount, 0.3);
+        assert_eq!(config.weights.reference_conflict, -0.9);
+    }
+
+    #[test]
+    fn nonsense_settings_are_rejected_by_name() {
+        for (var, value) in [
+            ("MATCH_THRESHOLD", "1.5"),
+            ("MATCH_SCORE_ONLY_THRESHOLD", "0.9"),
+            ("MATCH_WEIGHT_NAME", "-0.1"),
+            ("MATCH_PENALTY_VAT_ID_MISMATCH", "0.3"),
+            ("MATCH_MAX_CANDIDATES", "0"),
+            ("MATCH_WEIGHT_IBAN", "lots"),
+        ] {
+            let err = MatchingConfig::from_env(&env(&[(var, value)])).unwrap_err();
+            let text = err.to_string();
+            assert!(text.contains("MATCH_"), "{var}={value}: {text}");
+        }
+    }
 }

@@ -4,7 +4,10 @@
 //! Pure functions: the same structured data always gives the same normalised fields, so
 //! persisting them before the write transaction is safe — a retry writes the same values.
 
+use chrono::NaiveDate;
 use serde_json::Value;
+
+use super::DocumentType;
 
 /// Legal-form words dropped from the end of a company name ("Müller GmbH & Co. KG" →
 /// "mueller"). Compared after lower-casing, umlaut folding and removal of dots, so
@@ -105,56 +108,217 @@ pub fn normalize_iban(raw: &str) -> Option<String> {
     shaped.then_some(iban)
 }
 
-/// A document reference for comparison: upper case, separators removed, leading zeros
-/// of every digit run removed ("PO-000123" → "PO123", "2024/0042" → "202442").
-/// Letter prefixes are kept: "INV-1001" and "PO-1001" name different documents.
-/// `None` for fewer than 3 characters (too short to link two documents on).
+/// A document reference for comparison (its *key*): upper case; split into groups at
+/// separators and at letter/digit changes; leading zeros of every digit group removed;
+/// groups joined with `-`. `PO-2024/0042`, `po 2024-042` and `PO2024 42` are all
+/// `PO-2024-42`, while the group boundaries keep `LS-2024-1-15` and `LS-2024-11-5` (or
+/// `PO 12-34` and `PO 1-234`) apart. A letter between two digits is read as the digit it
+/// is usually mistaken for by OCR (`2O24` → `2024`, `1I5` → `115`).
+///
+/// `None` without a digit or with fewer than 3 letters and digits in all: too little to
+/// link two documents on ("n/a", "7").
 pub fn normalize_reference(raw: &str) -> Option<String> {
-    let mut out = String::with_capacity(raw.len());
-    // Within a digit run: whether a significant (non-leading-zero) digit was seen yet.
-    let mut run: Option<bool> = None;
-    let end_run = |run: &mut Option<bool>, out: &mut String| {
-        // A run of zeros only ("LS-000-A") is still a number: keep one zero.
-        if *run == Some(false) {
-            out.push('0');
-        }
-        *run = None;
-    };
-    for c in raw.chars() {
-        if c.is_ascii_digit() {
-            let significant = run.get_or_insert(false);
-            if c != '0' || *significant {
-                *significant = true;
-                out.push(c);
+    let chars: Vec<char> = raw.chars().map(|c| c.to_ascii_uppercase()).collect();
+    let mut groups: Vec<String> = Vec::new();
+    let mut current = String::new();
+    let mut current_is_digit = false;
+    let mut alnum = 0usize;
+    for (i, &c) in chars.iter().enumerate() {
+        let between_digits = || {
+            i > 0
+                && chars[i - 1].is_ascii_digit()
+                && chars.get(i + 1).is_some_and(char::is_ascii_digit)
+        };
+        let c = match c {
+            'O' | 'Q' if between_digits() => '0',
+            'I' | 'L' if between_digits() => '1',
+            'S' if between_digits() => '5',
+            'B' if between_digits() => '8',
+            'Z' if between_digits() => '2',
+            c => c,
+        };
+        if !c.is_ascii_alphanumeric() {
+            if !current.is_empty() {
+                groups.push(std::mem::take(&mut current));
             }
-        } else {
-            end_run(&mut run, &mut out);
-            if c.is_ascii_alphanumeric() {
-                out.push(c.to_ascii_uppercase());
-            }
+            continue;
         }
+        alnum += 1;
+        let is_digit = c.is_ascii_digit();
+        if !current.is_empty() && is_digit != current_is_digit {
+            groups.push(std::mem::take(&mut current));
+        }
+        current_is_digit = is_digit;
+        current.push(c);
     }
-    end_run(&mut run, &mut out);
-    (out.len() >= 3).then_some(out)
+    if !current.is_empty() {
+        groups.push(current);
+    }
+    if alnum < 3
+        || !groups
+            .iter()
+            .any(|g| g.starts_with(|c: char| c.is_ascii_digit()))
+    {
+        return None;
+    }
+    let groups: Vec<&str> = groups
+        .iter()
+        .map(|g| {
+            if g.starts_with(|c: char| c.is_ascii_digit()) {
+                let trimmed = g.trim_start_matches('0');
+                if trimmed.is_empty() { "0" } else { trimmed }
+            } else {
+                g.as_str()
+            }
+        })
+        .collect();
+    Some(groups.join("-"))
 }
 
-/// Fields of the extraction contract (and common variants) that hold a reference to a
-/// document: the document's own number and the numbers it cites. A purchase order's
-/// number may sit in `invoice_number` or `po_reference`; all are treated alike.
-const REFERENCE_FIELDS: &[&str] = &[
-    "invoice_number",
+/// The digit groups of a key, without its letters (`PO-2024-42` → `2024-42`): how a
+/// reference cited without its prefix ("your order 2024-0042") is found.
+pub fn number_part(key: &str) -> String {
+    key.split('-')
+        .filter(|g| g.starts_with(|c: char| c.is_ascii_digit()))
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// The letter groups of a key (`PO-2024-42` → `PO`); empty when it has none.
+pub fn letter_part(key: &str) -> String {
+    key.split('-')
+        .filter(|g| !g.starts_with(|c: char| c.is_ascii_digit()))
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// What a cited number names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RefKind {
+    PurchaseOrder,
+    DeliveryNote,
+    Invoice,
+    CreditNote,
+}
+
+impl RefKind {
+    /// The kind of number a document of this type carries as its own.
+    pub fn of(doc_type: DocumentType) -> Option<RefKind> {
+        match doc_type {
+            DocumentType::PurchaseOrder => Some(RefKind::PurchaseOrder),
+            DocumentType::DeliveryNote => Some(RefKind::DeliveryNote),
+            DocumentType::Invoice => Some(RefKind::Invoice),
+            DocumentType::CreditNote => Some(RefKind::CreditNote),
+            DocumentType::Other => None,
+        }
+    }
+}
+
+/// Fields holding the document's own number, whatever its type (the extraction contract
+/// puts it in `invoice_number`; the others are common variants).
+const OWN_FIELDS: &[&str] = &["invoice_number", "document_number", "number"];
+/// Fields citing a purchase order.
+const PO_FIELDS: &[&str] = &[
     "po_reference",
     "po_number",
     "purchase_order_number",
     "purchase_order_reference",
     "order_number",
     "order_reference",
-    "delivery_note_reference",
-    "delivery_note_number",
-    "document_number",
-    "reference",
-    "references",
 ];
+/// Fields citing delivery notes.
+const DN_FIELDS: &[&str] = &["delivery_note_reference", "delivery_note_number"];
+/// Fields citing the invoice a credit note corrects.
+const INVOICE_FIELDS: &[&str] = &["invoice_reference", "corrected_invoice_number"];
+/// Fields citing something of unknown kind.
+const UNKNOWN_FIELDS: &[&str] = &["reference", "references"];
+
+/// A document's references, as keys ([`normalize_reference`]): its own number kept apart
+/// from the numbers it cites, so a supplier's invoice `1001` is never taken for the
+/// tenant's purchase order `1001`. Each list is sorted, without duplicates.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct References {
+    pub own: Vec<String>,
+    pub purchase_orders: Vec<String>,
+    pub delivery_notes: Vec<String>,
+    pub invoices: Vec<String>,
+    /// Cited numbers whose kind the document does not say.
+    pub unknown: Vec<String>,
+}
+
+impl References {
+    /// Reads the references of a document of type `doc_type`. A purchase order's own
+    /// number may sit in a PO field (`po_number`, `po_reference`), a delivery note's in
+    /// `delivery_note_number`, a credit note's in `credit_note_number`: for those types
+    /// these fields are its own number, not a citation.
+    pub fn read(structured: &Value, doc_type: DocumentType) -> References {
+        let keys = |fields: &[&str]| -> Vec<String> {
+            let mut keys: Vec<String> = fields
+                .iter()
+                .filter_map(|key| structured.get(*key))
+                .flat_map(reference_values)
+                .filter_map(|raw| normalize_reference(&raw))
+                .collect();
+            keys.sort();
+            keys.dedup();
+            keys
+        };
+        let mut refs = References {
+            own: keys(OWN_FIELDS),
+            purchase_orders: keys(PO_FIELDS),
+            delivery_notes: keys(DN_FIELDS),
+            invoices: keys(INVOICE_FIELDS),
+            unknown: keys(UNKNOWN_FIELDS),
+        };
+        // For these types the field is the document's own number, not a citation.
+        let own_too = match doc_type {
+            DocumentType::PurchaseOrder => std::mem::take(&mut refs.purchase_orders),
+            DocumentType::DeliveryNote => std::mem::take(&mut refs.delivery_notes),
+            DocumentType::CreditNote => keys(&["credit_note_number"]),
+            _ => Vec::new(),
+        };
+        refs.own.extend(own_too);
+        refs.own.sort();
+        refs.own.dedup();
+        refs
+    }
+
+    /// The numbers it cites of `kind`.
+    pub fn cited(&self, kind: RefKind) -> &[String] {
+        match kind {
+            RefKind::PurchaseOrder => &self.purchase_orders,
+            RefKind::DeliveryNote => &self.delivery_notes,
+            RefKind::Invoice => &self.invoices,
+            RefKind::CreditNote => &[],
+        }
+    }
+
+    /// Every number it cites, of whatever kind.
+    pub fn all_cited(&self) -> impl Iterator<Item = &String> {
+        self.purchase_orders
+            .iter()
+            .chain(&self.delivery_notes)
+            .chain(&self.invoices)
+            .chain(&self.unknown)
+    }
+
+    /// The keys the candidate search looks up (`document.normalized_references`): own
+    /// and cited keys, and the number part of each key with letters, so a reference cited
+    /// without its prefix still meets its document. Sorted, without duplicates.
+    pub fn search_keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = Vec::new();
+        for key in self.own.iter().chain(self.all_cited()) {
+            keys.push(key.clone());
+            let number = number_part(key);
+            if number != *key && !number.is_empty() {
+                keys.push(number);
+            }
+        }
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+}
 
 /// The normalised fields of one document, as persisted on its row.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -162,38 +326,50 @@ pub struct Normalized {
     pub counterparty: Option<String>,
     pub vat_id: Option<String>,
     pub iban: Option<String>,
-    /// Sorted, without duplicates.
-    pub references: Vec<String>,
+    pub references: References,
+    /// `normalized_references`: [`References::search_keys`].
+    pub reference_keys: Vec<String>,
+    /// The document's own date (`invoice_date` and variants).
+    pub date: Option<NaiveDate>,
     pub searchable_text: String,
 }
 
-/// Normalises the structured data of a document (extraction contract). The counterparty
-/// is the supplier; `customer_name` is the fallback when no supplier was extracted.
-pub fn normalize(structured: &Value) -> Normalized {
+/// Normalises the structured data of a document of type `doc_type` (extraction
+/// contract). The counterparty is the supplier; `customer_name` is the fallback when no
+/// supplier was extracted.
+pub fn normalize(structured: &Value, doc_type: DocumentType) -> Normalized {
     let text = |key: &str| structured.get(key).and_then(Value::as_str);
     let counterparty = text("supplier_name")
         .and_then(normalize_name)
         .or_else(|| text("customer_name").and_then(normalize_name));
     let vat_id = text("supplier_vat_id").and_then(normalize_vat_id);
     let iban = text("supplier_iban").and_then(normalize_iban);
-
-    let mut references: Vec<String> = REFERENCE_FIELDS
-        .iter()
-        .filter_map(|key| structured.get(*key))
-        .flat_map(reference_values)
-        .filter_map(|raw| normalize_reference(&raw))
-        .collect();
-    references.sort();
-    references.dedup();
-
-    let searchable_text = searchable_text(structured, &counterparty, &references);
+    let references = References::read(structured, doc_type);
+    let reference_keys = references.search_keys();
+    let searchable_text = searchable_text(structured, &counterparty, &reference_keys);
     Normalized {
         counterparty,
         vat_id,
         iban,
         references,
+        reference_keys,
+        date: document_date(structured),
         searchable_text,
     }
+}
+
+/// The document's own date: `invoice_date` in the extraction contract (purchase orders
+/// and delivery notes use it for their date too), or the common variants.
+pub fn document_date(structured: &Value) -> Option<NaiveDate> {
+    [
+        "invoice_date",
+        "document_date",
+        "order_date",
+        "delivery_date",
+    ]
+    .iter()
+    .filter_map(|key| structured.get(*key).and_then(Value::as_str))
+    .find_map(|raw| NaiveDate::parse_from_str(raw.get(..10)?, "%Y-%m-%d").ok())
 }
 
 /// A reference field may be a string, a number, a list of either, or a string listing
@@ -377,66 +553,138 @@ mod tests {
         assert_eq!(normalize_iban("DEXX370400440532013000"), None);
     }
 
+    fn key(raw: &str) -> Option<String> {
+        normalize_reference(raw)
+    }
+
     #[test]
-    fn references_lose_separators_and_leading_zeros() {
-        assert_eq!(normalize_reference("PO-000123").as_deref(), Some("PO123"));
-        assert_eq!(normalize_reference("po 123").as_deref(), Some("PO123"));
+    fn references_lose_case_separators_and_leading_zeros() {
+        assert_eq!(key("PO-000123").as_deref(), Some("PO-123"));
+        assert_eq!(key("po 123").as_deref(), Some("PO-123"));
+        assert_eq!(key("PO123").as_deref(), Some("PO-123"));
+        assert_eq!(key("PO-2024/0042"), key("po 2024-042"));
+        assert_eq!(key("0004500123").as_deref(), Some("4500123"));
+    }
+
+    #[test]
+    fn digit_group_boundaries_keep_different_numbers_apart() {
+        assert_ne!(key("LS-2024-1-15"), key("LS-2024-11-5"));
+        assert_ne!(key("PO 12-34"), key("PO 1-234"));
+        assert_eq!(key("LS-2024-1-15").as_deref(), Some("LS-2024-1-15"));
+    }
+
+    #[test]
+    fn a_letter_between_digits_is_read_as_the_digit_ocr_mistook() {
+        assert_eq!(key("PO-2O24-0042"), key("PO-2024-0042"));
+        assert_eq!(key("RE 1I5"), key("RE 115"));
         assert_eq!(
-            normalize_reference("PO-2024/0042"),
-            normalize_reference("po 2024-042")
+            key("PO2024").as_deref(),
+            Some("PO-2024"),
+            "a prefix is not a digit"
+        );
+    }
+
+    #[test]
+    fn references_keep_their_letter_prefix_and_zero_groups() {
+        assert_ne!(key("INV-1001"), key("PO-1001"));
+        assert_eq!(key("LS-000-A").as_deref(), Some("LS-0-A"));
+        assert_eq!(number_part("PO-2024-42"), "2024-42");
+        assert_eq!(letter_part("PO-2024-42"), "PO");
+    }
+
+    #[test]
+    fn too_short_or_digitless_references_are_dropped() {
+        assert_eq!(key("7"), None);
+        assert_eq!(key("--"), None);
+        assert_eq!(key("n/a"), None);
+        assert_eq!(key("siehe Anlage"), None);
+    }
+
+    #[test]
+    fn the_own_number_is_kept_apart_from_the_cited_ones() {
+        let data = json!({
+            "invoice_number": "RE-2024-0815",
+            "po_reference": "PO-0042, PO-0043",
+            "delivery_note_reference": ["LS-77", 12345],
+            "reference": "K-99"
+        });
+
+        let refs = References::read(&data, DocumentType::Invoice);
+
+        assert_eq!(refs.own, vec!["RE-2024-815"]);
+        assert_eq!(refs.purchase_orders, vec!["PO-42", "PO-43"]);
+        assert_eq!(refs.delivery_notes, vec!["12345", "LS-77"]);
+        assert_eq!(refs.unknown, vec!["K-99"]);
+        assert!(refs.invoices.is_empty());
+    }
+
+    #[test]
+    fn a_purchase_orders_po_number_and_a_credit_notes_number_are_their_own() {
+        let po = References::read(
+            &json!({"po_number": "4500123"}),
+            DocumentType::PurchaseOrder,
+        );
+        assert_eq!(po.own, vec!["4500123"]);
+        assert!(po.purchase_orders.is_empty());
+
+        let dn = References::read(
+            &json!({"invoice_number": "LS-1", "po_reference": "PO-9"}),
+            DocumentType::DeliveryNote,
         );
         assert_eq!(
-            normalize_reference("0004500123").as_deref(),
-            Some("4500123")
+            (dn.own.clone(), dn.purchase_orders.clone()),
+            (vec!["LS-1".to_owned()], vec!["PO-9".to_owned()])
         );
-    }
 
-    #[test]
-    fn references_keep_their_letter_prefix_and_zero_runs() {
-        assert_ne!(
-            normalize_reference("INV-1001"),
-            normalize_reference("PO-1001")
+        let cn = References::read(
+            &json!({"invoice_number": "GS-7", "invoice_reference": "RE-2024-0815"}),
+            DocumentType::CreditNote,
         );
-        assert_eq!(normalize_reference("LS-000-A").as_deref(), Some("LS0A"));
+        assert_eq!(cn.own, vec!["GS-7"]);
+        assert_eq!(cn.invoices, vec!["RE-2024-815"]);
     }
 
     #[test]
-    fn too_short_references_are_dropped() {
-        assert_eq!(normalize_reference("7"), None);
-        assert_eq!(normalize_reference("--"), None);
+    fn search_keys_hold_every_key_and_the_number_part_of_prefixed_ones() {
+        let refs = References::read(
+            &json!({"invoice_number": "RE-1001", "po_reference": "4500123"}),
+            DocumentType::Invoice,
+        );
+        assert_eq!(refs.search_keys(), vec!["1001", "4500123", "RE-1001"]);
     }
 
     #[test]
-    fn structured_data_is_normalised_with_every_reference_field() {
+    fn structured_data_is_normalised_with_every_field() {
         let data = json!({
             "document_type": "invoice",
             "invoice_number": "RE-2024-0815",
+            "invoice_date": "2024-03-10",
             "supplier_name": "Acme Bürobedarf GmbH",
             "supplier_vat_id": "DE 123 456 789",
             "supplier_iban": "DE89 3704 0044 0532 0130 00",
-            "po_reference": "PO-0042, PO-0043",
-            "delivery_note_reference": ["LS-77", 12345],
+            "po_reference": "PO-0042",
             "total": 119.0,
             "line_items": [{"description": "Toner"}]
         });
 
-        let n = normalize(&data);
+        let n = normalize(&data, DocumentType::Invoice);
 
         assert_eq!(n.counterparty.as_deref(), Some("acme buerobedarf"));
         assert_eq!(n.vat_id.as_deref(), Some("DE123456789"));
         assert_eq!(n.iban.as_deref(), Some("DE89370400440532013000"));
+        assert_eq!(n.date, NaiveDate::from_ymd_opt(2024, 3, 10));
         assert_eq!(
-            n.references,
-            vec!["12345", "LS77", "PO42", "PO43", "RE2024815"]
+            n.reference_keys,
+            vec!["2024-815", "42", "PO-42", "RE-2024-815"]
         );
         assert!(n.searchable_text.contains("Toner"), "{}", n.searchable_text);
-        assert!(n.searchable_text.contains("PO42"), "{}", n.searchable_text);
+        assert!(n.searchable_text.contains("PO-42"), "{}", n.searchable_text);
     }
 
     #[test]
     fn the_customer_is_the_counterparty_when_no_supplier_was_extracted() {
-        let n = normalize(&json!({"customer_name": "Beta AG"}));
+        let n = normalize(&json!({"customer_name": "Beta AG"}), DocumentType::Invoice);
         assert_eq!(n.counterparty.as_deref(), Some("beta"));
-        assert!(n.references.is_empty());
+        assert!(n.reference_keys.is_empty());
     }
 }

@@ -1,31 +1,99 @@
 //! Scoring of one candidate against the source document, with the evidence behind the
 //! score. Pure: the inputs are the normalised fields, the structured data and the
-//! trigram name similarity the candidate query computed.
+//! trigram name similarity the candidate query computed. The weights are settings
+//! ([`Weights`], `MATCH_WEIGHT_*`); the defaults:
 //!
-//! | evidence                                        | weight          |
-//! |-------------------------------------------------|-----------------|
-//! | a shared normalised reference (PO, invoice, DN)  | +0.45           |
-//! | same VAT id / different VAT ids                  | +0.15 / −0.30   |
-//! | same IBAN                                        | +0.05           |
-//! | totals agree (same currency, ±0.5 %, min 0.01)   | +0.20           |
-//! | dates ≤ 14 days apart / ≤ 45 days apart          | +0.10 / +0.05   |
-//! | name similarity (pg_trgm `similarity`, 0–1)      | +0.15 × s       |
+//! | evidence                                                          | weight          |
+//! |-------------------------------------------------------------------|-----------------|
+//! | one cites the other's own number (PO, delivery note, invoice)      | +0.50 × spec    |
+//! | one cites a number one slip away from the other's own (a typo)     | 0 (no contradiction) |
+//! | both cite the same number (an invoice and a delivery note, one PO) | +0.25 × spec    |
+//! | a number of unknown kind matches                                   | +0.30 × spec    |
+//! | the references contradict (cites another PO / delivery note / invoice) | −0.60       |
+//! | same VAT id / different VAT ids                                    | +0.15 / −0.30   |
+//! | same IBAN                                                          | +0.05           |
+//! | totals agree (same currency, ±0.5 %, min 0.01)                     | +0.20           |
+//! | line items agree (same goods, same quantities)                     | +0.20           |
+//! | invoice ↔ delivery note: same goods, other quantities (another partial delivery) | −0.20 |
+//! | dates ≤ 7 days apart / ≤ 30 days apart                             | +0.10 / +0.05   |
+//! | a delivery note / invoice dated > 3 days before its order, a credit note before its invoice | −0.30 |
+//! | name similarity s (pg_trgm), VAT ids compared / one side without   | +0.15 × s / +0.30 × s |
 //!
-//! The score is the sum, clamped to 0–1. "Same supplier, nothing else" stays below the
-//! ambiguous band; a shared reference from the same supplier is a match.
+//! `spec` is how specific the shared number is ([`specificity`]): `PO-2024-0042` counts
+//! fully, a bare `1001` less. The score is the sum, clamped to 0–1.
+//!
+//! References are compared by kind ([`References`]): a document's own number is never
+//! compared with another's own number, only with what the other cites. When both sides
+//! say which purchase order (or delivery note, or invoice) they belong to and the
+//! answers differ, that weighs heavily against the pair — a weekly standing order with
+//! identical totals stays one cluster per week. A cited number one slip away from the
+//! other's own (two digits swapped, one dropped or doubled) is a likely typo: no
+//! contradiction, and by default no evidence either — sequential numbers make such
+//! slips land on real neighbours too often (`MATCH_WEIGHT_NEAR_REFERENCE` gives it
+//! weight).
 
-use chrono::NaiveDate;
 use serde::Serialize;
 use serde_json::Value;
 
-pub const WEIGHT_REFERENCE: f64 = 0.45;
-pub const WEIGHT_VAT_ID: f64 = 0.15;
-pub const PENALTY_VAT_ID_MISMATCH: f64 = -0.30;
-pub const WEIGHT_IBAN: f64 = 0.05;
-pub const WEIGHT_AMOUNT: f64 = 0.20;
-pub const WEIGHT_DATE_CLOSE: f64 = 0.10;
-pub const WEIGHT_DATE_NEAR: f64 = 0.05;
-pub const WEIGHT_NAME: f64 = 0.15;
+use super::DocumentType;
+use super::normalize::{RefKind, References, document_date, letter_part, number_part};
+
+/// The weight of each piece of evidence (penalties are negative).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Weights {
+    /// One side cites the other's own number.
+    pub reference: f64,
+    /// One side cites a number one slip (swap, dropped or doubled digit) away from the
+    /// other's own: probably a typo of it.
+    pub near_reference: f64,
+    /// Both sides cite the same number.
+    pub shared_reference: f64,
+    /// A number of unknown kind (`reference`) matches a number of the other side.
+    pub unknown_reference: f64,
+    /// Both sides name the purchase order / delivery note / invoice they belong to, and
+    /// the names differ.
+    pub reference_conflict: f64,
+    pub vat_id: f64,
+    pub vat_id_mismatch: f64,
+    pub iban: f64,
+    pub amount: f64,
+    pub lines: f64,
+    /// Invoice ↔ delivery note billing the same goods in other quantities.
+    pub lines_conflict: f64,
+    pub date_close: f64,
+    pub date_near: f64,
+    /// A delivery note or invoice dated before the order it would belong to, a credit
+    /// note before its invoice (more than 3 days: dates are typed by hand).
+    pub date_order: f64,
+    /// Name similarity, when the VAT ids were compared too.
+    pub name: f64,
+    /// Name similarity, when one side has no VAT id: the name is all there is to tell
+    /// the supplier by.
+    pub name_alone: f64,
+}
+
+impl Default for Weights {
+    fn default() -> Self {
+        Weights {
+            reference: 0.50,
+            near_reference: 0.0,
+            shared_reference: 0.25,
+            unknown_reference: 0.30,
+            reference_conflict: -0.60,
+            vat_id: 0.15,
+            vat_id_mismatch: -0.30,
+            iban: 0.05,
+            amount: 0.20,
+            lines: 0.20,
+            lines_conflict: -0.20,
+            date_close: 0.10,
+            date_near: 0.05,
+            date_order: -0.30,
+            name: 0.15,
+            name_alone: 0.30,
+        }
+    }
+}
 
 /// Relative tolerance for totals to agree (rounding, cents), with 0.01 as the floor.
 pub const AMOUNT_TOLERANCE: f64 = 0.005;
@@ -33,10 +101,22 @@ pub const AMOUNT_TOLERANCE: f64 = 0.005;
 /// The side of a comparison: normalised fields and the raw structured data.
 #[derive(Debug, Clone, Copy)]
 pub struct Side<'a> {
+    pub doc_type: DocumentType,
     pub vat_id: Option<&'a str>,
     pub iban: Option<&'a str>,
-    pub references: &'a [String],
+    pub references: &'a References,
     pub structured: &'a Value,
+}
+
+/// How two references relate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RefMatch {
+    Different,
+    /// One slip apart (swapped, dropped or doubled digit): probably a typo.
+    Near,
+    /// The same digit groups, one of them without its letter prefix.
+    SameNumber,
+    Exact,
 }
 
 /// One piece of evidence and what it contributed to the score (stored as JSON on the
@@ -44,8 +124,17 @@ pub struct Side<'a> {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Evidence {
+    /// `relation`: `cites` (one cites the other's own number), `shared` (both cite it),
+    /// `unknown` (a number of unknown kind).
     Reference {
+        relation: &'static str,
         references: Vec<String>,
+        specificity: f64,
+        weight: f64,
+    },
+    ReferenceConflict {
+        cited: Vec<String>,
+        other: Vec<String>,
         weight: f64,
     },
     VatId {
@@ -67,8 +156,16 @@ pub enum Evidence {
         currency: Option<String>,
         weight: f64,
     },
+    Lines {
+        agree: bool,
+        weight: f64,
+    },
     Date {
         days_apart: i64,
+        weight: f64,
+    },
+    DateOrder {
+        days_before: i64,
         weight: f64,
     },
     NameSimilarity {
@@ -81,11 +178,14 @@ impl Evidence {
     pub fn weight(&self) -> f64 {
         match self {
             Evidence::Reference { weight, .. }
+            | Evidence::ReferenceConflict { weight, .. }
             | Evidence::VatId { weight, .. }
             | Evidence::VatIdMismatch { weight, .. }
             | Evidence::Iban { weight, .. }
             | Evidence::Amount { weight, .. }
+            | Evidence::Lines { weight, .. }
             | Evidence::Date { weight, .. }
+            | Evidence::DateOrder { weight, .. }
             | Evidence::NameSimilarity { weight, .. } => *weight,
         }
     }
@@ -100,31 +200,28 @@ pub struct Score {
 
 /// Scores `candidate` against `source`. `name_similarity` is pg_trgm's similarity of the
 /// two normalised counterparty names (0 when either is missing).
-pub fn score(source: &Side<'_>, candidate: &Side<'_>, name_similarity: f64) -> Score {
+pub fn score(w: &Weights, source: &Side<'_>, candidate: &Side<'_>, name_similarity: f64) -> Score {
     let mut evidence = Vec::new();
 
-    let shared: Vec<String> = source
-        .references
-        .iter()
-        .filter(|r| candidate.references.contains(r))
-        .cloned()
-        .collect();
-    if !shared.is_empty() {
-        evidence.push(Evidence::Reference {
-            references: shared,
-            weight: WEIGHT_REFERENCE,
-        });
-    }
+    let references = reference_evidence(w, source, candidate);
+    let cites_directly = matches!(
+        references,
+        Some(Evidence::Reference {
+            relation: "cites",
+            ..
+        })
+    );
+    evidence.extend(references);
 
     match (source.vat_id, candidate.vat_id) {
         (Some(a), Some(b)) if a == b => evidence.push(Evidence::VatId {
             vat_id: a.to_owned(),
-            weight: WEIGHT_VAT_ID,
+            weight: w.vat_id,
         }),
         (Some(a), Some(b)) => evidence.push(Evidence::VatIdMismatch {
             source: a.to_owned(),
             candidate: b.to_owned(),
-            weight: PENALTY_VAT_ID_MISMATCH,
+            weight: w.vat_id_mismatch,
         }),
         _ => {}
     }
@@ -134,12 +231,30 @@ pub fn score(source: &Side<'_>, candidate: &Side<'_>, name_similarity: f64) -> S
     {
         evidence.push(Evidence::Iban {
             iban: a.to_owned(),
-            weight: WEIGHT_IBAN,
+            weight: w.iban,
         });
     }
 
-    if let Some(amount) = amount_agreement(source.structured, candidate.structured) {
+    if let Some(amount) = amount_agreement(w, source.structured, candidate.structured) {
         evidence.push(amount);
+    }
+
+    match lines_agreement(source.structured, candidate.structured) {
+        Some(true) => evidence.push(Evidence::Lines {
+            agree: true,
+            weight: w.lines,
+        }),
+        // Other quantities of the same goods: another partial delivery — unless the
+        // invoice names this delivery note itself (a final invoice over several).
+        Some(false)
+            if is_invoice_and_delivery(source.doc_type, candidate.doc_type) && !cites_directly =>
+        {
+            evidence.push(Evidence::Lines {
+                agree: false,
+                weight: w.lines_conflict,
+            })
+        }
+        _ => {}
     }
 
     if let (Some(a), Some(b)) = (
@@ -147,23 +262,34 @@ pub fn score(source: &Side<'_>, candidate: &Side<'_>, name_similarity: f64) -> S
         document_date(candidate.structured),
     ) {
         let days_apart = (a - b).num_days().abs();
-        let weight = if days_apart <= 14 {
-            WEIGHT_DATE_CLOSE
-        } else if days_apart <= 45 {
-            WEIGHT_DATE_NEAR
+        let weight = if days_apart <= DATE_CLOSE_DAYS {
+            w.date_close
+        } else if days_apart <= DATE_NEAR_DAYS {
+            w.date_near
         } else {
             0.0
         };
-        if weight > 0.0 {
+        if weight != 0.0 {
             evidence.push(Evidence::Date { days_apart, weight });
+        }
+        if let Some(days_before) =
+            dated_before_its_origin(source.doc_type, a, candidate.doc_type, b)
+            && days_before > DATE_ORDER_TOLERANCE_DAYS
+        {
+            evidence.push(Evidence::DateOrder {
+                days_before,
+                weight: w.date_order,
+            });
         }
     }
 
     let similarity = name_similarity.clamp(0.0, 1.0);
     if similarity > 0.0 {
+        let vat_compared = source.vat_id.is_some() && candidate.vat_id.is_some();
+        let name_weight = if vat_compared { w.name } else { w.name_alone };
         evidence.push(Evidence::NameSimilarity {
             similarity: round3(similarity),
-            weight: round3(WEIGHT_NAME * similarity),
+            weight: round3(name_weight * similarity),
         });
     }
 
@@ -174,7 +300,279 @@ pub fn score(source: &Side<'_>, candidate: &Side<'_>, name_similarity: f64) -> S
     }
 }
 
-fn amount_agreement(source: &Value, candidate: &Value) -> Option<Evidence> {
+/// Dates at most this many days apart are close (a delivery within the week of its
+/// order); a standing order's neighbouring weeks are not.
+pub const DATE_CLOSE_DAYS: i64 = 7;
+/// Dates at most this many days apart are near.
+pub const DATE_NEAR_DAYS: i64 = 30;
+
+/// Days of slack before a document counts as dated before its origin.
+pub const DATE_ORDER_TOLERANCE_DAYS: i64 = 3;
+
+/// How many days the later document of the pair (a delivery note or invoice against its
+/// order, a credit note against its invoice) is dated before the earlier one; `None`
+/// for pairs without such an order.
+fn dated_before_its_origin(
+    a_type: DocumentType,
+    a: chrono::NaiveDate,
+    b_type: DocumentType,
+    b: chrono::NaiveDate,
+) -> Option<i64> {
+    use DocumentType::*;
+    let origin_first = |origin: DocumentType, follower: DocumentType| {
+        matches!(
+            (origin, follower),
+            (PurchaseOrder, DeliveryNote) | (PurchaseOrder, Invoice) | (Invoice, CreditNote)
+        )
+    };
+    if origin_first(a_type, b_type) {
+        Some((a - b).num_days())
+    } else if origin_first(b_type, a_type) {
+        Some((b - a).num_days())
+    } else {
+        None
+    }
+}
+
+/// Whether a pair's evidence is circumstance alone: no reference for or against it (a
+/// likely typo of a number, `near`, says neither) — same supplier, goods, dates.
+pub fn circumstantial(evidence: &[Evidence]) -> bool {
+    !evidence.iter().any(|e| match e {
+        Evidence::Reference { relation, .. } => *relation != "near",
+        Evidence::ReferenceConflict { .. } => true,
+        _ => false,
+    })
+}
+
+fn is_invoice_and_delivery(a: DocumentType, b: DocumentType) -> bool {
+    matches!(
+        (a, b),
+        (DocumentType::Invoice, DocumentType::DeliveryNote)
+            | (DocumentType::DeliveryNote, DocumentType::Invoice)
+    )
+}
+
+/// How specific a key is, 0.4–1: by its count of digits, a letter prefix adding a step.
+/// `PO-2024-42` and `4500123` count fully, `1001` 0.7, `17` 0.4.
+pub fn specificity(key: &str) -> f64 {
+    let digits = key.chars().filter(char::is_ascii_digit).count();
+    let base: f64 = match digits {
+        0..=2 => 0.4,
+        3 => 0.55,
+        4 => 0.7,
+        5 => 0.85,
+        _ => 1.0,
+    };
+    let prefixed = !letter_part(key).is_empty();
+    if prefixed {
+        (base + 0.15).min(1.0)
+    } else {
+        base
+    }
+}
+
+/// How two keys relate.
+pub fn compare_keys(a: &str, b: &str) -> RefMatch {
+    if a == b {
+        return RefMatch::Exact;
+    }
+    let (la, lb) = (letter_part(a), letter_part(b));
+    let letters_agree = la == lb || la.is_empty() || lb.is_empty();
+    if !letters_agree {
+        return RefMatch::Different;
+    }
+    let (na, nb) = (number_part(a), number_part(b));
+    if na == nb {
+        return RefMatch::SameNumber;
+    }
+    let (da, db): (Vec<char>, Vec<char>) = (
+        na.chars().filter(char::is_ascii_digit).collect(),
+        nb.chars().filter(char::is_ascii_digit).collect(),
+    );
+    if da.len().min(db.len()) >= 4 && one_slip(&da, &db) {
+        RefMatch::Near
+    } else {
+        RefMatch::Different
+    }
+}
+
+/// Whether `a` and `b` differ by one swap of neighbours, or one character dropped or
+/// doubled. A changed digit is *not* a slip: consecutive numbers (the next week's
+/// purchase order) differ by exactly that.
+fn one_slip(a: &[char], b: &[char]) -> bool {
+    if a.len() == b.len() {
+        let diff: Vec<usize> = (0..a.len()).filter(|&i| a[i] != b[i]).collect();
+        return diff.len() == 2
+            && diff[1] == diff[0] + 1
+            && a[diff[0]] == b[diff[1]]
+            && a[diff[1]] == b[diff[0]];
+    }
+    let (long, short) = if a.len() > b.len() { (a, b) } else { (b, a) };
+    if long.len() != short.len() + 1 {
+        return false;
+    }
+    (0..long.len()).any(|skip| {
+        long.iter()
+            .enumerate()
+            .filter(|(i, _)| *i != skip)
+            .map(|(_, c)| c)
+            .eq(short.iter())
+    })
+}
+
+/// The best relation between any key of `a` and any of `b`, with the keys.
+fn best(a: &[String], b: &[String]) -> Option<(RefMatch, Vec<String>)> {
+    let mut best: Option<(RefMatch, Vec<String>)> = None;
+    for x in a {
+        for y in b {
+            let m = compare_keys(x, y);
+            match &mut best {
+                Some((level, keys)) if *level == m && m >= RefMatch::SameNumber => {
+                    keys.push(x.clone());
+                }
+                Some((level, _)) if *level >= m => {}
+                _ => best = Some((m, vec![x.clone()])),
+            }
+        }
+    }
+    best
+}
+
+fn reference_weight(w: f64, level: RefMatch, keys: &[String]) -> (f64, f64) {
+    let spec = keys.iter().map(|k| specificity(k)).fold(0.0, f64::max);
+    let spec = if level == RefMatch::SameNumber {
+        spec * 0.85
+    } else {
+        spec
+    };
+    let spec = round3(spec);
+    (spec, round3(w * spec))
+}
+
+/// The reference evidence of a pair, if any: a direct citation beats a contradiction,
+/// which beats a shared citation (an invoice of one partial delivery and the delivery
+/// note of another cite the same purchase order but different delivery notes).
+fn reference_evidence(w: &Weights, s: &Side<'_>, c: &Side<'_>) -> Option<Evidence> {
+    let (Some(sk), Some(ck)) = (RefKind::of(s.doc_type), RefKind::of(c.doc_type)) else {
+        return None;
+    };
+    let sr = s.references;
+    let cr = c.references;
+
+    // Direct: what one cites of the other's kind against the other's own number.
+    let mut direct_match: Option<(RefMatch, Vec<String>)> = None;
+    let mut direct_near: Option<Vec<String>> = None;
+    let mut conflict: Option<(Vec<String>, Vec<String>)> = None;
+    for (cited, own) in [(sr.cited(ck), &cr.own), (cr.cited(sk), &sr.own)] {
+        if cited.is_empty() || own.is_empty() {
+            continue;
+        }
+        match best(cited, own) {
+            Some((level, keys)) if level >= RefMatch::SameNumber => {
+                if direct_match.as_ref().is_none_or(|(l, _)| *l < level) {
+                    direct_match = Some((level, keys));
+                }
+            }
+            Some((RefMatch::Near, keys)) => {
+                direct_near.get_or_insert(keys);
+            }
+            _ => {
+                conflict.get_or_insert((cited.to_vec(), own.clone()));
+            }
+        }
+    }
+    if let Some((level, keys)) = direct_match {
+        let (specificity, weight) = reference_weight(w.reference, level, &keys);
+        return Some(Evidence::Reference {
+            relation: "cites",
+            references: keys,
+            specificity,
+            weight,
+        });
+    }
+    // A likely typo of the other's number says "maybe the same", which outweighs what
+    // the other direction contradicts.
+    if direct_near.is_none()
+        && let Some((cited, other)) = conflict
+    {
+        return Some(Evidence::ReferenceConflict {
+            cited,
+            other,
+            weight: w.reference_conflict,
+        });
+    }
+    let mut conflict = None;
+
+    // Shared: both cite numbers of the same kind (both name their purchase order).
+    let mut shared: Option<(RefMatch, Vec<String>)> = None;
+    for kind in [
+        RefKind::PurchaseOrder,
+        RefKind::DeliveryNote,
+        RefKind::Invoice,
+    ] {
+        let (a, b) = (sr.cited(kind), cr.cited(kind));
+        if a.is_empty() || b.is_empty() {
+            continue;
+        }
+        match best(a, b) {
+            Some((level, keys)) if level >= RefMatch::SameNumber => {
+                if shared.as_ref().is_none_or(|(l, _)| *l < level) {
+                    shared = Some((level, keys));
+                }
+            }
+            Some((RefMatch::Near, _)) => {}
+            _ => {
+                conflict.get_or_insert((a.to_vec(), b.to_vec()));
+            }
+        }
+    }
+    if let Some((level, keys)) = shared {
+        let (specificity, weight) = reference_weight(w.shared_reference, level, &keys);
+        return Some(Evidence::Reference {
+            relation: "shared",
+            references: keys,
+            specificity,
+            weight,
+        });
+    }
+    if let Some((cited, other)) = conflict {
+        return Some(Evidence::ReferenceConflict {
+            cited,
+            other,
+            weight: w.reference_conflict,
+        });
+    }
+    if let Some(keys) = direct_near {
+        // Probably a typo of this number.
+        let (specificity, weight) = reference_weight(w.near_reference, RefMatch::Exact, &keys);
+        return Some(Evidence::Reference {
+            relation: "near",
+            references: keys,
+            specificity,
+            weight,
+        });
+    }
+
+    // Unknown kind: against anything the other side carries.
+    let everything =
+        |r: &References| -> Vec<String> { r.own.iter().chain(r.all_cited()).cloned().collect() };
+    for (unknown, other) in [(&sr.unknown, everything(cr)), (&cr.unknown, everything(sr))] {
+        if let Some((level, keys)) = best(unknown, &other)
+            && level >= RefMatch::SameNumber
+        {
+            let (specificity, weight) = reference_weight(w.unknown_reference, level, &keys);
+            return Some(Evidence::Reference {
+                relation: "unknown",
+                references: keys,
+                specificity,
+                weight,
+            });
+        }
+    }
+    None
+}
+
+fn amount_agreement(w: &Weights, source: &Value, candidate: &Value) -> Option<Evidence> {
     let a = number(source.get("total")?)?;
     let b = number(candidate.get("total")?)?;
     let currency_of = |v: &Value| {
@@ -188,13 +586,90 @@ fn amount_agreement(source: &Value, candidate: &Value) -> Option<Evidence> {
     {
         return None;
     }
-    let tolerance = (a.abs().max(b.abs()) * AMOUNT_TOLERANCE).max(0.01);
+    // A credit note may carry its total as a negative number.
+    let (a, b) = (a.abs(), b.abs());
+    let tolerance = (a.max(b) * AMOUNT_TOLERANCE).max(0.01);
     ((a - b).abs() <= tolerance).then(|| Evidence::Amount {
         source: a,
         candidate: b,
         currency: ca.or(cb),
-        weight: WEIGHT_AMOUNT,
+        weight: w.amount,
     })
+}
+
+/// A line item reduced to what two documents of one purchase share: the words of its
+/// description and its quantity.
+#[derive(Debug)]
+struct Line {
+    words: Vec<String>,
+    quantity: Option<f64>,
+}
+
+fn lines(structured: &Value) -> Vec<Line> {
+    structured
+        .get("line_items")
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| {
+                    let description = item.get("description")?.as_str()?;
+                    let mut words: Vec<String> = description
+                        .split(|c: char| !c.is_alphanumeric())
+                        .filter(|w| !w.is_empty())
+                        .map(str::to_lowercase)
+                        .collect();
+                    words.sort();
+                    words.dedup();
+                    (!words.is_empty()).then(|| Line {
+                        words,
+                        quantity: item.get("quantity").and_then(number),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn same_goods(a: &Line, b: &Line) -> bool {
+    let common = a.words.iter().filter(|w| b.words.contains(w)).count();
+    let union = a.words.len() + b.words.len() - common;
+    union > 0 && common as f64 / union as f64 >= 0.6
+}
+
+/// `Some(true)`: every line of the shorter list has the same goods in the same quantity
+/// on the other side. `Some(false)`: common goods appear in other quantities. `None`: no
+/// line items to compare, or no common goods.
+fn lines_agreement(source: &Value, candidate: &Value) -> Option<bool> {
+    let (a, b) = (lines(source), lines(candidate));
+    if a.is_empty() || b.is_empty() {
+        return None;
+    }
+    let (short, long) = if a.len() <= b.len() {
+        (&a, &b)
+    } else {
+        (&b, &a)
+    };
+    let mut common = 0;
+    let mut equal = 0;
+    for line in short {
+        let matches: Vec<&Line> = long.iter().filter(|l| same_goods(line, l)).collect();
+        if matches.is_empty() {
+            continue;
+        }
+        common += 1;
+        if matches.iter().any(|l| match (line.quantity, l.quantity) {
+            (Some(x), Some(y)) => (x - y).abs() < 1e-6,
+            _ => false,
+        }) {
+            equal += 1;
+        }
+    }
+    if common == 0 {
+        None
+    } else {
+        Some(equal == short.len())
+    }
 }
 
 /// A number, or a string holding one ("119.00").
@@ -206,20 +681,6 @@ fn number(value: &Value) -> Option<f64> {
     }
 }
 
-/// The document's own date: `invoice_date` in the extraction contract (purchase orders
-/// and delivery notes use it for their date too), or the common variants.
-fn document_date(structured: &Value) -> Option<NaiveDate> {
-    [
-        "invoice_date",
-        "document_date",
-        "order_date",
-        "delivery_date",
-    ]
-    .iter()
-    .filter_map(|key| structured.get(*key).and_then(Value::as_str))
-    .find_map(|raw| NaiveDate::parse_from_str(raw.get(..10)?, "%Y-%m-%d").ok())
-}
-
 fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
@@ -229,86 +690,367 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn side<'a>(vat: Option<&'a str>, refs: &'a [String], structured: &'a Value) -> Side<'a> {
-        Side {
-            vat_id: vat,
-            iban: None,
-            references: refs,
-            structured,
+    struct Doc {
+        doc_type: DocumentType,
+        vat: Option<&'static str>,
+        refs: References,
+        data: Value,
+    }
+
+    fn doc(doc_type: DocumentType, vat: Option<&'static str>, data: Value) -> Doc {
+        Doc {
+            doc_type,
+            vat,
+            refs: References::read(&data, doc_type),
+            data,
         }
     }
 
-    #[test]
-    fn a_shared_reference_from_the_same_supplier_scores_as_a_match() {
-        let refs = vec!["PO42".to_owned()];
-        let inv = json!({"total": 119.0, "currency": "EUR", "invoice_date": "2024-03-10"});
-        let po = json!({"total": 119.0, "currency": "eur", "invoice_date": "2024-03-01"});
+    fn side(d: &Doc) -> Side<'_> {
+        Side {
+            doc_type: d.doc_type,
+            vat_id: d.vat,
+            iban: None,
+            references: &d.refs,
+            structured: &d.data,
+        }
+    }
 
-        let s = score(
-            &side(Some("DE1"), &refs, &inv),
-            &side(Some("DE1"), &refs, &po),
-            1.0,
+    fn s(a: &Doc, b: &Doc, name: f64) -> Score {
+        score(&Weights::default(), &side(a), &side(b), name)
+    }
+
+    const INV: DocumentType = DocumentType::Invoice;
+    const PO: DocumentType = DocumentType::PurchaseOrder;
+    const DN: DocumentType = DocumentType::DeliveryNote;
+
+    #[test]
+    fn an_invoice_citing_its_purchase_order_from_the_same_supplier_scores_as_a_match() {
+        let inv = doc(
+            INV,
+            Some("DE1"),
+            json!({"po_reference": "PO-2024-42", "total": 119.0, "currency": "EUR", "invoice_date": "2024-03-10"}),
+        );
+        let po = doc(
+            PO,
+            Some("DE1"),
+            json!({"invoice_number": "PO-2024-0042", "total": 119.0, "currency": "eur", "invoice_date": "2024-03-05"}),
         );
 
-        assert_eq!(s.score, 1.0);
-        let kinds: Vec<f64> = s.evidence.iter().map(Evidence::weight).collect();
-        assert_eq!(kinds, vec![0.45, 0.15, 0.2, 0.1, 0.15]);
+        let sc = s(&inv, &po, 1.0);
+
+        assert_eq!(sc.score, 1.0);
+        let weights: Vec<f64> = sc.evidence.iter().map(Evidence::weight).collect();
+        assert_eq!(weights, vec![0.5, 0.15, 0.2, 0.1, 0.15]);
     }
 
     #[test]
     fn the_same_supplier_without_anything_else_stays_below_one_half() {
-        let none: Vec<String> = vec![];
-        let a = json!({"total": 100.0, "invoice_date": "2024-03-10"});
-        let b = json!({"total": 250.0, "invoice_date": "2024-03-12"});
-
-        let s = score(
-            &side(Some("DE1"), &none, &a),
-            &side(Some("DE1"), &none, &b),
-            1.0,
+        let a = doc(
+            INV,
+            Some("DE1"),
+            json!({"total": 100.0, "invoice_date": "2024-03-10"}),
+        );
+        let b = doc(
+            PO,
+            Some("DE1"),
+            json!({"total": 250.0, "invoice_date": "2024-03-12"}),
         );
 
-        assert_eq!(s.score, 0.4);
+        assert_eq!(s(&a, &b, 1.0).score, 0.4);
     }
 
     #[test]
     fn different_vat_ids_pull_the_score_down() {
-        let refs = vec!["PO42".to_owned()];
-        let a = json!({});
+        let a = doc(INV, Some("DE1"), json!({"po_reference": "PO-2024-42"}));
+        let b = doc(PO, Some("DE2"), json!({"invoice_number": "PO-2024-42"}));
 
-        let s = score(
-            &side(Some("DE1"), &refs, &a),
-            &side(Some("DE2"), &refs, &a),
-            0.0,
+        assert_eq!(s(&a, &b, 0.0).score, 0.2);
+    }
+
+    #[test]
+    fn an_invoice_citing_another_standing_order_is_pulled_far_below_the_threshold() {
+        // Same supplier, same total, a week apart: 0.6 without references.
+        let inv = doc(
+            INV,
+            Some("DE1"),
+            json!({"po_reference": "PO-2024-0102", "total": 500.0, "invoice_date": "2024-03-10"}),
+        );
+        let other_week = doc(
+            PO,
+            Some("DE1"),
+            json!({"invoice_number": "PO-2024-0101", "total": 500.0, "invoice_date": "2024-03-01"}),
         );
 
-        assert_eq!(s.score, 0.15);
+        let sc = s(&inv, &other_week, 1.0);
+
+        assert!(sc.score < 0.1, "{sc:?}");
+        assert!(matches!(sc.evidence[0], Evidence::ReferenceConflict { .. }));
+    }
+
+    #[test]
+    fn delivery_notes_of_different_purchase_orders_contradict_an_invoices_order() {
+        let inv = doc(INV, Some("DE1"), json!({"po_reference": "PO-7"}));
+        let dn = doc(
+            DN,
+            Some("DE1"),
+            json!({"invoice_number": "LS-1", "po_reference": "PO-8"}),
+        );
+
+        assert!(matches!(
+            s(&inv, &dn, 1.0).evidence[0],
+            Evidence::ReferenceConflict { .. }
+        ));
+    }
+
+    #[test]
+    fn an_invoice_of_one_partial_delivery_does_not_match_the_other_delivery_note() {
+        let inv = doc(
+            INV,
+            Some("DE1"),
+            json!({"po_reference": "PO-7", "delivery_note_reference": "LS-1001",
+                   "line_items": [{"description": "Toner black", "quantity": 40}]}),
+        );
+        let own = doc(
+            DN,
+            Some("DE1"),
+            json!({"invoice_number": "LS-1001", "po_reference": "PO-7",
+                   "line_items": [{"description": "Toner black", "quantity": 40}]}),
+        );
+        let other = doc(
+            DN,
+            Some("DE1"),
+            json!({"invoice_number": "LS-1002", "po_reference": "PO-7",
+                   "line_items": [{"description": "Toner black", "quantity": 60}]}),
+        );
+
+        assert!(s(&inv, &own, 1.0).score >= 0.75);
+        assert!(
+            s(&inv, &other, 1.0).score < 0.5,
+            "{:?}",
+            s(&inv, &other, 1.0)
+        );
+    }
+
+    #[test]
+    fn without_delivery_note_numbers_the_quantities_pick_the_delivery_an_invoice_bills() {
+        let inv = doc(
+            INV,
+            Some("DE1"),
+            json!({"po_reference": "PO-7", "line_items": [{"description": "Toner black", "quantity": 40}]}),
+        );
+        let own = doc(
+            DN,
+            Some("DE1"),
+            json!({"invoice_number": "LS-1001", "po_reference": "PO-7",
+                   "line_items": [{"description": "TONER, black", "quantity": 40}]}),
+        );
+        let other = doc(
+            DN,
+            Some("DE1"),
+            json!({"invoice_number": "LS-1002", "po_reference": "PO-7",
+                   "line_items": [{"description": "Toner black", "quantity": 60}]}),
+        );
+
+        let (yes, no) = (s(&inv, &own, 1.0), s(&inv, &other, 1.0));
+        assert!(yes.score >= 0.6, "{yes:?}");
+        assert!(no.score < 0.5, "{no:?}");
+    }
+
+    #[test]
+    fn a_final_invoice_naming_each_delivery_note_matches_all_of_them() {
+        let inv = doc(
+            INV,
+            Some("DE1"),
+            json!({"po_reference": "PO-7", "delivery_note_reference": "LS-1001, LS-1002",
+                   "invoice_date": "2024-03-20",
+                   "line_items": [{"description": "Toner black", "quantity": 100}]}),
+        );
+        let first = doc(
+            DN,
+            Some("DE1"),
+            json!({"invoice_number": "LS-1001", "po_reference": "PO-7", "invoice_date": "2024-03-12",
+                   "line_items": [{"description": "Toner black", "quantity": 40}]}),
+        );
+
+        let sc = s(&inv, &first, 1.0);
+        assert!(sc.score >= 0.75, "{sc:?}");
+        assert!(
+            !sc.evidence
+                .iter()
+                .any(|e| matches!(e, Evidence::Lines { .. })),
+            "{sc:?}"
+        );
+    }
+
+    #[test]
+    fn a_suppliers_invoice_number_is_not_taken_for_the_tenants_purchase_order_number() {
+        let inv = doc(
+            INV,
+            Some("DE1"),
+            json!({"invoice_number": "1001", "total": 80.0}),
+        );
+        let po = doc(
+            PO,
+            Some("DE1"),
+            json!({"invoice_number": "1001", "total": 95.0}),
+        );
+
+        let sc = s(&inv, &po, 1.0);
+
+        assert!(
+            !sc.evidence
+                .iter()
+                .any(|e| matches!(e, Evidence::Reference { .. })),
+            "{sc:?}"
+        );
+        assert!(sc.score < 0.5);
+    }
+
+    #[test]
+    fn a_short_shared_number_weighs_less_than_a_specific_one() {
+        assert!(specificity("1001") < specificity("PO-2024-42"));
+        assert!(specificity("17") < specificity("1001"));
+        assert_eq!(specificity("4500123"), 1.0);
+        let inv = doc(INV, None, json!({"po_reference": "1001"}));
+        let po = doc(PO, None, json!({"invoice_number": "1001"}));
+        assert_eq!(s(&inv, &po, 0.0).score, round3(0.5 * 0.7));
+    }
+
+    #[test]
+    fn a_cited_number_without_its_prefix_still_counts() {
+        let inv = doc(INV, None, json!({"po_reference": "2024-0042"}));
+        let po = doc(PO, None, json!({"invoice_number": "PO-2024-42"}));
+
+        let sc = s(&inv, &po, 0.0);
+
+        assert!(matches!(
+            sc.evidence[0],
+            Evidence::Reference {
+                relation: "cites",
+                ..
+            }
+        ));
+        assert!(sc.score > 0.3 && sc.score < 0.45, "{sc:?}");
+    }
+
+    #[test]
+    fn swapped_digits_are_a_typo_but_the_next_number_is_another_document() {
+        assert_eq!(compare_keys("PO-2024-142", "PO-2024-124"), RefMatch::Near);
+        assert_eq!(compare_keys("PO-2024-142", "PO-2024-1422"), RefMatch::Near);
+        assert_eq!(
+            compare_keys("PO-2024-142", "PO-2024-143"),
+            RefMatch::Different
+        );
+        assert_eq!(compare_keys("INV-1001", "PO-1001"), RefMatch::Different);
+        assert_eq!(compare_keys("1001", "PO-1001"), RefMatch::SameNumber);
+
+        let inv = doc(
+            INV,
+            Some("DE1"),
+            json!({"po_reference": "PO-2024-124", "total": 10.0}),
+        );
+        let po = doc(
+            PO,
+            Some("DE1"),
+            json!({"invoice_number": "PO-2024-142", "total": 10.0}),
+        );
+        assert_eq!(
+            s(&inv, &po, 0.0).score,
+            0.35,
+            "neither evidence nor contradiction"
+        );
+    }
+
+    #[test]
+    fn a_credit_note_matches_the_invoice_it_corrects_and_no_other() {
+        let cn = doc(
+            DocumentType::CreditNote,
+            Some("DE1"),
+            json!({"invoice_number": "GS-1", "invoice_reference": "RE-2024-0815", "total": -119.0}),
+        );
+        let inv = doc(
+            INV,
+            Some("DE1"),
+            json!({"invoice_number": "RE-2024-815", "total": 119.0}),
+        );
+        let other = doc(
+            INV,
+            Some("DE1"),
+            json!({"invoice_number": "RE-2024-816", "total": 119.0}),
+        );
+
+        assert!(s(&cn, &inv, 1.0).score >= 0.75);
+        assert!(s(&cn, &other, 1.0).score < 0.5);
     }
 
     #[test]
     fn totals_agree_within_half_a_percent_and_not_across_currencies() {
-        let none: Vec<String> = vec![];
-        let a = json!({"total": 1000.0, "currency": "EUR"});
-        let close = json!({"total": "1004.50", "currency": "EUR"});
-        let far = json!({"total": 1010.0, "currency": "EUR"});
-        let usd = json!({"total": 1000.0, "currency": "USD"});
+        let a = doc(INV, None, json!({"total": 1000.0, "currency": "EUR"}));
+        let close = doc(PO, None, json!({"total": "1004.50", "currency": "EUR"}));
+        let far = doc(PO, None, json!({"total": 1010.0, "currency": "EUR"}));
+        let usd = doc(PO, None, json!({"total": 1000.0, "currency": "USD"}));
 
-        let agree = |b: &Value| score(&side(None, &none, &a), &side(None, &none, b), 0.0).score;
-
-        assert_eq!(agree(&close), 0.2);
-        assert_eq!(agree(&far), 0.0);
-        assert_eq!(agree(&usd), 0.0);
+        assert_eq!(s(&a, &close, 0.0).score, 0.2);
+        assert_eq!(s(&a, &far, 0.0).score, 0.0);
+        assert_eq!(s(&a, &usd, 0.0).score, 0.0);
     }
 
     #[test]
-    fn dates_further_than_45_days_apart_add_nothing() {
-        let none: Vec<String> = vec![];
-        let a = json!({"invoice_date": "2024-01-01"});
-        let near = json!({"invoice_date": "2024-02-10T00:00:00Z"});
-        let far = json!({"invoice_date": "2024-04-01"});
+    fn dates_further_than_30_days_apart_add_nothing() {
+        let a = doc(INV, None, json!({"invoice_date": "2024-02-01"}));
+        let near = doc(PO, None, json!({"invoice_date": "2024-01-13T00:00:00Z"}));
+        let far = doc(PO, None, json!({"invoice_date": "2023-12-01"}));
 
-        let s = |b: &Value| score(&side(None, &none, &a), &side(None, &none, b), 0.0).score;
+        assert_eq!(s(&a, &near, 0.0).score, 0.05);
+        assert_eq!(s(&a, &far, 0.0).score, 0.0);
+    }
 
-        assert_eq!(s(&near), 0.05);
-        assert_eq!(s(&far), 0.0);
+    #[test]
+    fn a_delivery_dated_a_week_before_its_order_is_implausible() {
+        let po = doc(
+            PO,
+            Some("DE1"),
+            json!({"invoice_number": "PO-2024-42", "invoice_date": "2024-03-10"}),
+        );
+        let early = doc(
+            DN,
+            Some("DE1"),
+            json!({"po_reference": "PO-2024-42", "invoice_date": "2024-03-03"}),
+        );
+        let same_day = doc(
+            DN,
+            Some("DE1"),
+            json!({"po_reference": "PO-2024-42", "invoice_date": "2024-03-08"}),
+        );
+
+        let sc = s(&early, &po, 0.0);
+        assert!(
+            sc.evidence
+                .iter()
+                .any(|e| matches!(e, Evidence::DateOrder { days_before: 7, .. })),
+            "{sc:?}"
+        );
+        assert!(
+            !s(&same_day, &po, 0.0)
+                .evidence
+                .iter()
+                .any(|e| matches!(e, Evidence::DateOrder { .. }))
+        );
+    }
+
+    #[test]
+    fn without_a_vat_id_on_one_side_the_name_carries_the_supplier_weight() {
+        let with_vat = doc(INV, Some("DE1"), json!({}));
+        let without = doc(DN, None, json!({}));
+        let also_vat = doc(DN, Some("DE1"), json!({}));
+
+        assert_eq!(s(&with_vat, &without, 1.0).score, 0.3);
+        assert_eq!(
+            s(&with_vat, &also_vat, 1.0).score,
+            0.3,
+            "0.15 VAT + 0.15 name"
+        );
+        assert_eq!(s(&with_vat, &without, 0.5).score, 0.15);
     }
 }

@@ -1,13 +1,16 @@
 //! The matching state of a document (seed 001): `NULL → pending → in-progress →
 //! succeeded | failed`, with `matching_attempts` counting deliveries (not in-process LLM
-//! retries), `matching_error` the last error and `matching_failed_at` the failure time.
+//! retries), `matching_error` the last error and `matching_failed_at` the failure time,
+//! `matching_succeeded_at` the success time (duplicates of finished work are recognised
+//! by it) and `matching_notified_at` when the admins were told about the failure.
 //! Every transition is one statement.
 
-use sqlx::PgPool;
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use super::Document;
 use super::normalize::Normalized;
+use super::{Document, DocumentType};
 
 /// The result of claiming a document for matching.
 #[derive(Debug, Clone)]
@@ -18,11 +21,31 @@ pub enum Claim {
     Missing,
     /// The document exists but has no structured data (ingestion did not finish).
     NoStructuredData,
+    /// Matching already finished (`succeeded` or `failed`) after the message was sent: a
+    /// duplicate or late delivery, a sweeper re-send or a DLQ redrive of finished work.
+    AlreadyFinished(Finished),
+}
+
+/// A document whose matching finished after the message was sent.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    /// `succeeded` or `failed`.
+    pub status: String,
+    /// A recorded failure that reached no admin yet (the run that recorded it died
+    /// before notifying, or every channel failed): the caller tells them now.
+    pub untold_failure: Option<Failed>,
 }
 
 /// Marks the document `in-progress` and counts the delivery, in one statement; only a
-/// document with structured data is claimed. Fails with the database error.
-pub async fn claim(pool: &PgPool, id: Uuid) -> Result<Claim, sqlx::Error> {
+/// document with structured data is claimed, and not when its matching finished
+/// (`succeeded` / `failed`) at or after `sent_at`, the time the message was sent: that
+/// message is a duplicate of finished work. A message sent after the finish (or with no
+/// send time) claims it again. Fails with the database error.
+pub async fn claim(
+    pool: &PgPool,
+    id: Uuid,
+    sent_at: Option<DateTime<Utc>>,
+) -> Result<Claim, sqlx::Error> {
     let claimed = sqlx::query_as::<_, Document>(
         r#"
         UPDATE document
@@ -31,64 +54,127 @@ pub async fn claim(pool: &PgPool, id: Uuid) -> Result<Claim, sqlx::Error> {
                updated_at        = now()
          WHERE id = $1
            AND structured_data IS NOT NULL
+           AND NOT ($2::timestamptz IS NOT NULL AND (
+                   (matching_status = 'succeeded' AND COALESCE(matching_succeeded_at >= $2, false))
+                OR (matching_status = 'failed' AND COALESCE(matching_failed_at >= $2, false))))
         RETURNING id, tenant_id, type AS doc_type, structured_data, cluster_id, matching_attempts
         "#,
     )
     .bind(id)
+    .bind(sent_at)
     .fetch_optional(pool)
     .await?;
     if let Some(doc) = claimed {
         return Ok(Claim::Claimed(doc));
     }
-    let exists: Option<bool> = sqlx::query_scalar(r#"SELECT true FROM document WHERE id = $1"#)
-        .bind(id)
-        .fetch_optional(pool)
-        .await?;
-    Ok(match exists {
-        Some(_) => Claim::NoStructuredData,
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        has_data: bool,
+        matching_status: Option<String>,
+        untold: bool,
+        tenant_id: Uuid,
+        tenant_name: String,
+        matching_attempts: i32,
+        doc_type: DocumentType,
+        matching_failed_at: Option<DateTime<Utc>>,
+        matching_error: Option<String>,
+    }
+    let row = sqlx::query_as::<_, Row>(
+        r#"
+        SELECT d.structured_data IS NOT NULL AS has_data,
+               d.matching_status,
+               d.matching_notified_at IS NULL AS untold,
+               d.tenant_id,
+               t.name AS tenant_name,
+               d.matching_attempts,
+               d.type AS doc_type,
+               d.matching_failed_at,
+               d.matching_error
+          FROM document d
+          JOIN tenant t ON t.id = d.tenant_id
+         WHERE d.id = $1
+        "#,
+    )
+    .bind(id)
+    .fetch_optional(pool)
+    .await?;
+    Ok(match row {
         None => Claim::Missing,
+        Some(row) if !row.has_data => Claim::NoStructuredData,
+        Some(row) => {
+            let status = row.matching_status.unwrap_or_default();
+            let untold_failure = match (status.as_str(), row.untold, row.matching_failed_at) {
+                ("failed", true, Some(failed_at)) => Some(Failed {
+                    tenant_id: row.tenant_id,
+                    tenant_name: row.tenant_name,
+                    matching_attempts: row.matching_attempts,
+                    doc_type: row.doc_type,
+                    failed_at,
+                    error: row.matching_error.unwrap_or_default(),
+                }),
+                _ => None,
+            };
+            Claim::AlreadyFinished(Finished {
+                status,
+                untold_failure,
+            })
+        }
     })
 }
 
 /// Persists the normalised fields (outside the write transaction: a retry overwrites
-/// them with the same values).
+/// them with the same values) and adds the counterparty name to the tenant's names
+/// (`matching_counterparty`, where the name path of the candidate search starts). One
+/// statement.
 pub async fn save_normalized(pool: &PgPool, id: Uuid, n: &Normalized) -> Result<(), sqlx::Error> {
     sqlx::query(
         r#"
-        UPDATE document
-           SET normalized_counterparty = $2,
-               normalized_vat_id       = $3,
-               normalized_iban         = $4,
-               normalized_references   = $5,
-               searchable_text         = $6
-         WHERE id = $1
+        WITH saved AS (
+            UPDATE document
+               SET normalized_counterparty = $2,
+                   normalized_vat_id       = $3,
+                   normalized_iban         = $4,
+                   normalized_references   = $5,
+                   searchable_text         = $6,
+                   document_date           = COALESCE($7, created_at::date)
+             WHERE id = $1
+            RETURNING tenant_id, normalized_counterparty
+        )
+        INSERT INTO matching_counterparty (tenant_id, name)
+        SELECT tenant_id, normalized_counterparty FROM saved
+         WHERE normalized_counterparty IS NOT NULL
+        ON CONFLICT DO NOTHING
         "#,
     )
     .bind(id)
     .bind(n.counterparty.as_deref())
     .bind(n.vat_id.as_deref())
     .bind(n.iban.as_deref())
-    .bind(&n.references)
+    .bind(&n.reference_keys)
     .bind(&n.searchable_text)
+    .bind(n.date)
     .execute(pool)
     .await?;
     Ok(())
 }
 
-/// Marks the document `succeeded` and clears the error of earlier attempts.
-pub async fn succeed(pool: &PgPool, id: Uuid) -> Result<(), sqlx::Error> {
+/// Marks the document `succeeded` (and when), clears the error of earlier attempts.
+/// Run it in the write transaction, so matched edges and the status commit together.
+pub async fn succeed(conn: &mut PgConnection, id: Uuid) -> Result<(), sqlx::Error> {
     sqlx::query(
         r#"
         UPDATE document
-           SET matching_status    = 'succeeded',
-               matching_error     = NULL,
-               matching_failed_at = NULL,
-               updated_at         = now()
+           SET matching_status       = 'succeeded',
+               matching_succeeded_at = now(),
+               matching_error        = NULL,
+               matching_failed_at    = NULL,
+               matching_notified_at  = NULL,
+               updated_at            = now()
          WHERE id = $1
         "#,
     )
     .bind(id)
-    .execute(pool)
+    .execute(conn)
     .await?;
     Ok(())
 }
@@ -99,28 +185,59 @@ pub struct Failed {
     pub tenant_id: Uuid,
     pub tenant_name: String,
     pub matching_attempts: i32,
+    pub doc_type: DocumentType,
+    /// The failure's time: [`mark_notified`] names the failure by it.
+    pub failed_at: DateTime<Utc>,
+    /// `matching_error`.
+    pub error: String,
 }
 
-/// Marks the document `failed` with the error and the time; `None` when it does not
-/// exist.
+/// Marks the document `failed` with the error and the time, no admin told yet; `None`
+/// when it does not exist.
 pub async fn fail(pool: &PgPool, id: Uuid, error: &str) -> Result<Option<Failed>, sqlx::Error> {
     sqlx::query_as::<_, Failed>(
         r#"
         UPDATE document AS d
-           SET matching_status    = 'failed',
-               matching_error     = $2,
-               matching_failed_at = now(),
-               updated_at         = now()
+           SET matching_status      = 'failed',
+               matching_error       = $2,
+               matching_failed_at   = now(),
+               matching_notified_at = NULL,
+               updated_at           = now()
           FROM tenant AS t
          WHERE d.id = $1
            AND t.id = d.tenant_id
-        RETURNING d.tenant_id, t.name AS tenant_name, d.matching_attempts
+        RETURNING d.tenant_id, t.name AS tenant_name, d.matching_attempts, d.type AS doc_type,
+                  d.matching_failed_at AS failed_at, d.matching_error AS error
         "#,
     )
     .bind(id)
     .bind(error)
     .fetch_optional(pool)
     .await
+}
+
+/// Records that the admins were told about the failure of `failed_at` (a later failure
+/// or a new matching cycle is not marked). Returns whether it marked the row.
+pub async fn mark_notified(
+    pool: &PgPool,
+    id: Uuid,
+    failed_at: DateTime<Utc>,
+) -> Result<bool, sqlx::Error> {
+    let marked = sqlx::query(
+        r#"
+        UPDATE document
+           SET matching_notified_at = now()
+         WHERE id = $1
+           AND matching_status = 'failed'
+           AND matching_failed_at = $2
+        "#,
+    )
+    .bind(id)
+    .bind(failed_at)
+    .execute(pool)
+    .await?
+    .rows_affected();
+    Ok(marked == 1)
 }
 
 /// Records the error of a transient failure that will be retried; the status stays

@@ -1,6 +1,21 @@
-//! The write phase: replace a document's match edges and recompute the clusters they
+//! The write phase: replace the match edges a run judged and recompute the clusters they
 //! touch, inside the caller's transaction (one transaction for the whole phase, so a
 //! failure at any step leaves the previous edges and clusters intact).
+//!
+//! Only the edges between the document and the candidates this run scored are replaced.
+//! An edge another document wrote while this run was deciding (its candidate search ran
+//! before that document existed) was not judged here and stays: two documents of one
+//! purchase matched at the same time never undo each other's links.
+//!
+//! Exclusive partners: a delivery note belongs to one order and is billed by one invoice,
+//! an invoice bills one order, a credit note corrects one invoice. A link made on
+//! circumstance alone (no reference, decided by the score) must not give such a
+//! document a second partner of that type: when it already has one, the new link is not
+//! made, and an existing circumstantial one is removed with it (neither is trustworthy:
+//! a standing order's delivery note that names no order fits every week). A link the
+//! references (or the LLM) decided removes the document's circumstantial partner of
+//! that type. Applied under the tenant lock, this makes the outcome independent of
+//! which of the documents arrived first.
 //!
 //! Clusters are the connected components of the match graph: after the document's edges
 //! are replaced, every document reachable from it, from its old cluster and from its new
@@ -14,6 +29,8 @@ use std::collections::HashMap;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use super::DecidedBy;
+use super::DocumentType;
 use super::decide::Decision;
 
 /// What the write phase changed.
@@ -38,21 +55,29 @@ struct Edge {
     document_b_id: Uuid,
 }
 
-/// Replaces the edges of `document_id` with `decisions` and reassigns clusters. Run it
-/// inside a transaction (`&mut *tx`); the caller commits. Matching write phases of one
-/// tenant are serialised with a transaction-scoped advisory lock, so two documents of
-/// one cluster matched at once cannot interleave their cluster updates.
+/// Replaces the edges between `document_id` and the `judged` candidates with
+/// `decisions` (each naming one of them) and reassigns clusters. Run it inside a
+/// transaction (`&mut *tx`); the caller commits. Matching write phases of one tenant are
+/// serialised with a transaction-scoped advisory lock, so two documents of one cluster
+/// matched at once cannot interleave their cluster updates.
 ///
 /// Fails with the first database error; nothing is committed then.
 pub async fn write_matches(
     conn: &mut PgConnection,
     tenant_id: Uuid,
     document_id: Uuid,
+    source_type: DocumentType,
+    judged: &[Uuid],
     decisions: &[Decision],
 ) -> Result<Written, sqlx::Error> {
     // A write phase stuck behind another must not hold its connection until the
     // invocation dies: give up after 20 s (55P03, transient) and retry later.
     sqlx::query("SET LOCAL lock_timeout = '20s'")
+        .execute(&mut *conn)
+        .await?;
+    // The recursive cluster query's row estimates are wild by nature; left on, JIT
+    // compiles it for a quarter of a second every time while the tenant lock is held.
+    sqlx::query("SET LOCAL jit = off")
         .execute(&mut *conn)
         .await?;
     sqlx::query(
@@ -65,61 +90,96 @@ pub async fn write_matches(
     sqlx::query(
         r#"
         DELETE FROM document_match
-         WHERE document_a_id = $1 OR document_b_id = $1
+         WHERE (document_a_id = $1 AND document_b_id = ANY($2))
+            OR (document_b_id = $1 AND document_a_id = ANY($2))
         "#,
     )
     .bind(document_id)
+    .bind(judged)
     .execute(&mut *conn)
     .await?;
 
-    for d in decisions {
-        sqlx::query(
-            r#"
-            INSERT INTO document_match
-                   (tenant_id, document_a_id, document_b_id, score, confidence, decided_by, evidence, reasoning)
-            -- A candidate deleted since it was found is skipped, not a permanent failure.
-            SELECT $1, LEAST($2::uuid, $3::uuid), GREATEST($2::uuid, $3::uuid), $4, $5, $6, $7, $8
-             WHERE EXISTS (SELECT 1 FROM document WHERE id = $3)
-            "#,
-        )
-        .bind(tenant_id)
-        .bind(document_id)
-        .bind(d.candidate_id)
-        .bind(d.score)
-        .bind(d.confidence.as_str())
-        .bind(d.decided_by.as_str())
-        .bind(sqlx::types::Json(&d.evidence))
-        .bind(d.reasoning.as_deref())
-        .execute(&mut *conn)
-        .await?;
-    }
+    let (decisions, dropped) =
+        enforce_exclusive_partners(conn, document_id, source_type, decisions).await?;
+    let decisions = &decisions[..];
 
-    // Everything whose cluster may change: the document, its old cluster, its new
-    // partners and their clusters, closed under the match edges.
-    let mut start: Vec<Uuid> = decisions.iter().map(|d| d.candidate_id).collect();
+    // One statement for all edges. A candidate deleted since it was found is skipped,
+    // not a permanent failure.
+    let partners: Vec<Uuid> = decisions.iter().map(|d| d.candidate_id).collect();
+    let scores: Vec<f64> = decisions.iter().map(|d| d.score).collect();
+    let confidences: Vec<&str> = decisions.iter().map(|d| d.confidence.as_str()).collect();
+    let deciders: Vec<&str> = decisions.iter().map(|d| d.decided_by.as_str()).collect();
+    let evidence: Vec<sqlx::types::Json<&Vec<super::score::Evidence>>> = decisions
+        .iter()
+        .map(|d| sqlx::types::Json(&d.evidence))
+        .collect();
+    let reasoning: Vec<Option<&str>> = decisions.iter().map(|d| d.reasoning.as_deref()).collect();
+    sqlx::query(
+        r#"
+        INSERT INTO document_match
+               (tenant_id, document_a_id, document_b_id, score, confidence, decided_by, evidence, reasoning)
+        SELECT $1, LEAST($2::uuid, v.partner), GREATEST($2::uuid, v.partner),
+               v.score, v.confidence, v.decided_by, v.evidence, v.reasoning
+          FROM unnest($3::uuid[], $4::float8[], $5::text[], $6::text[], $7::jsonb[], $8::text[])
+               AS v(partner, score, confidence, decided_by, evidence, reasoning)
+         WHERE EXISTS (SELECT 1 FROM document WHERE id = v.partner)
+        ON CONFLICT (document_a_id, document_b_id) DO UPDATE
+           SET score = EXCLUDED.score, confidence = EXCLUDED.confidence,
+               decided_by = EXCLUDED.decided_by, evidence = EXCLUDED.evidence,
+               reasoning = EXCLUDED.reasoning
+        "#,
+    )
+    .bind(tenant_id)
+    .bind(document_id)
+    .bind(&partners)
+    .bind(&scores)
+    .bind(&confidences)
+    .bind(&deciders)
+    .bind(&evidence)
+    .bind(&reasoning)
+    .execute(&mut *conn)
+    .await?;
+
+    // Everything whose cluster may change: the document, its old cluster, the judged
+    // candidates (new partners and dropped ones) and their clusters, closed under the
+    // match edges.
+    let mut start: Vec<Uuid> = judged.to_vec();
+    start.extend(decisions.iter().map(|d| d.candidate_id));
+    start.extend(dropped);
     start.push(document_id);
-    let members = sqlx::query_as::<_, Member>(
+    let reached: Vec<Uuid> = sqlx::query_scalar(
         r#"
         WITH RECURSIVE start AS (
+            SELECT d.id FROM document d WHERE d.id = ANY($1)
+            UNION
             SELECT d.id
               FROM document d
-             WHERE d.id = ANY($1)
-                OR d.cluster_id IN (SELECT cluster_id FROM document
+             WHERE d.cluster_id IN (SELECT cluster_id FROM document
                                      WHERE id = ANY($1) AND cluster_id IS NOT NULL)
         ), reach(id) AS (
             SELECT id FROM start
             UNION
-            SELECT CASE WHEN m.document_a_id = r.id THEN m.document_b_id ELSE m.document_a_id END
+            -- Two index lookups per document (a side, b side), not a scan of the edges.
+            SELECT other.id
               FROM reach r
-              JOIN document_match m ON r.id IN (m.document_a_id, m.document_b_id)
+              CROSS JOIN LATERAL (
+                  SELECT m.document_b_id AS id FROM document_match m WHERE m.document_a_id = r.id
+                  UNION ALL
+                  SELECT m.document_a_id FROM document_match m WHERE m.document_b_id = r.id
+              ) other
         )
-        SELECT d.id, d.cluster_id
-          FROM document d
-          JOIN reach r ON r.id = d.id
-         ORDER BY d.id
+        SELECT id FROM reach
         "#,
     )
     .bind(&start)
+    .fetch_all(&mut *conn)
+    .await?;
+    // By primary key: the recursive query's row estimate would talk the planner into
+    // scanning the whole table for this join.
+    let members = sqlx::query_as::<_, Member>(
+        r#"SELECT id, cluster_id FROM document WHERE id = ANY($1) ORDER BY id"#,
+    )
+    .bind(&reached)
     .fetch_all(&mut *conn)
     .await?;
     let ids: Vec<Uuid> = members.iter().map(|m| m.id).collect();
@@ -170,6 +230,93 @@ pub async fn write_matches(
         cluster_id: assigned.get(&document_id).copied().flatten(),
         reassigned: changed.len(),
     })
+}
+
+/// Whether a document of type `child` has at most one partner of type `parent`.
+pub fn exclusive(child: DocumentType, parent: DocumentType) -> bool {
+    use DocumentType::*;
+    matches!(
+        (child, parent),
+        (DeliveryNote, PurchaseOrder)
+            | (DeliveryNote, Invoice)
+            | (Invoice, PurchaseOrder)
+            | (CreditNote, Invoice)
+    )
+}
+
+#[derive(Debug, sqlx::FromRow)]
+struct Partner {
+    edge_id: Uuid,
+    other_id: Uuid,
+    circumstantial: bool,
+}
+
+/// Applies the exclusive-partner rule (module docs) to `decisions`: returns the ones to
+/// write, and the documents whose circumstantial edges it deleted (their clusters are
+/// recomputed too).
+async fn enforce_exclusive_partners(
+    conn: &mut PgConnection,
+    document_id: Uuid,
+    source_type: DocumentType,
+    decisions: &[Decision],
+) -> Result<(Vec<Decision>, Vec<Uuid>), sqlx::Error> {
+    let mut keep = Vec::new();
+    let mut dropped = Vec::new();
+    for d in decisions {
+        // The side that may have only one partner of the other's type.
+        let (child, parent_type, parent) = if exclusive(source_type, d.candidate_type) {
+            (document_id, d.candidate_type, d.candidate_id)
+        } else if exclusive(d.candidate_type, source_type) {
+            (d.candidate_id, source_type, document_id)
+        } else {
+            keep.push(d.clone());
+            continue;
+        };
+        let others = sqlx::query_as::<_, Partner>(
+            r#"
+            SELECT m.id AS edge_id,
+                   o.id AS other_id,
+                   m.decided_by = 'score' AND NOT EXISTS (
+                       SELECT 1 FROM jsonb_array_elements(m.evidence) e
+                        WHERE e->>'kind' = 'reference_conflict'
+                           OR (e->>'kind' = 'reference' AND e->>'relation' <> 'near')
+                   ) AS circumstantial
+              FROM document_match m
+              JOIN document o
+                ON o.id = CASE WHEN m.document_a_id = $1 THEN m.document_b_id ELSE m.document_a_id END
+             WHERE (m.document_a_id = $1 OR m.document_b_id = $1)
+               AND o.type = $2
+               AND o.id <> $3
+            "#,
+        )
+        .bind(child)
+        .bind(parent_type)
+        .bind(parent)
+        .fetch_all(&mut *conn)
+        .await?;
+        let new_is_circumstantial =
+            d.decided_by == DecidedBy::Score && super::score::circumstantial(&d.evidence);
+        let weaker: Vec<&Partner> = others.iter().filter(|o| o.circumstantial).collect();
+        if !weaker.is_empty() {
+            let ids: Vec<Uuid> = weaker.iter().map(|o| o.edge_id).collect();
+            sqlx::query("DELETE FROM document_match WHERE id = ANY($1)")
+                .bind(&ids)
+                .execute(&mut *conn)
+                .await?;
+            dropped.extend(weaker.iter().map(|o| o.other_id));
+            dropped.push(child);
+        }
+        if new_is_circumstantial && !others.is_empty() {
+            tracing::info!(
+                document_id = %child,
+                candidate = %parent,
+                "a second partner on circumstance alone is contested; not linked"
+            );
+            continue;
+        }
+        keep.push(d.clone());
+    }
+    Ok((keep, dropped))
 }
 
 /// The cluster of every document: connected components of `edges`; a component of one

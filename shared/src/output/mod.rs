@@ -1,13 +1,15 @@
 //! Document output: the enqueue side (final approval, manual re-export) and the worker
-//! steps of the document-output function (seed 002).
+//! steps of the document-output function (seed 002). docs/document-output.md has the
+//! whole picture, with timelines.
 //!
 //! A `document_output_job` is the durable record of "dispatch this document's
 //! outputs" (today: one DATEV booking proposal through Maesn). Its states:
 //!
 //! ```text
 //! pending ──claim──▶ running ──▶ dispatched   (Maesn accepted; ap_datev_export_audit tracks the rest)
-//!    │                  │  └───▶ failed       (ineligible, or export initiation failed; last_error)
-//!    └── send failed ───┴──────▶ failed       (guarded: only while still pending)
+//!    ▲ │                │  └───▶ failed       (in doubt, refused for good, ineligible; last_error, admins notified)
+//!    │ └─ send failed ──┼──────▶ failed       (guarded: only while still pending)
+//!    └──────────────────┘ passing refusal or no time left: back to pending, the message backs off
 //! ```
 //!
 //! - **Enqueue** ([`on_final_approval`], [`request_manual_export`], [`Dispatcher`]): the
@@ -17,8 +19,9 @@
 //!   The partial unique index `idx_document_output_job_document_active` allows one
 //!   pending/running job per document; a second request gets
 //!   [`EnqueueError::AlreadyInFlight`] and nothing is sent.
-//! - **Worker steps** ([`worker`]): claim, heartbeat touch, completion from a linked
-//!   audit, eligibility, export, and the async-task poll the sweeper calls.
+//! - **Worker steps** ([`worker`]): claim (with a claim token every later update
+//!   checks), heartbeat touch, recovery from a linked audit, eligibility, export, and the
+//!   async-task poll the sweeper calls.
 //!
 //! Every status change fires `NOTIFY output_dispatch` (a trigger in the schema).
 
@@ -147,7 +150,8 @@ pub async fn check_eligibility(
           LEFT JOIN LATERAL (
                 SELECT id, status FROM ap_datev_export_audit
                  WHERE document_id = d.id
-                   AND dispatch_job_id IS DISTINCT FROM $2
+                   -- Exports made before output jobs (dispatch_job_id NULL) always count.
+                   AND ($2::uuid IS NULL OR dispatch_job_id IS DISTINCT FROM $2)
                    AND (status IN ('requested', 'submitted', 'in_progress', 'succeeded')
                         OR (status = 'failed' AND NOT retryable))
                  ORDER BY created_at DESC
@@ -172,40 +176,89 @@ pub async fn check_eligibility(
 
 /// Inserts a pending job for `document_id` unless one is already in flight (the
 /// partial unique index decides; `ON CONFLICT` keeps the caller's transaction usable).
+///
+/// A conflict is followed by a read of the job in flight. When that read finds none,
+/// the conflicting job finished in between (the index no longer covers it) and the
+/// insert is tried again; only a document that does not exist is `DocumentNotFound`.
 async fn insert_job(
     conn: &mut PgConnection,
     document_id: DocumentId,
     trigger: Trigger,
     requested_by: Option<Uuid>,
 ) -> Result<OutputJob, EnqueueError> {
-    let inserted: Option<OutputJob> = sqlx::query_as(
-        r#"
-        INSERT INTO document_output_job
-               (tenant_id, document_id, document_domain, trigger, status, document_version, requested_by)
-        SELECT d.tenant_id, d.id, 'ap', $2, 'pending', d.version, $3
-          FROM document d
-         WHERE d.id = $1
-        ON CONFLICT (document_id) WHERE status IN ('pending', 'running') DO NOTHING
-        RETURNING *
-        "#,
-    )
-    .bind(document_id)
-    .bind(trigger)
-    .bind(requested_by)
-    .fetch_optional(&mut *conn)
-    .await?;
-    if let Some(job) = inserted {
-        return Ok(job);
+    const TRIES: usize = 3;
+    for _ in 0..TRIES {
+        let inserted: Option<OutputJob> = sqlx::query_as(
+            r#"
+            INSERT INTO document_output_job
+                   (tenant_id, document_id, document_domain, trigger, status, document_version, requested_by)
+            SELECT d.tenant_id, d.id, 'ap', $2, 'pending', d.version, $3
+              FROM document d
+             WHERE d.id = $1
+            ON CONFLICT (document_id) WHERE status IN ('pending', 'running') DO NOTHING
+            RETURNING *
+            "#,
+        )
+        .bind(document_id)
+        .bind(trigger)
+        .bind(requested_by)
+        .fetch_optional(&mut *conn)
+        .await?;
+        if let Some(job) = inserted {
+            return Ok(job);
+        }
+        let in_flight = in_flight_job(conn, document_id).await?;
+        match after_conflict(in_flight, document_exists(conn, document_id).await?) {
+            AfterConflict::InFlight(job_id) => {
+                return Err(EnqueueError::AlreadyInFlight {
+                    document_id,
+                    job_id,
+                });
+            }
+            AfterConflict::NoDocument => return Err(EnqueueError::DocumentNotFound(document_id)),
+            AfterConflict::TryAgain => {
+                tracing::info!(document_id = %document_id, "the conflicting output job finished meanwhile; inserting again");
+            }
+        }
     }
+    // Jobs of this document keep finishing between our statements: report the newest
+    // in flight if there is one now, else let the caller retry.
     match in_flight_job(conn, document_id).await? {
         Some(job_id) => Err(EnqueueError::AlreadyInFlight {
             document_id,
             job_id,
         }),
-        // Nothing inserted and nothing in flight: the document does not exist (or the
-        // conflicting job finished in between, which the caller may simply retry).
-        None => Err(EnqueueError::DocumentNotFound(document_id)),
+        None => Err(EnqueueError::Database(sqlx::Error::Protocol(format!(
+            "output jobs of document {document_id} kept finishing while a new one was inserted; try again"
+        )))),
     }
+}
+
+/// What an `ON CONFLICT DO NOTHING` that inserted nothing means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AfterConflict {
+    InFlight(OutputJobId),
+    NoDocument,
+    /// The document exists and nothing is in flight: the conflicting job finished.
+    TryAgain,
+}
+
+fn after_conflict(in_flight: Option<OutputJobId>, document_exists: bool) -> AfterConflict {
+    match (in_flight, document_exists) {
+        (Some(job_id), _) => AfterConflict::InFlight(job_id),
+        (None, false) => AfterConflict::NoDocument,
+        (None, true) => AfterConflict::TryAgain,
+    }
+}
+
+async fn document_exists(
+    conn: &mut PgConnection,
+    document_id: DocumentId,
+) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM document WHERE id = $1)")
+        .bind(document_id)
+        .fetch_one(conn)
+        .await
 }
 
 /// The document's pending or running job, if any.
@@ -405,5 +458,21 @@ pub async fn mark_send_failed(
             );
             Ok(current)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_conflicting_job_that_finished_meanwhile_is_inserted_again_not_reported_missing() {
+        let job = OutputJobId(Uuid::new_v4());
+        assert_eq!(
+            after_conflict(Some(job), true),
+            AfterConflict::InFlight(job)
+        );
+        assert_eq!(after_conflict(None, false), AfterConflict::NoDocument);
+        assert_eq!(after_conflict(None, true), AfterConflict::TryAgain);
     }
 }

@@ -1,62 +1,179 @@
 //! The worker steps of the document-output function, each one short database
-//! statement or one external call, so that no transaction or pooled connection is ever
-//! held across S3 or Maesn.
+//! statement (or transaction) or one external call, so that no transaction or pooled
+//! connection is ever held across S3 or Maesn.
 //!
-//! Order in the function: [`claim`] → (claimed) [`linked_audit`] → either
-//! [`complete_from_audit`] (a stale job whose export already reached Maesn) or
+//! Order in the function: [`claim`] → (claimed) [`linked_audit`] → either [`recover`]
+//! (a job whose earlier attempt reached Maesn or died during the call) or
 //! [`super::check_eligibility`] → [`export`]. While it works, the function's heartbeat
 //! calls [`touch`], which keeps `updated_at` fresh: `updated_at` is the liveness marker
 //! the stale-running claim reads.
 //!
+//! **The claim token.** Every claim writes a fresh `claim_token`; every worker-side
+//! update afterwards ([`touch`], [`fail`], [`defer`], the export's final transaction,
+//! [`recover`]) matches `status = 'running' AND claim_token = <ours>`. A worker whose job
+//! went stale and was claimed again by another delivery can therefore no longer change
+//! it: its update matches nothing and it reports [`ExportOutcome::ClaimLost`]. That no
+//! longer depends on the Lambda timeout being below the stale threshold; what still
+//! does — that a live worker is never taken for dead — is checked at cold start by
+//! [`WorkerSettings::from_env`] (`stale > 2 × heartbeat + the Maesn budget`).
+//!
+//! **Outcomes of an export** ([`ExportOutcome`]), each recorded in one transaction with
+//! the audit when one exists:
+//!
+//! | what happened                                   | audit                         | job                    |
+//! |-------------------------------------------------|-------------------------------|------------------------|
+//! | Maesn answered with a task id                   | `submitted`, task id          | `dispatched`           |
+//! | Maesn may have acted (in doubt)                 | `failed`, `retryable = false` | `failed` "in doubt"    |
+//! | a lasting refusal (4xx, missing key/file)       | `failed`, `retryable = true`  | `failed`               |
+//! | a passing refusal (429/503/408, no connection, S3 throttled), not the final receive | `failed`, `retryable = true` | back to `pending` + `last_error` |
+//! | the same on the final receive                   | `failed`, `retryable = true`  | `failed`               |
+//! | not enough time left to call Maesn              | — (none written)              | back to `pending`      |
+//!
 //! [`poll_open_tasks`] is the async-task poll the sweeper calls: it moves
-//! `ap_datev_export_audit` rows from `submitted`/`in_progress` to their terminal state.
+//! `ap_datev_export_audit` rows from `submitted`/`in_progress` to their terminal state
+//! and returns the exports it failed, so the sweeper can notify once per failure.
 
 use std::time::Duration;
 
+use bytes::Bytes;
+use rand::Rng;
 use serde_json::json;
-use sqlx::PgPool;
+use sha2::{Digest, Sha256};
+use sqlx::{PgConnection, PgPool};
+use tokio::time::Instant;
 use uuid::Uuid;
 
-use super::{JobStatus, OutputJob};
+use super::OutputJob;
 use crate::datev::{
-    BookingProposal, DatevAccount, DatevConnector, DatevError, DocumentFile, TaskState,
+    BookingProposal, DatevAccount, DatevConnector, DatevError, DocumentFile, MaesnConfig,
+    TaskState, is_duplicate_rejection,
 };
 use crate::ids::OutputJobId;
-use crate::retry::{Classify, RetryClass, RetryPolicy};
+use crate::retry::{Classify, RetryClass, RetryPolicy, error_chain};
 use crate::settings::{Env, SettingsError};
+use crate::sqs::Heartbeat;
+
+/// The longest SQS backoff the worker sets itself: the sweeper re-sends a `pending` job
+/// only once it is older than the queue visibility + 900 s + 60 s (docs/sweeper.md), so a
+/// job waiting out a longer backoff would be re-sent while its own message still waits.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(900);
+
+/// SQS backoff after a passing refusal: `base · 2^(receive − 1)`, at least what Maesn
+/// asked for (`Retry-After`), at most `max` (≤ [`MAX_BACKOFF`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    pub base: Duration,
+    pub max: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            base: Duration::from_secs(60),
+            max: MAX_BACKOFF,
+        }
+    }
+}
+
+impl Backoff {
+    /// How long to hide the message after receive `receive_count` (1-based).
+    pub fn after(&self, receive_count: u32, retry_after: Option<Duration>) -> Duration {
+        let factor = 1u32 << receive_count.saturating_sub(1).min(16);
+        self.base
+            .saturating_mul(factor)
+            .max(retry_after.unwrap_or_default())
+            .min(self.max)
+    }
+}
 
 /// Settings of the worker steps.
 #[derive(Debug, Clone)]
 pub struct WorkerSettings {
     /// `STALE_RUNNING_SECONDS` (default 600): a running job whose `updated_at` is older
-    /// is presumed dead and may be claimed again. Longer than several heartbeats.
+    /// is presumed dead and may be claimed again. Must exceed 2 × the heartbeat period
+    /// plus [`WorkerSettings::maesn_budget`] (checked by [`WorkerSettings::from_env`]).
     pub stale_running: Duration,
     /// `HTTP_RETRY_BASE_MS` (default 2000): base delay of the in-process retries of the
     /// Maesn call and the S3 read (3 attempts).
     pub retry: RetryPolicy,
     /// `DOCUMENTS_BUCKET` (shared setting): where the document files are.
     pub documents_bucket: String,
+    /// `OUTPUT_BACKOFF_BASE_SECONDS` (default 60), `OUTPUT_BACKOFF_MAX_SECONDS` (default
+    /// and at most 900): the SQS backoff after a passing refusal.
+    pub backoff: Backoff,
+    /// `MAESN_TIMEOUT_SECONDS`: the time one Maesn attempt may take.
+    pub maesn_timeout: Duration,
+    /// `OUTPUT_RECORD_RESERVE_SECONDS` (default 15): time kept back after a Maesn
+    /// attempt to record its outcome (a transaction, a notification, the visibility
+    /// change). An attempt starts only while `maesn_timeout + record_reserve` is left.
+    pub record_reserve: Duration,
 }
 
 impl WorkerSettings {
+    /// Reads the settings and checks them against the heartbeat and Maesn's timeouts:
+    /// fails with the variable's name when the stale threshold could take a live worker
+    /// for dead.
     pub fn from_env<F: Fn(&str) -> Option<String>>(
         env: &Env<F>,
         documents_bucket: &str,
+        heartbeat: &Heartbeat,
+        maesn: &MaesnConfig,
     ) -> Result<Self, SettingsError> {
-        let stale_running = env.seconds_or("STALE_RUNNING_SECONDS", 600)?;
-        if stale_running.is_zero() {
+        let backoff = Backoff {
+            base: env.seconds_or("OUTPUT_BACKOFF_BASE_SECONDS", 60)?,
+            max: env.seconds_or("OUTPUT_BACKOFF_MAX_SECONDS", MAX_BACKOFF.as_secs())?,
+        };
+        if backoff.max > MAX_BACKOFF {
             return Err(SettingsError::Invalid {
-                var: "STALE_RUNNING_SECONDS",
-                reason: "must be at least 1 (0 would let every delivery re-run a live job)".into(),
+                var: "OUTPUT_BACKOFF_MAX_SECONDS",
+                reason: format!(
+                    "must be at most {} s: the sweeper re-sends pending jobs older than the queue \
+                     visibility + 900 s + 60 s",
+                    MAX_BACKOFF.as_secs()
+                ),
             });
         }
-        Ok(WorkerSettings {
-            stale_running,
+        let settings = WorkerSettings {
+            stale_running: env.seconds_or("STALE_RUNNING_SECONDS", 600)?,
             retry: RetryPolicy::with_base_delay(Duration::from_millis(
                 env.parse_or("HTTP_RETRY_BASE_MS", 2000)?,
             )),
             documents_bucket: documents_bucket.to_owned(),
-        })
+            backoff,
+            maesn_timeout: maesn.timeout,
+            record_reserve: env.seconds_or("OUTPUT_RECORD_RESERVE_SECONDS", 15)?,
+        };
+        settings.validate(heartbeat)?;
+        Ok(settings)
+    }
+
+    /// The longest a live worker can spend in the Maesn call: every attempt's timeout
+    /// and the longest in-process waits between them (jitter included).
+    pub fn maesn_budget(&self) -> Duration {
+        let waits: Duration = (1..self.retry.attempts)
+            .map(|attempt| self.retry.delay_after(attempt).mul_f64(1.25))
+            .sum();
+        self.maesn_timeout * self.retry.attempts + waits
+    }
+
+    /// `stale_running > 2 × heartbeat.every + maesn_budget`: a live worker touches
+    /// `updated_at` every beat; allowing one missed beat and the longest Maesn call, it
+    /// never looks stale to another delivery.
+    pub fn validate(&self, heartbeat: &Heartbeat) -> Result<(), SettingsError> {
+        let floor = heartbeat.every * 2 + self.maesn_budget();
+        if self.stale_running <= floor {
+            return Err(SettingsError::Invalid {
+                var: "STALE_RUNNING_SECONDS",
+                reason: format!(
+                    "must exceed 2 × HEARTBEAT_SECONDS + the Maesn budget ({} s attempts × {} s \
+                     timeout + waits) = {} s, or a second delivery could take a live job for dead",
+                    self.retry.attempts,
+                    self.maesn_timeout.as_secs(),
+                    floor.as_secs()
+                ),
+            });
+        }
+        Ok(())
     }
 }
 
@@ -71,18 +188,33 @@ pub async fn load_job(
         .await
 }
 
+/// A job this worker claimed, with the token every later update must match.
+#[derive(Debug, Clone)]
+pub struct Claimed {
+    pub job: OutputJob,
+    pub token: Uuid,
+}
+
+#[derive(sqlx::FromRow)]
+struct ClaimRow {
+    #[sqlx(flatten)]
+    job: OutputJob,
+    claim_token: Uuid,
+}
+
 /// Claims a pending job, or a running one whose worker stopped touching it for
-/// `stale_running`, in one statement. `None`: someone else holds it, it is finished,
-/// or it does not exist (ask [`load_job`] which).
+/// `stale_running`, in one statement, with a fresh claim token. `None`: someone else
+/// holds it, it is finished, or it does not exist (ask [`load_job`] which).
 pub async fn claim(
     pool: &PgPool,
     job_id: OutputJobId,
     stale_running: Duration,
-) -> Result<Option<OutputJob>, sqlx::Error> {
-    sqlx::query_as(
+) -> Result<Option<Claimed>, sqlx::Error> {
+    let row: Option<ClaimRow> = sqlx::query_as(
         r#"
         UPDATE document_output_job
-           SET status = 'running', started_at = COALESCE(started_at, now()), updated_at = now()
+           SET status = 'running', started_at = COALESCE(started_at, now()), updated_at = now(),
+               claim_token = gen_random_uuid()
          WHERE id = $1
            AND (status = 'pending'
                 OR (status = 'running' AND updated_at < now() - make_interval(secs => $2)))
@@ -92,56 +224,84 @@ pub async fn claim(
     .bind(job_id)
     .bind(stale_running.as_secs_f64())
     .fetch_optional(pool)
-    .await
+    .await?;
+    Ok(row.map(|r| Claimed {
+        job: r.job,
+        token: r.claim_token,
+    }))
 }
 
-/// The heartbeat's liveness touch: moves `updated_at` while the job is still running.
-pub async fn touch(pool: &PgPool, job_id: OutputJobId) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        r#"
-        UPDATE document_output_job SET updated_at = now()
-         WHERE id = $1 AND status = 'running'
-        "#,
-    )
-    .bind(job_id)
-    .execute(pool)
-    .await
-    .map(drop)
-}
-
-/// Marks a running job failed with `error`. Returns whether it was still running (a
-/// job taken over by another worker after going stale is left alone).
-pub async fn mark_failed(
-    pool: &PgPool,
-    job_id: OutputJobId,
-    error: &str,
-) -> Result<bool, sqlx::Error> {
+/// The heartbeat's liveness touch: moves `updated_at` while this claim still holds the
+/// job. `false`: the claim was lost (taken over after going stale, or finished).
+pub async fn touch(pool: &PgPool, claim: &Claimed) -> Result<bool, sqlx::Error> {
     let done = sqlx::query(
         r#"
-        UPDATE document_output_job
-           SET status = 'failed', last_error = $2, completed_at = now(), updated_at = now()
-         WHERE id = $1 AND status = 'running'
+        UPDATE document_output_job SET updated_at = now()
+         WHERE id = $1 AND status = 'running' AND claim_token = $2
         "#,
     )
-    .bind(job_id)
-    .bind(error)
+    .bind(claim.job.id)
+    .bind(claim.token)
     .execute(pool)
     .await?;
     Ok(done.rows_affected() == 1)
 }
 
-async fn mark_dispatched(
-    conn: &mut sqlx::PgConnection,
-    job_id: OutputJobId,
+/// Marks the claimed job failed with `error`. `false`: the claim was lost, nothing
+/// changed.
+pub async fn fail(
+    conn: &mut PgConnection,
+    claim: &Claimed,
+    error: &str,
 ) -> Result<bool, sqlx::Error> {
     let done = sqlx::query(
         r#"
         UPDATE document_output_job
-           SET status = 'dispatched', last_error = NULL, completed_at = now(), updated_at = now()
-         WHERE id = $1 AND status = 'running'
+           SET status = 'failed', last_error = $3, completed_at = now(), updated_at = now()
+         WHERE id = $1 AND status = 'running' AND claim_token = $2
         "#,
     )
-    .bind(job_id)
+    .bind(claim.job.id)
+    .bind(claim.token)
+    .bind(error)
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Puts the claimed job back to `pending` with `error` as `last_error`, so the next
+/// delivery of its message (after the backoff) can claim it at once. `false`: the claim
+/// was lost, nothing changed.
+pub async fn defer(
+    conn: &mut PgConnection,
+    claim: &Claimed,
+    error: &str,
+) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(
+        r#"
+        UPDATE document_output_job
+           SET status = 'pending', last_error = $3, claim_token = NULL, updated_at = now()
+         WHERE id = $1 AND status = 'running' AND claim_token = $2
+        "#,
+    )
+    .bind(claim.job.id)
+    .bind(claim.token)
+    .bind(error)
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+async fn mark_dispatched(conn: &mut PgConnection, claim: &Claimed) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(
+        r#"
+        UPDATE document_output_job
+           SET status = 'dispatched', last_error = NULL, completed_at = now(), updated_at = now()
+         WHERE id = $1 AND status = 'running' AND claim_token = $2
+        "#,
+    )
+    .bind(claim.job.id)
+    .bind(claim.token)
     .execute(conn)
     .await?;
     Ok(done.rows_affected() == 1)
@@ -159,8 +319,16 @@ pub struct ExportAudit {
     pub retryable: bool,
 }
 
-/// The newest audit this job created, if any (only a job that was claimed before, by a
-/// worker that then died, can have one).
+impl ExportAudit {
+    /// A refused attempt (`failed`, retryable, no task id): nothing was booked, so the
+    /// job may export again.
+    pub fn allows_new_export(&self) -> bool {
+        self.status == "failed" && self.retryable && self.task_id.is_none()
+    }
+}
+
+/// The newest audit this job created, if any (a job deferred after a refusal, or one
+/// whose earlier worker died, has one).
 pub async fn linked_audit(
     pool: &PgPool,
     job_id: OutputJobId,
@@ -179,70 +347,120 @@ pub async fn linked_audit(
     .await
 }
 
-/// What [`complete_from_audit`] did.
+/// What [`recover`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Recovery {
-    /// The job was completed from its audit (`dispatched` or `failed`).
-    Completed(JobStatus),
-    /// The audit does not say whether Maesn received the export (no task id, not
-    /// terminal): the job is left running for manual repair; exporting again could
-    /// book the document twice.
-    Ambiguous,
+    /// The audit has a task id or succeeded: the job is `dispatched`, no new export.
+    Dispatched,
+    /// The audit failed for good (non-retryable): the job is `failed` with its error.
+    Failed { error: String },
+    /// The audit has no task id and no outcome: the worker stopped during the Maesn
+    /// call, so Maesn may or may not have the export. Audit `failed` with `retryable =
+    /// false`, job `failed` with "in doubt … check DATEV"; no new export.
+    InDoubt { error: String },
+    /// The claim was lost meanwhile; nothing changed.
+    ClaimLost,
 }
 
-/// Completes a (stale) job from the audit its earlier export created, without a new
-/// export: a task id or `succeeded` → `dispatched` (the audit tracks the rest);
-/// `failed` → `failed` with the audit's error; anything else is [`Recovery::Ambiguous`].
-pub async fn complete_from_audit(
+/// Completes a claimed job from the audit its earlier attempt left (one that does not
+/// [allow a new export](ExportAudit::allows_new_export)), without calling Maesn.
+pub async fn recover(
     pool: &PgPool,
-    job: &OutputJob,
+    claim: &Claimed,
     audit: &ExportAudit,
 ) -> Result<Recovery, sqlx::Error> {
-    if audit.status == "failed" {
+    let mut tx = pool.begin().await?;
+    let recovery = if audit.task_id.is_some() || audit.status == "succeeded" {
+        if mark_dispatched(&mut tx, claim).await? {
+            Recovery::Dispatched
+        } else {
+            Recovery::ClaimLost
+        }
+    } else if audit.status == "failed" {
         let error = format!(
             "DATEV export failed (audit {}): {}",
             audit.id,
             audit.error.as_deref().unwrap_or("no error recorded")
         );
-        mark_failed(pool, job.id, &error).await?;
-        return Ok(Recovery::Completed(JobStatus::Failed));
-    }
-    if audit.task_id.is_some() || audit.status == "succeeded" {
-        let mut conn = pool.acquire().await?;
-        mark_dispatched(&mut conn, job.id).await?;
-        return Ok(Recovery::Completed(JobStatus::Dispatched));
-    }
-    Ok(Recovery::Ambiguous)
+        if fail(&mut tx, claim, &error).await? {
+            Recovery::Failed { error }
+        } else {
+            Recovery::ClaimLost
+        }
+    } else {
+        let error = format!(
+            "DATEV export in doubt: the worker stopped during the Maesn call (audit {} has no \
+             task id), so Maesn may have accepted it; check DATEV before exporting again",
+            audit.id
+        );
+        if fail(&mut tx, claim, &error).await? {
+            sqlx::query(
+                r#"
+                UPDATE ap_datev_export_audit
+                   SET status = 'failed', error = $2, retryable = false, updated_at = now()
+                 WHERE id = $1 AND task_id IS NULL AND status IN ('requested', 'submitted', 'in_progress')
+                "#,
+            )
+            .bind(audit.id)
+            .bind(&error)
+            .execute(&mut *tx)
+            .await?;
+            Recovery::InDoubt { error }
+        } else {
+            Recovery::ClaimLost
+        }
+    };
+    tx.commit().await?;
+    Ok(recovery)
 }
 
-/// Says on a job left `running` for repair why it is stuck (the status stays, so no
-/// new export starts; the document page shows the reason).
-pub async fn note_in_doubt(
-    pool: &PgPool,
-    job_id: OutputJobId,
-    note: &str,
-) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "UPDATE document_output_job SET last_error = $2 WHERE id = $1 AND status = 'running'",
-    )
-    .bind(job_id)
-    .bind(note)
-    .execute(pool)
-    .await?;
-    Ok(())
+/// The circumstances of one export: the point by which its outcome must be recorded
+/// (the invocation's deadline minus the runtime's margin; `None`: no deadline), and
+/// whether this is the message's final receive.
+#[derive(Debug, Clone, Copy)]
+pub struct Attempt {
+    pub deadline: Option<Instant>,
+    pub final_receive: bool,
 }
 
-/// How an export attempt ended; both are recorded on the job (and the audit, once one
-/// exists), so the message is finished either way.
+impl Attempt {
+    fn time_left(&self) -> Option<Duration> {
+        self.deadline
+            .map(|d| d.saturating_duration_since(Instant::now()))
+    }
+
+    /// Whether `needed` still fits before the deadline.
+    fn has(&self, needed: Duration) -> bool {
+        self.time_left().is_none_or(|left| left >= needed)
+    }
+}
+
+/// How an export ended. All but `ClaimLost` are recorded on the job (and the audit,
+/// once one exists), so the message is finished or backed off either way.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExportOutcome {
+    /// Maesn accepted the export: audit `submitted` with the task id, job `dispatched`.
     Dispatched { audit_id: Uuid, task_id: String },
-    Failed { error: String },
+    /// The job is `failed` with `error`. `in_doubt`: Maesn may have acted on the request
+    /// (the audit is `failed` and non-retryable until a person checked DATEV).
+    Failed { error: String, in_doubt: bool },
+    /// A passing refusal (nothing booked): the job is back to `pending` with `error`;
+    /// back off (at least `retry_after`) and try again.
+    Deferred {
+        error: String,
+        retry_after: Option<Duration>,
+    },
+    /// Not enough time left in the invocation to call Maesn and record the answer:
+    /// nothing was sent, the job is back to `pending`.
+    OutOfTime { error: String },
+    /// The claim was lost (the job went stale and another delivery took it over, or
+    /// the sweeper failed it): this worker changed nothing.
+    ClaimLost,
 }
 
-/// Why nothing could be recorded: the job stays `running` (and becomes stale, so a
-/// later delivery recovers it; if an audit row was already written, recovery finds it
-/// and does not export again).
+/// Why an outcome could not be recorded: the job stays `running` (and becomes stale,
+/// so a later delivery or the sweeper recovers it; an audit already written makes that
+/// recovery choose "in doubt" over a second export).
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
     #[error("database error during the export of job {job_id}")]
@@ -251,12 +469,27 @@ pub enum ExportError {
         #[source]
         source: sqlx::Error,
     },
+    /// Maesn accepted the export, but the task id could not be stored. It is in this
+    /// error (and was logged when it arrived) so an operator can link it by hand.
+    #[error(
+        "Maesn accepted the export of job {job_id} as task {task_id} (audit {audit_id}), \
+         but the database did not take it; record the task id on the audit by hand"
+    )]
+    Unrecorded {
+        job_id: OutputJobId,
+        audit_id: Uuid,
+        task_id: String,
+        #[source]
+        source: sqlx::Error,
+    },
 }
 
 impl Classify for ExportError {
     fn retry_class(&self) -> RetryClass {
         match self {
-            ExportError::Database { source, .. } => source.retry_class(),
+            ExportError::Database { source, .. } | ExportError::Unrecorded { source, .. } => {
+                source.retry_class()
+            }
         }
     }
 }
@@ -285,16 +518,22 @@ struct ExportContext {
     file_name: Option<String>,
     mime_type: Option<String>,
     structured_data: Option<serde_json::Value>,
-    account_key: String,
     company_id: String,
     config: serde_json::Value,
 }
 
+/// How a failure of the Maesn call is recorded.
+enum Ending {
+    InDoubt,
+    Lasting,
+    Passing { retry_after: Option<Duration> },
+}
+
 /// Exports a claimed, eligible job: reads the document file from S3, writes a
-/// `requested` audit linked to the job, calls Maesn (transient failures retried in
-/// process with `settings.retry`), then in one transaction stores the task id on the
-/// audit (`submitted`) and marks the job `dispatched` — or, if the export could not be
-/// initiated, marks audit and job `failed` with the error.
+/// `requested` audit linked to the job (with the payload and its hash), calls Maesn —
+/// each attempt only while `maesn_timeout + record_reserve` is left; passing refusals
+/// retried in process with `settings.retry` unless Maesn asks for a longer wait — and
+/// records the outcome in one transaction (see the module docs' table).
 ///
 /// Returns `Err` only when the database did not take the outcome; see [`ExportError`].
 pub async fn export<C: DatevConnector>(
@@ -302,16 +541,17 @@ pub async fn export<C: DatevConnector>(
     s3: &aws_sdk_s3::Client,
     connector: &C,
     settings: &WorkerSettings,
-    job: &OutputJob,
+    claim: &Claimed,
+    attempt: Attempt,
 ) -> Result<ExportOutcome, ExportError> {
+    let job = &claim.job;
     let db = |source| ExportError::Database {
         job_id: job.id,
         source,
     };
     let context: Option<ExportContext> = sqlx::query_as(
         r#"
-        SELECT d.file_path, d.file_name, d.mime_type, d.structured_data,
-               i.account_key, i.company_id, i.config
+        SELECT d.file_path, d.file_name, d.mime_type, d.structured_data, i.company_id, i.config
           FROM document d
           JOIN tenant_datev_integration i ON i.tenant_id = d.tenant_id AND i.status = 'active'
          WHERE d.id = $1
@@ -323,8 +563,7 @@ pub async fn export<C: DatevConnector>(
     .map_err(db)?;
     let Some(context) = context else {
         let error = super::Ineligible::NoActiveIntegration.to_string();
-        mark_failed(pool, job.id, &error).await.map_err(db)?;
-        return Ok(ExportOutcome::Failed { error });
+        return record_job_only(pool, claim, error, false).await.map_err(db);
     };
 
     let bytes = match settings
@@ -335,54 +574,150 @@ pub async fn export<C: DatevConnector>(
         Ok(bytes) => bytes,
         Err(e) => {
             tracing::error!(error.message = %e, error.cause_chain = ?e, "document file unreadable");
-            let error = crate::retry::error_chain(&e);
-            mark_failed(pool, job.id, &error).await.map_err(db)?;
-            return Ok(ExportOutcome::Failed { error });
+            let error = error_chain(&e);
+            let passing = e.is_transient() && !attempt.final_receive;
+            return record_job_only(pool, claim, error, passing)
+                .await
+                .map_err(db);
         }
     };
 
+    let needed = settings.maesn_timeout + settings.record_reserve;
+    if !attempt.has(needed) {
+        let error = format!(
+            "not enough time left in the invocation to call Maesn ({} s needed, {} s left); \
+             nothing was sent",
+            needed.as_secs(),
+            attempt.time_left().unwrap_or_default().as_secs()
+        );
+        tracing::warn!(%error, "export postponed before calling Maesn");
+        let mut conn = pool.acquire().await.map_err(db)?;
+        return Ok(if defer(&mut conn, claim, &error).await.map_err(db)? {
+            ExportOutcome::OutOfTime { error }
+        } else {
+            ExportOutcome::ClaimLost
+        });
+    }
+
     let proposal = booking_proposal(job, &context, bytes);
-    let request_payload = json!({
-        "bookingProposal": proposal.proposal,
-        "bookingType": proposal.booking_type,
-        "folderManagement": proposal.folder_management,
-        "file": { "name": proposal.file.file_name, "mimeType": proposal.file.mime_type, "size": proposal.file.bytes.len() },
-    });
-    // Committed before the call: if this worker dies during it, recovery finds an audit
-    // without a task id and leaves the job for repair instead of exporting twice.
-    let audit_id: Uuid = sqlx::query_scalar(
+    let (request_payload, payload_hash) = payload_of(&proposal);
+    // Committed before the call, and only while the claim holds: if this worker dies
+    // during the call, recovery finds an audit without a task id and records the export
+    // as in doubt instead of exporting twice.
+    let audit_id: Option<Uuid> = sqlx::query_scalar(
         r#"
-        INSERT INTO ap_datev_export_audit (tenant_id, document_id, dispatch_job_id, status, request_payload)
-        VALUES ($1, $2, $3, 'requested', $4)
+        INSERT INTO ap_datev_export_audit
+               (tenant_id, document_id, dispatch_job_id, status, request_payload, payload_hash)
+        SELECT j.tenant_id, j.document_id, j.id, 'requested', $3, $4
+          FROM document_output_job j
+         WHERE j.id = $1 AND j.status = 'running' AND j.claim_token = $2
         RETURNING id
         "#,
     )
-    .bind(job.tenant_id)
-    .bind(job.document_id)
     .bind(job.id)
+    .bind(claim.token)
     .bind(&request_payload)
-    .fetch_one(pool)
+    .bind(&payload_hash)
+    .fetch_optional(pool)
     .await
     .map_err(db)?;
+    let Some(audit_id) = audit_id else {
+        return Ok(ExportOutcome::ClaimLost);
+    };
 
-    let result = settings
-        .retry
-        .run(|attempt| {
-            tracing::info!(attempt, audit_id = %audit_id, "sending booking proposal to Maesn");
-            let proposal = &proposal;
-            async move {
-                connector
-                    .create_booking_proposal(proposal)
-                    .await
-                    .map_err(CreateError)
+    let result = call_maesn(connector, settings, &proposal, audit_id, attempt, needed).await;
+
+    match result {
+        Ok(task_id) => record_accepted(pool, settings, claim, audit_id, task_id).await,
+        Err(e) => {
+            let ending = if e.may_have_been_accepted() {
+                Ending::InDoubt
+            } else if e.is_passing_refusal() && !attempt.final_receive {
+                Ending::Passing {
+                    retry_after: e.retry_after(),
+                }
+            } else {
+                Ending::Lasting
+            };
+            record_refused(pool, claim, audit_id, &e, ending, attempt.final_receive)
+                .await
+                .map_err(db)
+        }
+    }
+}
+
+/// The Maesn call with its in-process retries. Each attempt starts only while `needed`
+/// is left; the task id is logged the moment it arrives.
+async fn call_maesn<C: DatevConnector>(
+    connector: &C,
+    settings: &WorkerSettings,
+    proposal: &BookingProposal,
+    audit_id: Uuid,
+    attempt: Attempt,
+    needed: Duration,
+) -> Result<String, DatevError> {
+    let mut n = 1;
+    loop {
+        tracing::info!(attempt = n, audit_id = %audit_id, "sending booking proposal to Maesn");
+        let e = match connector.create_booking_proposal(proposal).await {
+            Ok(task_id) => {
+                tracing::info!(task_id = %task_id, audit_id = %audit_id, "Maesn accepted the booking proposal");
+                return Ok(task_id);
             }
-        })
-        .await
-        .map_err(|CreateError(e)| e);
+            Err(e) => e,
+        };
+        let in_doubt = e.may_have_been_accepted();
+        tracing::warn!(
+            attempt = n,
+            audit_id = %audit_id,
+            in_doubt,
+            error.message = %e,
+            error.cause_chain = ?e,
+            "Maesn did not accept the booking proposal"
+        );
+        // A second POST after one Maesn may have acted on could book twice.
+        if in_doubt || !e.is_passing_refusal() || n >= settings.retry.attempts {
+            return Err(e);
+        }
+        let wait = jitter(settings.retry.delay_after(n));
+        if e.retry_after().is_some_and(|asked| asked > wait) {
+            tracing::info!(
+                retry_after_s = e.retry_after().unwrap_or_default().as_secs(),
+                "Maesn asks for a longer wait than an in-process retry; backing off through the queue"
+            );
+            return Err(e);
+        }
+        if !attempt.has(wait + needed) {
+            tracing::warn!("no time left for another Maesn attempt; backing off through the queue");
+            return Err(e);
+        }
+        tokio::time::sleep(wait).await;
+        n += 1;
+    }
+}
 
-    let mut tx = pool.begin().await.map_err(db)?;
-    let outcome = match result {
-        Ok(task_id) => {
+/// ±25 % so that many records refused together do not come back in lockstep.
+fn jitter(delay: Duration) -> Duration {
+    if delay.is_zero() {
+        return delay;
+    }
+    delay.mul_f64(rand::rng().random_range(0.75..=1.25))
+}
+
+/// Records Maesn's task id and the job `dispatched` in one transaction, retried in
+/// process on transient database errors. The task id is stored even when the claim
+/// was lost meanwhile: Maesn has the export, so the audit must say so.
+async fn record_accepted(
+    pool: &PgPool,
+    settings: &WorkerSettings,
+    claim: &Claimed,
+    audit_id: Uuid,
+    task_id: String,
+) -> Result<ExportOutcome, ExportError> {
+    let recorded = settings
+        .retry
+        .run(|_| async {
+            let mut tx = pool.begin().await?;
             sqlx::query(
                 r#"
                 UPDATE ap_datev_export_audit
@@ -393,80 +728,155 @@ pub async fn export<C: DatevConnector>(
             .bind(audit_id)
             .bind(&task_id)
             .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-            if !mark_dispatched(&mut tx, job.id).await.map_err(db)? {
-                tracing::warn!(job_id = %job.id, "job was no longer running when its export was accepted");
-            }
-            tracing::info!(task_id = %task_id, audit_id = %audit_id, "booking proposal accepted by Maesn");
-            ExportOutcome::Dispatched { audit_id, task_id }
+            .await?;
+            let dispatched = mark_dispatched(&mut tx, claim).await?;
+            tx.commit().await?;
+            Ok::<_, sqlx::Error>(dispatched)
+        })
+        .await;
+    match recorded {
+        Ok(true) => Ok(ExportOutcome::Dispatched { audit_id, task_id }),
+        Ok(false) => {
+            tracing::warn!(task_id = %task_id, audit_id = %audit_id, "the job's claim was lost while Maesn accepted its export; task id recorded on the audit");
+            Ok(ExportOutcome::ClaimLost)
         }
-        Err(e) => {
-            tracing::error!(error.message = %e, error.cause_chain = ?e, audit_id = %audit_id, "DATEV export could not be initiated");
-            // A refusal booked nothing, so a later export may try again; an answer Maesn
-            // may have acted on must be checked in DATEV by a person before any new export.
-            let in_doubt = e.may_have_been_accepted();
-            let error = if in_doubt {
-                format!(
-                    "DATEV export in doubt: Maesn may have accepted it ({e}); check DATEV before exporting again"
-                )
-            } else {
-                format!("DATEV export could not be initiated: {e}")
+        Err(source) => {
+            let e = ExportError::Unrecorded {
+                job_id: claim.job.id,
+                audit_id,
+                task_id,
+                source,
             };
-            sqlx::query(
-                r#"
-                UPDATE ap_datev_export_audit
-                   SET status = 'failed', error = $2, retryable = $3, updated_at = now()
-                 WHERE id = $1
-                "#,
-            )
-            .bind(audit_id)
-            .bind(&error)
-            .bind(!in_doubt)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-            sqlx::query(
-                r#"
-                UPDATE document_output_job
-                   SET status = 'failed', last_error = $2, completed_at = now(), updated_at = now()
-                 WHERE id = $1 AND status = 'running'
-                "#,
-            )
-            .bind(job.id)
-            .bind(&error)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-            ExportOutcome::Failed { error }
+            tracing::error!(error.message = %e, error.cause_chain = ?e, "Maesn task id not recorded");
+            Err(e)
+        }
+    }
+}
+
+/// Records a failed Maesn call on the audit and the job in one transaction.
+async fn record_refused(
+    pool: &PgPool,
+    claim: &Claimed,
+    audit_id: Uuid,
+    e: &DatevError,
+    ending: Ending,
+    final_receive: bool,
+) -> Result<ExportOutcome, sqlx::Error> {
+    let cause = error_chain(e);
+    let (error, retryable) = match ending {
+        Ending::InDoubt => (
+            format!(
+                "DATEV export in doubt: Maesn may have accepted it ({cause}); check DATEV before \
+                 exporting again"
+            ),
+            false,
+        ),
+        Ending::Passing { .. } => (
+            format!("DATEV export refused for now, will be retried: {cause}"),
+            true,
+        ),
+        Ending::Lasting if final_receive && e.is_passing_refusal() => (
+            format!("DATEV export gave up: Maesn refused on every delivery of the job: {cause}"),
+            true,
+        ),
+        Ending::Lasting => (
+            format!("DATEV export could not be initiated: {cause}"),
+            true,
+        ),
+    };
+    let mut tx = pool.begin().await?;
+    sqlx::query(
+        r#"
+        UPDATE ap_datev_export_audit
+           SET status = 'failed', error = $2, retryable = $3, updated_at = now()
+         WHERE id = $1
+        "#,
+    )
+    .bind(audit_id)
+    .bind(&error)
+    .bind(retryable)
+    .execute(&mut *tx)
+    .await?;
+    let outcome = match ending {
+        Ending::Passing { retry_after } => {
+            if defer(&mut tx, claim, &error).await? {
+                ExportOutcome::Deferred { error, retry_after }
+            } else {
+                ExportOutcome::ClaimLost
+            }
+        }
+        Ending::InDoubt | Ending::Lasting => {
+            let in_doubt = matches!(ending, Ending::InDoubt);
+            if fail(&mut tx, claim, &error).await? {
+                ExportOutcome::Failed { error, in_doubt }
+            } else {
+                ExportOutcome::ClaimLost
+            }
         }
     };
-    tx.commit().await.map_err(db)?;
+    // The audit's outcome is committed even when the claim was lost: it is what
+    // happened at Maesn, and the job's new holder reads it.
+    tx.commit().await?;
     Ok(outcome)
 }
 
-/// A booking-proposal error as the in-process retry sees it: one Maesn may have acted on
-/// is not retried, whatever its class, since a second POST could book twice.
-#[derive(Debug)]
-struct CreateError(DatevError);
-
-impl std::fmt::Display for CreateError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl Classify for CreateError {
-    fn retry_class(&self) -> RetryClass {
-        if self.0.may_have_been_accepted() {
-            RetryClass::Permanent
+/// Records a failure before any audit exists: `failed`, or back to `pending` when it
+/// may pass (`passing`).
+async fn record_job_only(
+    pool: &PgPool,
+    claim: &Claimed,
+    error: String,
+    passing: bool,
+) -> Result<ExportOutcome, sqlx::Error> {
+    let mut conn = pool.acquire().await?;
+    Ok(if passing {
+        if defer(&mut conn, claim, &error).await? {
+            ExportOutcome::Deferred {
+                error,
+                retry_after: None,
+            }
         } else {
-            self.0.retry_class()
+            ExportOutcome::ClaimLost
         }
-    }
+    } else if fail(&mut conn, claim, &error).await? {
+        ExportOutcome::Failed {
+            error,
+            in_doubt: false,
+        }
+    } else {
+        ExportOutcome::ClaimLost
+    })
 }
 
-async fn read_file(s3: &aws_sdk_s3::Client, bucket: &str, key: &str) -> Result<Vec<u8>, FileError> {
+/// The audit's `request_payload` (the proposal's parts, the file described by name,
+/// type, size and SHA-256) and `payload_hash`: the hex SHA-256 of that payload's JSON
+/// (keys sorted), so two exports of the same content have the same hash.
+fn payload_of(proposal: &BookingProposal) -> (serde_json::Value, String) {
+    let file_sha256 = hex(&Sha256::digest(&proposal.file.bytes));
+    let payload = json!({
+        "bookingProposal": proposal.proposal,
+        "bookingType": proposal.booking_type,
+        "folderManagement": proposal.folder_management,
+        "file": {
+            "name": proposal.file.file_name,
+            "mimeType": proposal.file.mime_type,
+            "size": proposal.file.bytes.len(),
+            "sha256": file_sha256,
+        },
+    });
+    let hash = hex(&Sha256::digest(payload.to_string().as_bytes()));
+    (payload, hash)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::with_capacity(64), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+async fn read_file(s3: &aws_sdk_s3::Client, bucket: &str, key: &str) -> Result<Bytes, FileError> {
     let err = |class, source: Box<dyn std::error::Error + Send + Sync>| FileError {
         bucket: bucket.to_owned(),
         key: key.to_owned(),
@@ -495,14 +905,14 @@ async fn read_file(s3: &aws_sdk_s3::Client, bucket: &str, key: &str) -> Result<V
         .collect()
         .await
         .map_err(|e| err(RetryClass::Transient, Box::new(e)))?;
-    Ok(bytes.into_bytes().to_vec())
+    Ok(bytes.into_bytes())
 }
 
 /// The booking proposal for the document, from its extracted data (fields the
 /// extraction did not find are left out; DATEV's own validation reports what is
 /// missing). `bookingType` and `folderManagement` come from the integration's config
 /// (`booking_type`, default `BILL`; `folder_management`, default Accounting/Invoices).
-fn booking_proposal(job: &OutputJob, c: &ExportContext, bytes: Vec<u8>) -> BookingProposal {
+fn booking_proposal(job: &OutputJob, c: &ExportContext, bytes: Bytes) -> BookingProposal {
     let data = c.structured_data.clone().unwrap_or_else(|| json!({}));
     let pick = |keys: &[&str]| {
         keys.iter()
@@ -541,7 +951,7 @@ fn booking_proposal(job: &OutputJob, c: &ExportContext, bytes: Vec<u8>) -> Booki
     });
     BookingProposal {
         account: DatevAccount {
-            account_key: c.account_key.clone().into(),
+            tenant_id: job.tenant_id,
             company_id: c.company_id.clone(),
         },
         proposal: proposal.into(),
@@ -567,7 +977,26 @@ fn booking_proposal(job: &OutputJob, c: &ExportContext, bytes: Vec<u8>) -> Booki
     }
 }
 
-/// What one [`poll_open_tasks`] run did.
+/// An export that [`poll_open_tasks`] moved to `failed` in this call (exactly once per
+/// audit: the guarded update that flips the status decides). For the sweeper's admin
+/// notification.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedExport {
+    pub audit_id: Uuid,
+    pub document_id: Uuid,
+    pub tenant_id: Uuid,
+    /// The output job that started the export (`None` for exports made before jobs).
+    pub dispatch_job_id: Option<Uuid>,
+    /// What the audit's `error` now says (DATEV's messages).
+    pub error: String,
+    /// `false` when a new export must not simply be tried (DATEV rejected a duplicate):
+    /// such an audit blocks re-exports of the document. `true` otherwise: the task
+    /// failed, nothing was booked, and a re-export (e.g. after fixing the data) may run.
+    pub retryable: bool,
+}
+
+/// What one [`poll_open_tasks`] run did. The counts are of audits this call changed
+/// (or, for `errors`, could not read).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PollSummary {
     pub still_running: usize,
@@ -575,21 +1004,36 @@ pub struct PollSummary {
     pub failed: usize,
     /// Tasks whose state could not be read this time (logged; polled again next run).
     pub errors: usize,
+    /// The audits this call moved to `failed`, one entry each (`failed` of them).
+    pub failed_exports: Vec<FailedExport>,
 }
 
 #[derive(sqlx::FromRow)]
 struct OpenTask {
     id: Uuid,
+    tenant_id: Uuid,
     task_id: String,
-    account_key: String,
     company_id: String,
+}
+
+#[derive(sqlx::FromRow)]
+struct Flipped {
+    document_id: Uuid,
+    tenant_id: Uuid,
+    dispatch_job_id: Option<Uuid>,
+    error: Option<String>,
+    retryable: bool,
 }
 
 /// Polls up to `limit` open Maesn tasks (audits `submitted`/`in_progress` with a task
 /// id, least recently updated first) and moves each audit to what Maesn reports:
-/// `in_progress`, `succeeded`, or `failed` with DATEV's messages. One short statement
-/// per audit, none held across a call; an unreadable task is counted in
-/// [`PollSummary::errors`] and left for the next run. For the sweeper.
+/// `in_progress`, `succeeded`, or `failed` with DATEV's messages — `retryable = false`
+/// when DATEV rejected the booking as a duplicate
+/// ([`crate::datev::is_duplicate_rejection`]), `true` for every other task failure
+/// (validation errors, a cancelled task: nothing was booked, a corrected re-export may
+/// run). One short statement per audit, none held across a call, each guarded by the
+/// audit still being open; an unreadable task is counted in [`PollSummary::errors`] and
+/// left for the next run. For the sweeper; fails only when the database does.
 pub async fn poll_open_tasks<C: DatevConnector>(
     pool: &PgPool,
     connector: &C,
@@ -597,7 +1041,7 @@ pub async fn poll_open_tasks<C: DatevConnector>(
 ) -> Result<PollSummary, sqlx::Error> {
     let open: Vec<OpenTask> = sqlx::query_as(
         r#"
-        SELECT a.id, a.task_id, i.account_key, i.company_id
+        SELECT a.id, a.tenant_id, a.task_id, i.company_id
           FROM ap_datev_export_audit a
           JOIN tenant_datev_integration i ON i.tenant_id = a.tenant_id
          WHERE a.task_id IS NOT NULL AND a.status IN ('submitted', 'in_progress')
@@ -611,49 +1055,70 @@ pub async fn poll_open_tasks<C: DatevConnector>(
     let mut summary = PollSummary::default();
     for task in open {
         let account = DatevAccount {
-            account_key: task.account_key.into(),
+            tenant_id: task.tenant_id,
             company_id: task.company_id,
         };
         let state = match connector.async_task(&account, &task.task_id).await {
             Ok(state) => state,
             Err(e) => {
-                let e: DatevError = e;
                 tracing::warn!(audit_id = %task.id, task_id = %task.task_id, error.message = %e, error.cause_chain = ?e, "could not read the Maesn task");
                 summary.errors += 1;
                 continue;
             }
         };
-        let (status, error) = match &state {
-            TaskState::InProgress => {
-                summary.still_running += 1;
-                ("in_progress", None)
-            }
-            TaskState::Succeeded { .. } => {
-                summary.succeeded += 1;
-                ("succeeded", None)
-            }
+        let (status, error, retryable) = match &state {
+            TaskState::InProgress => ("in_progress", None, true),
+            TaskState::Succeeded { .. } => ("succeeded", None, true),
             TaskState::Failed { information } => {
-                summary.failed += 1;
+                let duplicate = is_duplicate_rejection(information);
                 let detail = if information.is_empty() {
                     "no details from DATEV".to_owned()
                 } else {
                     information.join("; ")
                 };
-                ("failed", Some(format!("DATEV task failed: {detail}")))
+                let error = if duplicate {
+                    format!(
+                        "DATEV rejected the booking as a duplicate: {detail}; do not export again"
+                    )
+                } else {
+                    format!("DATEV task failed: {detail}")
+                };
+                ("failed", Some(error), !duplicate)
             }
         };
-        sqlx::query(
+        let flipped: Option<Flipped> = sqlx::query_as(
             r#"
             UPDATE ap_datev_export_audit
-               SET status = $2, error = COALESCE($3, error), updated_at = now()
+               SET status = $2, error = COALESCE($3, error), retryable = $4, updated_at = now()
              WHERE id = $1 AND status IN ('submitted', 'in_progress')
+            RETURNING document_id, tenant_id, dispatch_job_id, error, retryable
             "#,
         )
         .bind(task.id)
         .bind(status)
-        .bind(error)
-        .execute(pool)
+        .bind(&error)
+        .bind(retryable)
+        .fetch_optional(pool)
         .await?;
+        let Some(flipped) = flipped else {
+            continue; // another poll settled it first
+        };
+        match state {
+            TaskState::InProgress => summary.still_running += 1,
+            TaskState::Succeeded { .. } => summary.succeeded += 1,
+            TaskState::Failed { .. } => {
+                summary.failed += 1;
+                tracing::warn!(audit_id = %task.id, task_id = %task.task_id, retryable = flipped.retryable, "DATEV export task failed");
+                summary.failed_exports.push(FailedExport {
+                    audit_id: task.id,
+                    document_id: flipped.document_id,
+                    tenant_id: flipped.tenant_id,
+                    dispatch_job_id: flipped.dispatch_job_id,
+                    error: flipped.error.unwrap_or_default(),
+                    retryable: flipped.retryable,
+                });
+            }
+        }
     }
     Ok(summary)
 }
@@ -670,18 +1135,92 @@ mod tests {
         })
     }
 
-    #[test]
-    fn the_stale_threshold_defaults_to_600_seconds_and_the_retry_base_to_2_seconds() {
-        let settings = WorkerSettings::from_env(&env(&[]), "bucket").unwrap();
-        assert_eq!(settings.stale_running, Duration::from_secs(600));
-        assert_eq!(settings.retry.base_delay, Duration::from_secs(2));
-        assert_eq!(settings.retry.attempts, 3);
+    fn settings(
+        vars: &'static [(&'static str, &'static str)],
+    ) -> Result<WorkerSettings, SettingsError> {
+        WorkerSettings::from_env(
+            &env(vars),
+            "bucket",
+            &Heartbeat::default(),
+            &MaesnConfig::default(),
+        )
     }
 
     #[test]
-    fn a_zero_stale_threshold_is_rejected_by_name() {
-        let err =
-            WorkerSettings::from_env(&env(&[("STALE_RUNNING_SECONDS", "0")]), "b").unwrap_err();
-        assert!(err.to_string().contains("STALE_RUNNING_SECONDS"), "{err}");
+    fn the_stale_threshold_defaults_to_600_seconds_and_the_retry_base_to_2_seconds() {
+        let settings = settings(&[]).unwrap();
+        assert_eq!(settings.stale_running, Duration::from_secs(600));
+        assert_eq!(settings.retry.base_delay, Duration::from_secs(2));
+        assert_eq!(settings.retry.attempts, 3);
+        assert_eq!(settings.backoff, Backoff::default());
+        assert_eq!(settings.record_reserve, Duration::from_secs(15));
+    }
+
+    #[test]
+    fn a_stale_threshold_a_live_worker_could_reach_is_rejected_by_name() {
+        // Heartbeat 60 s, Maesn 3 × 30 s + 2.5 s + 5 s of waits: 2 × 60 + 97.5 = 217.5 s.
+        for stale in ["0", "217"] {
+            let vars: &'static [(&'static str, &'static str)] = match stale {
+                "0" => &[("STALE_RUNNING_SECONDS", "0")],
+                _ => &[("STALE_RUNNING_SECONDS", "217")],
+            };
+            let err = settings(vars).unwrap_err().to_string();
+            assert!(err.contains("STALE_RUNNING_SECONDS"), "{err}");
+        }
+        assert!(settings(&[("STALE_RUNNING_SECONDS", "218")]).is_ok());
+    }
+
+    #[test]
+    fn the_backoff_may_not_outlast_the_sweepers_pending_threshold() {
+        let err = settings(&[("OUTPUT_BACKOFF_MAX_SECONDS", "901")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("OUTPUT_BACKOFF_MAX_SECONDS"), "{err}");
+    }
+
+    #[test]
+    fn the_backoff_doubles_per_receive_honours_retry_after_and_caps_at_900_seconds() {
+        let backoff = Backoff::default();
+        let secs = |n, ra: Option<u64>| backoff.after(n, ra.map(Duration::from_secs)).as_secs();
+        assert_eq!(secs(1, None), 60);
+        assert_eq!(secs(2, None), 120);
+        assert_eq!(secs(3, None), 240);
+        assert_eq!(secs(1, Some(300)), 300, "Retry-After wins when longer");
+        assert_eq!(secs(2, Some(30)), 120, "the schedule wins when longer");
+        assert_eq!(
+            secs(1, Some(86_400)),
+            900,
+            "never beyond the sweeper's threshold"
+        );
+        assert_eq!(secs(30, None), 900);
+    }
+
+    #[test]
+    fn the_payload_hash_covers_the_file_and_ignores_nothing_else() {
+        let proposal = |bytes: &'static [u8], number: &str| BookingProposal {
+            account: DatevAccount {
+                tenant_id: Uuid::nil(),
+                company_id: "c".into(),
+            },
+            proposal: json!({ "number": number }),
+            booking_type: "BILL".into(),
+            folder_management: json!({}),
+            file: DocumentFile {
+                file_name: "a.pdf".into(),
+                mime_type: "application/pdf".into(),
+                bytes: Bytes::from_static(bytes),
+            },
+        };
+        let (payload, hash) = payload_of(&proposal(b"one", "1"));
+        assert_eq!(hash.len(), 64);
+        assert!(hash.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_eq!(payload["file"]["size"], 3);
+        assert_eq!(payload_of(&proposal(b"one", "1")).1, hash, "stable");
+        assert_ne!(payload_of(&proposal(b"two", "1")).1, hash, "file counted");
+        assert_ne!(
+            payload_of(&proposal(b"one", "2")).1,
+            hash,
+            "proposal counted"
+        );
     }
 }

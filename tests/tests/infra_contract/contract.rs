@@ -30,6 +30,10 @@ pub struct FunctionContract {
     pub sends_email: bool,
     /// May call Textract (OCR_PROVIDER = textract), which only accepts `"*"`.
     pub may_use_textract: bool,
+    /// Environment variables naming a prefix of per-tenant secrets the code reads
+    /// (`<prefix><tenant id>`): each must be set, and `secretsmanager:GetSecretValue`
+    /// granted on exactly `<prefix>*` besides the app secret.
+    pub tenant_secrets: &'static [&'static str],
 }
 
 pub const FUNCTIONS: &[FunctionContract] = &[
@@ -41,6 +45,7 @@ pub const FUNCTIONS: &[FunctionContract] = &[
         s3_writes: &["ingestions/"],
         sends_email: false,
         may_use_textract: true,
+        tenant_secrets: &[],
     },
     FunctionContract {
         name: "matching",
@@ -50,6 +55,7 @@ pub const FUNCTIONS: &[FunctionContract] = &[
         s3_writes: &[],
         sends_email: true,
         may_use_textract: false,
+        tenant_secrets: &[],
     },
     FunctionContract {
         name: "document-output",
@@ -57,8 +63,9 @@ pub const FUNCTIONS: &[FunctionContract] = &[
         sends_to: &[],
         s3_reads: &["documents/"],
         s3_writes: &[],
-        sends_email: false,
+        sends_email: true,
         may_use_textract: false,
+        tenant_secrets: &["DATEV_CREDENTIALS_PREFIX"],
     },
     FunctionContract {
         name: "sweeper",
@@ -68,12 +75,16 @@ pub const FUNCTIONS: &[FunctionContract] = &[
         s3_writes: &[],
         sends_email: false,
         may_use_textract: false,
+        tenant_secrets: &[],
     },
 ];
 
 /// The documents bucket every S3 grant must be scoped to.
 const DOCUMENTS_BUCKET_ARN: &str = "${aws_s3_bucket.documents.arn}";
 const SECRET_ENV: &str = "DOCFLOW_SECRET_ID";
+const QUEUE_VISIBILITY_ENV: &str = "QUEUE_VISIBILITY_TIMEOUT_SECONDS";
+/// Per-tenant secrets are granted by name prefix in the function's own account and region.
+const TENANT_SECRETS_ARN: &str = "arn:${data.aws_partition.current.partition}:secretsmanager:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:secret:";
 const CONSUME_ACTIONS: &[&str] = &[
     "sqs:ReceiveMessage",
     "sqs:DeleteMessage",
@@ -95,6 +106,8 @@ const ALLOWED_ACTIONS: &[&str] = &[
     "s3:ListBucket",
     "ses:SendEmail",
     "textract:DetectDocumentText",
+    "textract:StartDocumentTextDetection",
+    "textract:GetDocumentTextDetection",
     "logs:CreateLogStream",
     "logs:PutLogEvents",
     "kms:Decrypt",
@@ -202,7 +215,7 @@ fn check_every_function_exists(infra: &Infra, found: &mut Violations) {
 }
 
 /// `staging-docflow-ingestion` -> `ingestion`.
-fn contract_name(function: &Resource) -> String {
+pub fn contract_name(function: &Resource) -> String {
     let name = text(function.attr("function_name").as_ref());
     match name.split_once("docflow-") {
         Some((_, short)) => short.to_string(),
@@ -288,6 +301,7 @@ fn check_event_source_mapping(module: &Module, mapping: &Resource, found: &mut V
         Err(why) => return found.add(module, mapping, why),
     };
     check_visibility_timeout(module, &trigger, window, found);
+    check_code_knows_the_visibility(module, &trigger, found);
     check_redrive_policy(module, &trigger, found);
 }
 
@@ -312,6 +326,29 @@ fn check_visibility_timeout(module: &Module, t: &SqsTrigger, window: f64, found:
             format!(
                 "visibility timeout {visibility} s is below 6 x the timeout of {} ({timeout} s) + batching window ({window} s) = {minimum} s",
                 t.function.address
+            ),
+        );
+    }
+}
+
+/// The batch runtime must know the queue's visibility timeout, or a heartbeat could
+/// shorten it (`QUEUE_VISIBILITY_TIMEOUT_SECONDS`, validated at cold start).
+fn check_code_knows_the_visibility(module: &Module, t: &SqsTrigger, found: &mut Violations) {
+    let visibility = number_or(
+        t.queue.attr("visibility_timeout_seconds"),
+        DEFAULT_VISIBILITY_SECONDS,
+    );
+    let env = environment(t.function);
+    let told = env
+        .get(QUEUE_VISIBILITY_ENV)
+        .and_then(|v| v.as_str().and_then(|s| s.parse::<f64>().ok()));
+    if told != Some(visibility) {
+        found.add(
+            module,
+            t.function,
+            format!(
+                "{QUEUE_VISIBILITY_ENV} is {told:?}, the visibility timeout of {} is {visibility} s",
+                t.queue.address
             ),
         );
     }
@@ -519,7 +556,7 @@ fn find_alarm<'a>(
 
 // --- functions, their environment and their permissions -----------------------------------
 
-fn environment(function: &Resource) -> Map<String, Value> {
+pub fn environment(function: &Resource) -> Map<String, Value> {
     blocks(&function.body, "environment")
         .next()
         .and_then(|env| attr(&env.body, "variables"))
@@ -698,15 +735,15 @@ fn check_queue_urls(
 }
 
 /// One statement of an IAM policy document.
-struct Statement {
-    sid: String,
-    allow: bool,
-    actions: Vec<String>,
-    resources: Vec<String>,
+pub struct Statement {
+    pub sid: String,
+    pub allow: bool,
+    pub actions: Vec<String>,
+    pub resources: Vec<String>,
 }
 
 impl Statement {
-    fn grants(&self, action: &str) -> bool {
+    pub fn grants(&self, action: &str) -> bool {
         self.allow && self.actions.iter().any(|a| a == action)
     }
 }
@@ -725,7 +762,7 @@ fn statements(document: &Resource) -> Vec<Statement> {
 /// The statements of every inline policy of the function's role. Fails when the role or a
 /// policy cannot be read (not an `aws_iam_policy_document` of the same module), or when a
 /// managed policy other than the allowed ones is attached.
-fn role_policies(module: &Module, function: &Resource) -> Result<Vec<Statement>, String> {
+pub fn role_policies(module: &Module, function: &Resource) -> Result<Vec<Statement>, String> {
     let role = referenced(module, function.attr("role"), "aws_iam_role")
         .ok_or("role is not an aws_iam_role of this module")?;
     let of_role = |r: &Resource| {
@@ -791,6 +828,23 @@ fn check_permissions(
     statements: &[Statement],
     found: &mut Violations,
 ) {
+    let mut secrets: BTreeSet<String> = env
+        .get(SECRET_ENV)
+        .map(|v| text(Some(v)))
+        .into_iter()
+        .collect();
+    for name in contract.tenant_secrets {
+        match env.get(*name) {
+            Some(prefix) => {
+                secrets.insert(format!("{TENANT_SECRETS_ARN}{}*", text(Some(prefix))));
+            }
+            None => found.add(
+                module,
+                function,
+                format!("{name} must name the prefix of the per-tenant secrets the code reads"),
+            ),
+        }
+    }
     let mut compare = |what: &str, actual: BTreeSet<String>, expected: BTreeSet<String>| {
         if actual != expected {
             found.add(
@@ -827,15 +881,10 @@ fn check_permissions(
         targets,
     );
 
-    let secret = env
-        .get(SECRET_ENV)
-        .map(|v| text(Some(v)))
-        .into_iter()
-        .collect();
     compare(
         "secretsmanager:GetSecretValue",
         resources_of(statements, |s| s.grants("secretsmanager:GetSecretValue")),
-        secret,
+        secrets,
     );
 
     let objects = |prefixes: &[&str]| {

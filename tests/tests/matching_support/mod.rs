@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use docflow::llm::{LlmClient, LlmSettings, Provider};
 use docflow::matching::{DocumentType, normalize, status};
-use docflow::notify::{Notifier, SlackChannel};
+use docflow::notify::{Notifier, NotifyRetry, SlackChannel};
 use docflow::retry::{ReceivePolicy, RetryPolicy};
 use docflow::sqs::{BatchConfig, BatchRuntime};
 use serde_json::{Value, json};
@@ -58,7 +58,7 @@ pub async fn matched_document(
     data: Value,
 ) -> Uuid {
     let id = document(pool, tenant_id, doc_type, data.clone()).await;
-    status::save_normalized(pool, id, &normalize::normalize(&data))
+    status::save_normalized(pool, id, &normalize::normalize(&data, doc_type))
         .await
         .unwrap();
     id
@@ -70,6 +70,7 @@ pub struct DocState {
     pub matching_attempts: i32,
     pub matching_error: Option<String>,
     pub failed: bool,
+    pub notified: bool,
     pub cluster_id: Option<Uuid>,
     pub normalized_counterparty: Option<String>,
     pub normalized_references: Vec<String>,
@@ -79,7 +80,8 @@ pub async fn state(pool: &PgPool, id: Uuid) -> DocState {
     sqlx::query_as(
         r#"
         SELECT matching_status, matching_attempts, matching_error,
-               matching_failed_at IS NOT NULL AS failed, cluster_id,
+               matching_failed_at IS NOT NULL AS failed,
+               matching_notified_at IS NOT NULL AS notified, cluster_id,
                normalized_counterparty, normalized_references
           FROM document WHERE id = $1
         "#,
@@ -248,6 +250,102 @@ pub async fn llm_calls(server: &MockServer) -> usize {
         .count()
 }
 
+/// A credit note correcting `invoice_number` (the extraction contract's
+/// `invoice_reference`).
+pub fn credit_note(number: &str, invoice_number: &str, date: &str, total: f64) -> Value {
+    json!({
+        "document_type": "credit_note",
+        "invoice_number": number,
+        "invoice_reference": invoice_number,
+        "invoice_date": date,
+        "supplier_name": SUPPLIER,
+        "supplier_vat_id": SUPPLIER_VAT,
+        "customer_name": "Acme AG",
+        "currency": "EUR",
+        "total": -total
+    })
+}
+
+// ---- an LLM that answers only when the test says so ----
+
+/// A Messages API stand-in that holds every request until [`Gate::open`]: a run can be
+/// stopped between its candidate search and its write phase without any sleep. The
+/// wiremock server answers on its own thread, so blocking it holds only the LLM call.
+#[derive(Clone)]
+pub struct Gate {
+    arrived: std::sync::Arc<tokio::sync::Semaphore>,
+    open: std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+    answer: String,
+}
+
+impl Gate {
+    pub fn new(answer: &str) -> Self {
+        Gate {
+            arrived: std::sync::Arc::new(tokio::sync::Semaphore::new(0)),
+            open: std::sync::Arc::default(),
+            answer: answer.to_owned(),
+        }
+    }
+
+    /// Waits until a request reached the stand-in (and is being held).
+    pub async fn arrived(&self) {
+        self.arrived
+            .acquire()
+            .await
+            .expect("gate semaphore open")
+            .forget();
+    }
+
+    /// Lets every held and later request through.
+    pub fn open(&self) {
+        let (lock, cvar) = &*self.open;
+        *lock.lock().unwrap() = true;
+        cvar.notify_all();
+    }
+}
+
+impl wiremock::Respond for Gate {
+    fn respond(&self, _request: &wiremock::Request) -> ResponseTemplate {
+        self.arrived.add_permits(1);
+        let (lock, cvar) = &*self.open;
+        let mut open = lock.lock().unwrap();
+        while !*open {
+            // Bounded so a failing test cannot hang the server thread for ever.
+            let (guard, timeout) = cvar.wait_timeout(open, Duration::from_secs(30)).unwrap();
+            open = guard;
+            if timeout.timed_out() {
+                break;
+            }
+        }
+        docflow_tests::llm::anthropic_text(&self.answer)
+    }
+}
+
+// ---- Postgres locks ----
+
+/// Waits until some session of this test's database waits for an advisory lock (a
+/// write phase queued behind the tenant lock), polling `pg_locks`.
+pub async fn wait_for_advisory_lock_waiter(pool: &PgPool) {
+    for _ in 0..3000 {
+        let waiting: i64 = sqlx::query_scalar(
+            r#"
+            SELECT count(*) FROM pg_locks
+             WHERE locktype = 'advisory' AND NOT granted
+               AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            "#,
+        )
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        if waiting > 0 {
+            return;
+        }
+        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no session ever waited for an advisory lock");
+}
+
 // ---- Slack (incoming webhook on wiremock) ----
 
 pub async fn slack_server() -> MockServer {
@@ -263,7 +361,16 @@ pub async fn slack_server() -> MockServer {
 pub fn slack_notifier(server: &MockServer) -> Notifier {
     let url = format!("{}/services/T000/B000/XXXX", server.uri());
     Notifier::new(Some(ADMIN_BASE_URL.into()), Duration::from_secs(5))
+        .with_retry(fast_retry())
         .with_channel(SlackChannel::new(reqwest::Client::new(), url.into()))
+}
+
+/// Three attempts with millisecond waits.
+pub fn fast_retry() -> NotifyRetry {
+    NotifyRetry {
+        attempts: 3,
+        base_delay: Duration::from_millis(1),
+    }
 }
 
 /// The JSON bodies Slack received.
@@ -293,13 +400,19 @@ pub async fn deps(pool: &PgPool, llm: Option<LlmClient>, notifier: Notifier) -> 
 // ---- moto internals ----
 
 /// moto's model dump (`/moto-api/data.json`): every SQS message and SES email it holds.
+/// moto serialises its whole state for this and now and then answers a request made
+/// while another test changes that state with a cut-off body: asked again, it answers.
 pub async fn moto_data() -> Value {
-    reqwest::get(format!("{}/moto-api/data.json", docflow_tests::endpoint()))
-        .await
-        .expect("moto-api reachable")
-        .json()
-        .await
-        .expect("moto-api answers JSON")
+    let url = format!("{}/moto-api/data.json", docflow_tests::endpoint());
+    let mut last = None;
+    for _ in 0..5 {
+        let response = reqwest::get(&url).await.expect("moto-api reachable");
+        match response.json::<Value>().await {
+            Ok(data) => return data,
+            Err(e) => last = Some(e),
+        }
+    }
+    panic!("moto-api did not answer JSON: {last:?}");
 }
 
 /// How long from now an SQS message stays hidden, from moto's `visible_at`.

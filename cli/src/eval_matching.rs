@@ -1,0 +1,137 @@
+//! `docflow eval matching`: the labelled evaluation set of matching
+//! (`docflow::matching::eval`) through the real matching function, on a fresh database
+//! and a fresh queue of the local emulator, with score-only decisions (no LLM). Prints
+//! edge and cluster precision/recall.
+
+use std::str::FromStr as _;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use docflow::matching::MatchingConfig;
+use docflow::matching::eval::{EvalOptions, evaluate};
+use docflow::notify::Notifier;
+use docflow::retry::ReceivePolicy;
+use docflow::settings::process_env;
+use docflow::sqs::{BatchConfig, BatchRuntime};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{ConnectOptions as _, Connection as _};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Seed of the generated set: the same seed gives the same documents and order.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// At least this many documents (the last purchase may add a few).
+    #[arg(long, default_value_t = 3000)]
+    pub documents: usize,
+    /// Concurrent local event-source mappings, each running batches of 10 concurrently.
+    #[arg(long, default_value_t = 4)]
+    pub pollers: usize,
+    /// Also print this many wrong and this many missed edges, with both documents.
+    #[arg(long, default_value_t = 0)]
+    pub show_errors: usize,
+    /// Keep the evaluation database (its name is printed) instead of dropping it.
+    #[arg(long)]
+    pub keep_database: bool,
+    #[arg(
+        long,
+        env = "AWS_ENDPOINT_URL",
+        default_value = "http://127.0.0.1:4566"
+    )]
+    pub endpoint: String,
+}
+
+pub async fn run(database_url: &str, args: &Args) -> anyhow::Result<()> {
+    let admin =
+        PgConnectOptions::from_str(database_url).context("DATABASE_URL is not a Postgres URL")?;
+    let name = format!(
+        "docflow_eval_{}_{}",
+        args.seed,
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    );
+    let mut conn = admin
+        .connect()
+        .await
+        .context("cannot reach Postgres at DATABASE_URL")?;
+    sqlx::query(&format!(r#"CREATE DATABASE "{name}""#))
+        .execute(&mut conn)
+        .await
+        .with_context(|| format!("failed to create the evaluation database {name}"))?;
+    let result = evaluate_in(&admin.clone().database(&name), args).await;
+    if args.keep_database {
+        println!("database kept: {name}");
+    } else if let Err(e) = sqlx::query(&format!(r#"DROP DATABASE "{name}" WITH (FORCE)"#))
+        .execute(&mut conn)
+        .await
+    {
+        eprintln!("could not drop the evaluation database {name}: {e}");
+    }
+    conn.close().await.ok();
+    result
+}
+
+async fn evaluate_in(options: &PgConnectOptions, args: &Args) -> anyhow::Result<()> {
+    let pool = PgPoolOptions::new()
+        .max_connections(10 * args.pollers.max(1) as u32 + 2)
+        .connect_with(options.clone())
+        .await
+        .context("failed to connect to the evaluation database")?;
+    docflow::db::MIGRATOR
+        .run(&pool)
+        .await
+        .context("failed to migrate the evaluation database")?;
+    let config = MatchingConfig::from_env(&process_env()).context("invalid MATCH_* settings")?;
+    let sqs = aws_sdk_sqs::Client::new(&docflow::aws::local(&args.endpoint).await);
+    let deps = matching::Deps {
+        pool: pool.clone(),
+        runtime: BatchRuntime::new(sqs.clone(), BatchConfig::default()),
+        llm: None,
+        notifier: Notifier::default(),
+        receive_policy: ReceivePolicy::default(),
+        config,
+    };
+    let options = EvalOptions {
+        seed: args.seed,
+        documents: args.documents,
+        pollers: args.pollers,
+        stall: Duration::from_secs(60),
+    };
+    let outcome = evaluate(&pool, &sqs, options, |event| {
+        matching::handler(&deps, event)
+    })
+    .await
+    .with_context(|| {
+        format!(
+            "the evaluation failed; is the local stack up (`make up`, moto on {})?",
+            args.endpoint
+        )
+    })?;
+    println!(
+        "matching eval: seed {}, {} pollers, score-only (no LLM), {:.1} s, {} batches",
+        args.seed,
+        args.pollers,
+        outcome.elapsed.as_secs_f64(),
+        outcome.run.batches
+    );
+    println!("{}", outcome.report);
+    use docflow::matching::eval::describe;
+    for (label, pairs) in [
+        ("wrong", &outcome.report.wrong),
+        ("missed", &outcome.report.missed),
+    ] {
+        for (a, b) in pairs.iter().take(args.show_errors) {
+            println!(
+                "{label}:\n  {}\n  {}",
+                describe(&outcome.set, *a),
+                describe(&outcome.set, *b)
+            );
+        }
+    }
+    if outcome.run.unfinished > 0 || outcome.run.failed > 0 {
+        println!(
+            "not finished: {}, failed: {}",
+            outcome.run.unfinished, outcome.run.failed
+        );
+    }
+    Ok(())
+}

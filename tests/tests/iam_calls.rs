@@ -1,0 +1,159 @@
+//! Every AWS action a function calls is granted to its role in Terraform.
+//!
+//! moto does not enforce IAM, so a call the role lacks would pass every other test and
+//! fail in AWS (the runtime's old `sqs:GetQueueUrl` did). Two links hold code and
+//! Terraform together, each in its own test binary, with no order between them:
+//!
+//! - each function crate declares the actions it calls, `<function>::aws_actions(env)`,
+//!   for the environment Terraform gives it (ingestion adds Textract only with
+//!   `OCR_PROVIDER=textract`); its tests run it on SDK clients that record every call
+//!   and refuse undeclared ones (`docflow_tests::aws_calls`);
+//! - here: every declared action is granted by an `Allow` statement of the role
+//!   Terraform attaches to that function (the real `infra/`, parsed with hcl-rs and
+//!   evaluated as the infra contract tests do).
+//!
+//! A new function plugs in with one line in [`declared`].
+
+#[path = "infra_contract/contract.rs"]
+#[allow(dead_code)]
+mod contract;
+#[path = "infra_contract/terraform.rs"]
+#[allow(dead_code)]
+mod terraform;
+
+use std::path::PathBuf;
+
+use docflow::settings::Env;
+use hcl::{Map, Value};
+use terraform::{Infra, Sources};
+
+/// The sweeper crate is built in another branch; until it declares
+/// `sweeper::aws_actions`, these are the calls DESIGN gives it: its secret, and the
+/// re-sends to the three work queues.
+const SWEEPER_PENDING: &[&str] = &["secretsmanager:GetSecretValue", "sqs:SendMessage"];
+
+/// What the function named `function` (as Terraform names it, without the prefix)
+/// declares it calls, given its environment.
+fn declared(function: &str, env: &Map<String, Value>) -> Option<Vec<&'static str>> {
+    let env = Env::new(|var: &str| env.get(var).and_then(Value::as_str).map(str::to_owned));
+    match function {
+        "ingestion" => Some(ingestion::aws_actions(&env)),
+        "matching" => Some(matching::aws_actions(&env)),
+        "document-output" => Some(document_output::aws_actions(&env)),
+        "sweeper" => Some(SWEEPER_PENDING.to_vec()),
+        _ => None,
+    }
+}
+
+/// Every declared action no `Allow` statement of the function's role grants, and every
+/// function that declares nothing.
+fn ungranted(sources: &Sources) -> Vec<String> {
+    let infra = Infra::evaluate(sources).expect("infra/ parses");
+    let mut found = Vec::new();
+    for module in infra.modules() {
+        for function in module.of_kind("aws_lambda_function") {
+            let name = contract::contract_name(function);
+            let place = format!("{}: {}", module.address, function.address);
+            let Some(actions) = declared(&name, &contract::environment(function)) else {
+                found.push(format!("{place}: {name} declares no AWS actions"));
+                continue;
+            };
+            let statements = match contract::role_policies(module, function) {
+                Ok(statements) => statements,
+                Err(why) => {
+                    found.push(format!("{place}: {why}"));
+                    continue;
+                }
+            };
+            for action in actions {
+                if !statements.iter().any(|s| s.grants(action)) {
+                    found.push(format!(
+                        "{place}: {name} calls {action}, which its role does not grant"
+                    ));
+                }
+            }
+        }
+    }
+    found
+}
+
+fn real_infra() -> Sources {
+    Sources::read(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../infra"))
+}
+
+fn assert_reported(found: &[String], fragments: &[&str]) {
+    assert!(
+        found
+            .iter()
+            .any(|v| fragments.iter().all(|f| v.contains(f))),
+        "expected a finding mentioning {fragments:?}, got:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn every_aws_action_a_function_calls_is_granted_to_its_role() {
+    let found = ungranted(&real_infra());
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+#[test]
+fn with_native_ocr_ingestion_neither_calls_nor_needs_textract() {
+    let sources = real_infra().append("environments/example.tfvars", "ocr_provider = \"native\"\n");
+    let found = ungranted(&sources);
+    assert!(found.is_empty(), "{}", found.join("\n"));
+    let infra = Infra::evaluate(&sources).unwrap();
+    let ingestion = infra
+        .instances
+        .iter()
+        .find(|i| i.address == "module.ingestion")
+        .unwrap();
+    let function = ingestion.resource("aws_lambda_function.this").unwrap();
+    let actions = declared("ingestion", &contract::environment(function)).unwrap();
+    assert!(!actions.iter().any(|a| a.starts_with("textract:")));
+}
+
+#[test]
+fn the_checked_functions_are_every_function_terraform_deploys() {
+    let infra = Infra::evaluate(&real_infra()).unwrap();
+    let mut names: Vec<String> = infra
+        .modules()
+        .flat_map(|m| m.of_kind("aws_lambda_function"))
+        .map(contract::contract_name)
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["document-output", "ingestion", "matching", "sweeper"]
+    );
+}
+
+#[test]
+fn a_role_without_change_message_visibility_is_reported_for_every_queue_function() {
+    let broken = real_infra().replace(
+        "modules/queue-function/iam.tf",
+        "      \"sqs:ChangeMessageVisibility\",\n",
+        "",
+    );
+    let found = ungranted(&broken);
+    for instance in [
+        "module.ingestion",
+        "module.matching",
+        "module.document_output",
+    ] {
+        assert_reported(&found, &[instance, "sqs:ChangeMessageVisibility"]);
+    }
+}
+
+#[test]
+fn textract_without_its_asynchronous_actions_is_reported() {
+    let broken = real_infra().replace(
+        "modules/queue-function/iam.tf",
+        "        \"textract:StartDocumentTextDetection\",\n",
+        "",
+    );
+    assert_reported(
+        &ungranted(&broken),
+        &["module.ingestion", "textract:StartDocumentTextDetection"],
+    );
+}
