@@ -1,4 +1,5 @@
-# docflow: `make test` (everything), `make up` / `make down` (the local stack).
+# docflow: `make demo` (the pipeline on sample documents, locally) and `make test`
+# (everything). Each target installs and starts what it needs; see README.md.
 SHELL := /bin/bash
 .DEFAULT_GOAL := test
 
@@ -10,9 +11,13 @@ export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/docflow
 export DOCFLOW_SECRET_ID ?= docflow/app
 export MAX_RECEIVE_COUNT ?= 3
 
+# Lambda architecture of `make package`: arm64 (Graviton, what infra/ deploys by
+# default) or x86_64.
+ARCH ?= arm64
+
 VENV := .venv
 
-.PHONY: up down test lint venv
+.PHONY: up down test demo package deploy-local lint venv
 
 $(VENV)/.installed: requirements-dev.txt
 	python3 -m venv $(VENV)
@@ -32,10 +37,25 @@ down:
 	scripts/moto-down.sh
 	scripts/postgres-down.sh
 
-## test: bring the stack up, then run every test (unit, integration, infra checks)
+## test: bring the stack up, then run every test (unit, integration, infra checks, and
+## the Terraform apply against moto where Terraform and its AWS provider are installed)
 test: up
 	cargo test --workspace --all-targets
 	infra/check.sh
+	scripts/deploy-local.sh --if-available
+
+## demo: the whole pipeline on the sample documents, offline, with a summary table
+demo: up
+	scripts/demo.sh
+
+## package: release zips of every function with cargo-lambda, for ARCH (arm64 | x86_64)
+package:
+	scripts/package.sh $(ARCH)
+
+## deploy-local: apply infra/ with Terraform to a local emulator and check the result
+## (DEPLOY_KEEP=1 leaves that emulator running to look at it)
+deploy-local: venv
+	scripts/deploy-local.sh $(if $(DEPLOY_KEEP),--keep)
 
 ## lint: what CI's reviewers hold the code to
 lint:

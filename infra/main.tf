@@ -36,6 +36,7 @@ module "ingestion" {
   name         = "ingestion"
   name_prefix  = local.name_prefix
   package_path = "${var.lambda_package_dir}/ingestion/bootstrap.zip"
+  architecture = var.lambda_architecture
 
   # OCR + LLM extraction of a batch of documents.
   timeout_seconds     = 300
@@ -77,6 +78,7 @@ module "matching" {
   name         = "matching"
   name_prefix  = local.name_prefix
   package_path = "${var.lambda_package_dir}/matching/bootstrap.zip"
+  architecture = var.lambda_architecture
 
   timeout_seconds     = 120
   memory_mb           = 512
@@ -111,6 +113,7 @@ module "document_output" {
   name         = "document-output"
   name_prefix  = local.name_prefix
   package_path = "${var.lambda_package_dir}/document-output/bootstrap.zip"
+  architecture = var.lambda_architecture
 
   # DATEV export through Maesn; a running job extends its visibility every 60 s.
   timeout_seconds     = 120

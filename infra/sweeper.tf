@@ -115,7 +115,7 @@ resource "aws_lambda_function" "sweeper" {
   source_code_hash = filebase64sha256("${var.lambda_package_dir}/sweeper/bootstrap.zip")
   runtime          = "provided.al2023"
   handler          = "bootstrap"
-  architectures    = ["arm64"]
+  architectures    = [var.lambda_architecture]
   memory_size      = 256
   timeout          = 120
   kms_key_arn      = var.kms_key_arn

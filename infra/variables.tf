@@ -23,9 +23,20 @@ variable "tags" {
 }
 
 variable "lambda_package_dir" {
-  description = "Directory with the zips of `cargo lambda build --release --arm64 --output-format zip` (<dir>/<function>/bootstrap.zip). Relative paths are relative to infra/, where terraform runs."
+  description = "Directory with the zips of `make package` (`cargo lambda build --release --arm64 --output-format zip`): <dir>/<function>/bootstrap.zip. Relative paths are relative to infra/, where terraform runs."
   type        = string
   default     = "../target/lambda"
+}
+
+variable "lambda_architecture" {
+  description = "Instruction set of every function: arm64 (Graviton, the default; `make package`) or x86_64 (`make package ARCH=x86_64`). Must match how the zips in lambda_package_dir were built."
+  type        = string
+  default     = "arm64"
+
+  validation {
+    condition     = contains(["arm64", "x86_64"], var.lambda_architecture)
+    error_message = "lambda_architecture must be arm64 or x86_64."
+  }
 }
 
 variable "log_level" {

@@ -1,20 +1,39 @@
-//! The local stack and a local event-source mapping, for development and tests.
+//! The local stack and a local event-source mapping, for development, tests, the
+//! demo, the soak and the bench.
 //!
-//! [`provision`] creates what Terraform creates in AWS — every queue with its DLQ and
-//! redrive policy, the documents bucket, the secret — on the local emulator, idempotently.
-//! [`EventSourceMapping`] does what Lambda's SQS event source mapping does: receives a
-//! batch, builds a real `SqsEvent`, and applies the partial batch response exactly as
-//! Lambda does (an invalid response fails the whole batch; otherwise every record not
-//! listed is deleted).
+//! - [`provision`] creates what Terraform creates in AWS — every queue with its DLQ and
+//!   redrive policy, the documents bucket, the secret — on the local emulator,
+//!   idempotently.
+//! - [`EventSourceMapping`] does what Lambda's SQS event source mapping does with one
+//!   batch: receives it (batch size, batching window, the 6 MB payload limit), builds a
+//!   real `SqsEvent`, invokes a function ([`Invoke`]: in process, or over HTTP through
+//!   `cargo lambda watch`), and applies the result exactly as Lambda does with
+//!   `ReportBatchItemFailures` ([`interpret`]): every record not listed is deleted; an
+//!   error, a timeout or an invalid response (unknown or empty `itemIdentifier`, not
+//!   JSON) fails the whole batch and deletes nothing.
+//! - [`Runner`] runs several mappings at once (a maximum concurrency per queue, like
+//!   `ScalingConfig.MaximumConcurrency`) plus a scheduled function (the sweeper), until
+//!   stopped or, with `until_idle`, until every queue is empty, nothing is in flight and
+//!   the scheduled function finds nothing.
+//!
+//! There is one implementation of these semantics: the tests, `docflow local run`, `make
+//! demo`, the soak and the bench all use it.
 
-use std::collections::{HashMap, HashSet};
+mod invoke;
+mod mapping;
+mod runner;
+
+pub use invoke::{BoxFuture, HttpInvoke, InProcess, Invocation, Invoke, lambda_context};
+pub use mapping::{Completion, EventSourceMapping, MAX_PAYLOAD_BYTES, Verdict, interpret};
+pub use runner::{
+    Observer, QueueStats, RunOptions, RunReport, Runner, Scheduled, Source, SweepSummary, depth,
+};
+
+use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
-use aws_sdk_sqs::types::{
-    DeleteMessageBatchRequestEntry, MessageSystemAttributeName, QueueAttributeName,
-};
+use aws_sdk_sqs::types::QueueAttributeName;
 
 /// The queues docflow runs on (locally; in AWS with an environment prefix).
 pub const QUEUES: [&str; 3] = [
@@ -214,155 +233,4 @@ pub async fn ensure_bucket(s3: &aws_sdk_s3::Client, name: &str) -> anyhow::Resul
         .await
         .with_context(|| format!("failed to create bucket {name}"))?;
     Ok(())
-}
-
-/// Lambda's SQS poller, locally: receive a batch, invoke, apply the partial response.
-#[derive(Debug, Clone)]
-pub struct EventSourceMapping {
-    pub sqs: aws_sdk_sqs::Client,
-    pub queue_url: String,
-    pub queue_arn: String,
-    pub batch_size: i32,
-    pub wait: Duration,
-}
-
-/// What Lambda did with a batch after the function returned.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Completion {
-    /// Message ids deleted from the queue.
-    pub deleted: Vec<String>,
-    /// Message ids left on the queue (reported as failed, or all of them when the
-    /// response was invalid).
-    pub kept: Vec<String>,
-    /// Whether the response was rejected as a whole (unknown or empty item identifier).
-    pub whole_batch_failed: bool,
-}
-
-impl EventSourceMapping {
-    pub async fn new(sqs: aws_sdk_sqs::Client, queue_url: &str) -> anyhow::Result<Self> {
-        let queue_arn = queue_arn(&sqs, queue_url).await?;
-        Ok(EventSourceMapping {
-            sqs,
-            queue_url: queue_url.to_owned(),
-            queue_arn,
-            batch_size: 10,
-            wait: Duration::from_secs(1),
-        })
-    }
-
-    /// Receives up to `batch_size` messages as a Lambda `SqsEvent`; `None` when the queue
-    /// had nothing within `wait`.
-    pub async fn poll(&self) -> anyhow::Result<Option<SqsEvent>> {
-        let received = self
-            .sqs
-            .receive_message()
-            .queue_url(&self.queue_url)
-            .max_number_of_messages(self.batch_size)
-            .wait_time_seconds(self.wait.as_secs() as i32)
-            .message_system_attribute_names(MessageSystemAttributeName::All)
-            .send()
-            .await
-            .with_context(|| format!("failed to receive from {}", self.queue_url))?;
-        let messages = received.messages.unwrap_or_default();
-        if messages.is_empty() {
-            return Ok(None);
-        }
-        let region = self.queue_arn.split(':').nth(3).map(str::to_owned);
-        let mut event = SqsEvent::default();
-        event.records = messages
-            .into_iter()
-            .map(|m| {
-                let mut record = SqsMessage::default();
-                record.message_id = m.message_id;
-                record.receipt_handle = m.receipt_handle;
-                record.body = m.body;
-                record.md5_of_body = m.md5_of_body;
-                record.attributes = m
-                    .attributes
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(k, v)| (k.as_str().to_owned(), v))
-                    .collect();
-                record.event_source = Some("aws:sqs".into());
-                record.event_source_arn = Some(self.queue_arn.clone());
-                record.aws_region = region.clone();
-                record
-            })
-            .collect();
-        Ok(Some(event))
-    }
-
-    /// Applies the function's response as Lambda does with `ReportBatchItemFailures`.
-    pub async fn complete(
-        &self,
-        event: &SqsEvent,
-        response: &SqsBatchResponse,
-    ) -> anyhow::Result<Completion> {
-        let received: HashSet<&str> = event
-            .records
-            .iter()
-            .filter_map(|r| r.message_id.as_deref())
-            .collect();
-        let failed: HashSet<&str> = response
-            .batch_item_failures
-            .iter()
-            .map(|f| f.item_identifier.as_str())
-            .collect();
-        let all_ids = || {
-            event
-                .records
-                .iter()
-                .filter_map(|r| r.message_id.clone())
-                .collect()
-        };
-        if failed
-            .iter()
-            .any(|id| id.is_empty() || !received.contains(id))
-        {
-            tracing::error!(
-                "invalid batch response (empty or unknown itemIdentifier): the whole batch failed"
-            );
-            return Ok(Completion {
-                deleted: vec![],
-                kept: all_ids(),
-                whole_batch_failed: true,
-            });
-        }
-        let mut completion = Completion::default();
-        let mut entries = Vec::new();
-        for (i, record) in event.records.iter().enumerate() {
-            let id = record.message_id.clone().unwrap_or_default();
-            if failed.contains(id.as_str()) {
-                completion.kept.push(id);
-            } else {
-                entries.push(
-                    DeleteMessageBatchRequestEntry::builder()
-                        .id(format!("m{i}"))
-                        .receipt_handle(record.receipt_handle.clone().unwrap_or_default())
-                        .build()
-                        .context("DeleteMessageBatch entry")?,
-                );
-                completion.deleted.push(id);
-            }
-        }
-        if !entries.is_empty() {
-            let out = self
-                .sqs
-                .delete_message_batch()
-                .queue_url(&self.queue_url)
-                .set_entries(Some(entries))
-                .send()
-                .await
-                .with_context(|| {
-                    format!(
-                        "failed to delete processed messages from {}",
-                        self.queue_url
-                    )
-                })?;
-            if !out.failed.is_empty() {
-                anyhow::bail!("DeleteMessageBatch failed for {} entries", out.failed.len());
-            }
-        }
-        Ok(completion)
-    }
 }

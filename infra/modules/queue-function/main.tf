@@ -116,7 +116,7 @@ resource "aws_lambda_function" "this" {
   source_code_hash = filebase64sha256(var.package_path)
   runtime          = "provided.al2023"
   handler          = "bootstrap"
-  architectures    = ["arm64"]
+  architectures    = [var.architecture]
   memory_size      = var.memory_mb
   timeout          = var.timeout_seconds
   kms_key_arn      = var.kms_key_arn

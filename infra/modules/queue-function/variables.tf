@@ -43,6 +43,17 @@ variable "package_path" {
   }
 }
 
+variable "architecture" {
+  description = "Instruction set of the zip: arm64 (Graviton, `cargo lambda build --arm64`) or x86_64 (`--x86-64`). Must match how package_path was built."
+  type        = string
+  default     = "arm64"
+
+  validation {
+    condition     = contains(["arm64", "x86_64"], var.architecture)
+    error_message = "architecture must be arm64 or x86_64."
+  }
+}
+
 variable "timeout_seconds" {
   description = "Lambda timeout. The queue's visibility timeout is derived from it (at least 6 x timeout + batching window)."
   type        = number

@@ -1,0 +1,372 @@
+//! The demo's own steps (`docflow demo approve|summary`, and the demo test):
+//!
+//! - [`approve_matched_invoices`]: what the app does on the final approval of each
+//!   invoice matching put into a cluster — the approval and the output job in one
+//!   transaction (`docflow::output::on_final_approval`), the job id sent after the commit
+//!   (`Dispatcher::dispatch`);
+//! - [`summary`]: per document its type, supplier, total, ingestion and matching state,
+//!   match cluster and export state, plus what each DLQ holds.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use anyhow::Context as _;
+use docflow::ids::DocumentId;
+use docflow::output::{Dispatch, Dispatcher, on_final_approval};
+use serde::Serialize;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::wiring::Queues;
+
+/// The result of approving one invoice.
+#[derive(Debug, Clone, Serialize)]
+pub struct Approval {
+    pub document_id: Uuid,
+    pub file_name: Option<String>,
+    pub job_id: Option<Uuid>,
+    /// `dispatched to the queue`, or why not.
+    pub outcome: String,
+}
+
+/// Approves (one approval step, by the tenant organization's first admin) every invoice
+/// of `tenant_id` that matching linked to other documents and that has no approval
+/// yet, and enqueues its export. Per invoice, failures are reported, not raised.
+pub async fn approve_matched_invoices(
+    pool: &PgPool,
+    dispatcher: &Dispatcher,
+    tenant_id: Uuid,
+) -> anyhow::Result<Vec<Approval>> {
+    let approver: Option<Uuid> = sqlx::query_scalar(
+        r#"SELECT i.id FROM identity i JOIN tenant t ON t.organization_id = i.organization_id
+            WHERE t.id = $1 ORDER BY i.is_admin DESC, i.created_at LIMIT 1"#,
+    )
+    .bind(tenant_id)
+    .fetch_optional(pool)
+    .await
+    .context("cannot reach the database")?;
+    let approver = approver.context("the tenant's organization has no identity to approve with")?;
+    let invoices: Vec<(Uuid, Option<String>)> = sqlx::query_as(
+        r#"SELECT d.id, d.file_name FROM document d
+            WHERE d.tenant_id = $1 AND d.type = 'invoice' AND d.cluster_id IS NOT NULL
+              AND d.matching_status = 'succeeded'
+              AND NOT EXISTS (SELECT 1 FROM ap_approval a WHERE a.document_id = d.id)
+            ORDER BY d.created_at"#,
+    )
+    .bind(tenant_id)
+    .fetch_all(pool)
+    .await
+    .context("cannot reach the database")?;
+
+    let mut approvals = Vec::new();
+    for (document_id, file_name) in invoices {
+        let mut tx = pool.begin().await.context("cannot reach the database")?;
+        sqlx::query(
+            r#"INSERT INTO ap_approval (tenant_id, document_id, step, approver_id, status, decided_at)
+               VALUES ($1, $2, 1, $3, 'approved', now())"#,
+        )
+        .bind(tenant_id)
+        .bind(document_id)
+        .bind(approver)
+        .execute(&mut *tx)
+        .await
+        .context("failed to record the approval")?;
+        let job = match on_final_approval(&mut tx, DocumentId(document_id), Some(approver)).await {
+            Ok(job) => job,
+            Err(e) => {
+                approvals.push(Approval {
+                    document_id,
+                    file_name,
+                    job_id: None,
+                    outcome: format!("not exported: {e}"),
+                });
+                continue;
+            }
+        };
+        tx.commit().await.context("failed to commit the approval")?;
+        let outcome = match dispatcher.dispatch(pool, &job).await {
+            Ok(Dispatch::Sent { .. }) => "approved; export job sent to the queue".to_owned(),
+            Ok(Dispatch::SendFailed { error, .. }) => {
+                format!("approved; export job failed: {error}")
+            }
+            Err(e) => format!("approved; the job's state is unknown: {e}"),
+        };
+        approvals.push(Approval {
+            document_id,
+            file_name,
+            job_id: Some(job.id.0),
+            outcome,
+        });
+    }
+    Ok(approvals)
+}
+
+/// One document in the summary.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct Row {
+    pub document_id: Uuid,
+    pub file_name: Option<String>,
+    pub doc_type: String,
+    pub supplier: Option<String>,
+    pub number: Option<String>,
+    pub total: Option<f64>,
+    pub currency: Option<String>,
+    pub ingestion: Option<String>,
+    pub ingestion_error: Option<String>,
+    pub needs_human_review: bool,
+    pub matching: Option<String>,
+    pub cluster_id: Option<Uuid>,
+    /// The newest output job's status.
+    pub job: Option<String>,
+    pub job_error: Option<String>,
+    /// The newest DATEV export audit's status.
+    pub audit: Option<String>,
+    pub audit_error: Option<String>,
+    #[sqlx(skip)]
+    pub cluster: Option<String>,
+}
+
+impl Row {
+    /// Whether nothing about the document is still under way.
+    pub fn is_terminal(&self) -> bool {
+        let ingestion_done = matches!(self.ingestion.as_deref(), Some("completed" | "failed"));
+        let matching_done = matches!(
+            self.matching.as_deref(),
+            None | Some("succeeded" | "failed")
+        );
+        let job_done = matches!(self.job.as_deref(), None | Some("dispatched" | "failed"));
+        let audit_done = matches!(self.audit.as_deref(), None | Some("succeeded" | "failed"));
+        ingestion_done && matching_done && job_done && audit_done
+    }
+
+    /// The export column: job and DATEV task, or why there is none.
+    pub fn export(&self) -> String {
+        match (&self.job, &self.audit) {
+            (None, _) => "—".into(),
+            (Some(job), None) => job.clone(),
+            (Some(job), Some(audit)) => format!("{job}, DATEV {audit}"),
+        }
+    }
+}
+
+/// One DLQ in the summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct Dlq {
+    pub queue: String,
+    pub messages: Vec<crate::dlq::DlqMessage>,
+}
+
+/// The demo's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub tenant_id: Uuid,
+    pub rows: Vec<Row>,
+    pub dlqs: Vec<Dlq>,
+}
+
+impl Summary {
+    /// Fails naming every document that is not finished (still in ingestion, matching,
+    /// output or a DATEV task).
+    pub fn check(&self) -> anyhow::Result<()> {
+        let open: Vec<String> = self
+            .rows
+            .iter()
+            .filter(|r| !r.is_terminal())
+            .map(|r| {
+                r.file_name
+                    .clone()
+                    .unwrap_or_else(|| r.document_id.to_string())
+            })
+            .collect();
+        if open.is_empty() {
+            Ok(())
+        } else {
+            anyhow::bail!(
+                "{} document(s) not finished: {}",
+                open.len(),
+                open.join(", ")
+            )
+        }
+    }
+
+    /// Documents per cluster label.
+    pub fn clusters(&self) -> HashMap<String, Vec<String>> {
+        let mut clusters: HashMap<String, Vec<String>> = HashMap::new();
+        for row in &self.rows {
+            if let Some(label) = &row.cluster {
+                clusters
+                    .entry(label.clone())
+                    .or_default()
+                    .push(row.file_name.clone().unwrap_or_default());
+            }
+        }
+        clusters
+    }
+}
+
+/// Reads the summary of `tenant_id`'s documents and the DLQs of `queues`.
+pub async fn summary(
+    pool: &PgPool,
+    sqs: &aws_sdk_sqs::Client,
+    queues: &Queues,
+    tenant_id: Uuid,
+) -> anyhow::Result<Summary> {
+    let mut rows: Vec<Row> = sqlx::query_as(
+        r#"
+        SELECT d.id AS document_id, d.file_name, d.type::text AS doc_type,
+               d.structured_data->>'supplier_name' AS supplier,
+               d.structured_data->>'invoice_number' AS number,
+               (d.structured_data->>'total')::float8 AS total,
+               d.structured_data->>'currency' AS currency,
+               i.status AS ingestion, i.last_error AS ingestion_error, d.needs_human_review,
+               d.matching_status AS matching, d.cluster_id,
+               j.status::text AS job, j.last_error AS job_error,
+               a.status AS audit, a.error AS audit_error
+          FROM document d
+          LEFT JOIN LATERAL (SELECT status, last_error FROM ingestion
+                              WHERE document_id = d.id ORDER BY created_at DESC LIMIT 1) i ON true
+          LEFT JOIN LATERAL (SELECT status, last_error FROM document_output_job
+                              WHERE document_id = d.id ORDER BY created_at DESC LIMIT 1) j ON true
+          LEFT JOIN LATERAL (SELECT status, error FROM ap_datev_export_audit
+                              WHERE document_id = d.id ORDER BY created_at DESC LIMIT 1) a ON true
+         WHERE d.tenant_id = $1
+         ORDER BY d.file_name, d.created_at
+        "#,
+    )
+    .bind(tenant_id)
+    .fetch_all(pool)
+    .await
+    .context("cannot read the documents")?;
+    let mut labels: HashMap<Uuid, String> = HashMap::new();
+    for row in &mut rows {
+        if let Some(cluster_id) = row.cluster_id {
+            let next = format!("C{}", labels.len() + 1);
+            row.cluster = Some(labels.entry(cluster_id).or_insert(next).clone());
+        }
+    }
+    let mut dlqs = Vec::new();
+    for (name, pair) in [
+        ("ingestion", &queues.ingestion),
+        ("matching", &queues.matching),
+        ("document-output", &queues.document_output),
+    ] {
+        dlqs.push(Dlq {
+            queue: name.to_owned(),
+            messages: crate::dlq::list(sqs, &pair.dlq_url, 100).await?,
+        });
+    }
+    Ok(Summary {
+        tenant_id,
+        rows,
+        dlqs,
+    })
+}
+
+fn cut(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        text.to_owned()
+    } else {
+        let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
+        out.push('…');
+        out
+    }
+}
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let header = [
+            "document",
+            "type",
+            "supplier",
+            "total",
+            "ingestion",
+            "matching",
+            "cluster",
+            "export",
+        ];
+        let mut table: Vec<[String; 8]> = vec![header.map(str::to_owned)];
+        for row in &self.rows {
+            let total = match (row.total, &row.currency) {
+                (Some(t), Some(c)) => format!("{t:.2} {c}"),
+                (Some(t), None) => format!("{t:.2}"),
+                _ => "—".into(),
+            };
+            let ingestion = match (&row.ingestion, row.needs_human_review) {
+                (Some(s), true) => format!("{s} (review)"),
+                (Some(s), false) => s.clone(),
+                (None, _) => "—".into(),
+            };
+            table.push([
+                cut(row.file_name.as_deref().unwrap_or("—"), 40),
+                row.doc_type.clone(),
+                cut(row.supplier.as_deref().unwrap_or("—"), 32),
+                total,
+                ingestion,
+                row.matching.clone().unwrap_or_else(|| "—".into()),
+                row.cluster.clone().unwrap_or_else(|| "—".into()),
+                row.export(),
+            ]);
+        }
+        let widths: Vec<usize> = (0..8)
+            .map(|c| {
+                table
+                    .iter()
+                    .map(|r| r[c].chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        for (i, row) in table.iter().enumerate() {
+            let line: Vec<String> = row
+                .iter()
+                .zip(&widths)
+                .map(|(cell, w)| format!("{cell:<w$}", w = *w))
+                .collect();
+            writeln!(f, "{}", line.join("  ").trim_end())?;
+            if i == 0 {
+                let rule: Vec<String> = widths.iter().map(|w| "─".repeat(*w)).collect();
+                writeln!(f, "{}", rule.join("  "))?;
+            }
+        }
+        let problems: Vec<&Row> = self
+            .rows
+            .iter()
+            .filter(|r| {
+                r.ingestion_error.is_some() || r.job_error.is_some() || r.audit_error.is_some()
+            })
+            .collect();
+        if !problems.is_empty() {
+            writeln!(f)?;
+            writeln!(f, "errors recorded:")?;
+            for row in problems {
+                for error in [&row.ingestion_error, &row.job_error, &row.audit_error]
+                    .into_iter()
+                    .flatten()
+                {
+                    writeln!(
+                        f,
+                        "  {}: {}",
+                        row.file_name.as_deref().unwrap_or("—"),
+                        cut(error, 160)
+                    )?;
+                }
+            }
+        }
+        writeln!(f)?;
+        for dlq in &self.dlqs {
+            if dlq.messages.is_empty() {
+                writeln!(f, "DLQ {:<16} empty", dlq.queue)?;
+            } else {
+                let bodies: Vec<&str> = dlq.messages.iter().map(|m| m.body.as_str()).collect();
+                writeln!(
+                    f,
+                    "DLQ {:<16} {} message(s): {}",
+                    dlq.queue,
+                    dlq.messages.len(),
+                    cut(&bodies.join(", "), 200)
+                )?;
+            }
+        }
+        Ok(())
+    }
+}

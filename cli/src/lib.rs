@@ -1,0 +1,19 @@
+//! What the `docflow` commands do, as a library: the binary (`main.rs`) parses arguments
+//! and calls in here, and the tests call the same functions.
+//!
+//! - [`wiring`]: the functions' `Deps`, built locally as their `main.rs` would;
+//! - [`run`]: `local run`, the local event-source mappings and the sweeper's schedule;
+//! - [`status`], [`dlq`], [`ingest`], [`seed`]: the operations commands;
+//! - [`samples`], [`maesn`], [`demo`]: the demo's documents, its Maesn stand-in, and its
+//!   approval and summary steps.
+
+pub mod demo;
+pub mod dlq;
+pub mod errors;
+pub mod ingest;
+pub mod maesn;
+pub mod run;
+pub mod samples;
+pub mod seed;
+pub mod status;
+pub mod wiring;

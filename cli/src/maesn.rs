@@ -1,0 +1,405 @@
+//! A local stand-in for the Maesn API (DATEV booking proposals), for `make demo` and the
+//! demo test: an HTTP server that answers the two calls docflow makes the way Maesn does.
+//!
+//! - `POST /accounting/bookingProposals/async?companyId=…` with `X-API-KEY`,
+//!   `X-ACCOUNT-KEY` and a multipart body (`bookingProposal` JSON, `bookingType`,
+//!   `folderManagement` JSON, `files`): checks all of it (401 for a wrong or missing key,
+//!   400 naming what is missing) and answers `{"meta": …, "data": {"taskId": …}}`.
+//! - `GET /accounting/asyncTask/{taskId}?companyId=…`: the asynchronous task. It is
+//!   `IN_PROGRESS` for the first `polls_until_done` polls, then `SUCCESS` — or `FAILED`
+//!   with DATEV's message when the booking proposal repeats a document number already
+//!   booked for that company (DATEV rejects duplicates). Unknown tasks: 404.
+//! - Booking proposals whose number is in `rate_limit_once` are first answered
+//!   `429 Too Many Requests` (with `Retry-After`), once per company: a transient failure
+//!   the caller must retry.
+//! - `GET /_standin/exports`: what was booked (for the demo's summary and tests).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path, path_regex};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+/// How the stand-in behaves.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The `X-API-KEY` it accepts (the secret's `maesn_api_key`).
+    pub api_key: String,
+    /// Polls answered `IN_PROGRESS` before the task ends.
+    pub polls_until_done: u32,
+    /// Booking proposal numbers answered 429 the first time.
+    pub rate_limit_once: HashSet<String>,
+    /// Where the stand-in keeps what it was sent, so a restarted stand-in still knows
+    /// the tasks of earlier runs (as Maesn would); `None`: in memory only.
+    pub state_file: Option<std::path::PathBuf>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            api_key: DEMO_API_KEY.to_owned(),
+            polls_until_done: 1,
+            rate_limit_once: HashSet::new(),
+            state_file: None,
+        }
+    }
+}
+
+/// The API key `docflow seed` puts into the local secret.
+pub const DEMO_API_KEY: &str = "local-maesn-key";
+
+/// One accepted booking proposal.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct Export {
+    pub task_id: String,
+    /// The proposal's `id`: docflow sends the document id.
+    pub document_id: Option<String>,
+    pub number: Option<String>,
+    pub company_id: String,
+    pub booking_type: String,
+    pub file_name: Option<String>,
+    pub file_bytes: usize,
+    /// `SUCCESS` or `FAILED` once polled to the end, else `IN_PROGRESS`.
+    pub status: String,
+}
+
+#[derive(Debug, Default, Serialize, serde::Deserialize)]
+struct State {
+    exports: Vec<Export>,
+    polls: HashMap<String, u32>,
+    duplicates: HashSet<String>,
+    booked: HashSet<(String, String)>,
+    /// (company, number) pairs already answered with a rate limit.
+    rate_limited: HashSet<(String, String)>,
+    refused: u32,
+}
+
+/// A running stand-in. Dropping it stops the server.
+pub struct StandIn {
+    server: MockServer,
+    state: Arc<Mutex<State>>,
+}
+
+impl StandIn {
+    /// Starts on a random local port.
+    pub async fn start(options: Options) -> Self {
+        Self::serve(MockServer::start().await, options).await
+    }
+
+    /// Starts on `addr` (e.g. `127.0.0.1:4599`).
+    pub async fn start_on(addr: &str, options: Options) -> anyhow::Result<Self> {
+        let listener = std::net::TcpListener::bind(addr)
+            .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+        let server = MockServer::builder().listener(listener).start().await;
+        Ok(Self::serve(server, options).await)
+    }
+
+    async fn serve(server: MockServer, options: Options) -> Self {
+        let loaded = options
+            .state_file
+            .as_ref()
+            .and_then(|path| std::fs::read(path).ok())
+            .and_then(|bytes| serde_json::from_slice::<State>(&bytes).ok())
+            .unwrap_or_default();
+        let state = Arc::new(Mutex::new(loaded));
+        let options = Arc::new(options);
+        Mock::given(method("POST"))
+            .and(path("/accounting/bookingProposals/async"))
+            .respond_with(Create {
+                state: state.clone(),
+                options: options.clone(),
+            })
+            .mount(&server)
+            .await;
+        Mock::given(method("GET"))
+            .and(path_regex(r"^/accounting/asyncTask/[^/]+$"))
+            .respond_with(Task {
+                state: state.clone(),
+                options,
+            })
+            .mount(&server)
+            .await;
+        let listing = state.clone();
+        Mock::given(method("GET"))
+            .and(path("/_standin/exports"))
+            .respond_with(move |_: &Request| {
+                let exports = listing.lock().expect("state").exports.clone();
+                ResponseTemplate::new(200).set_body_json(exports)
+            })
+            .mount(&server)
+            .await;
+        StandIn { server, state }
+    }
+
+    pub fn uri(&self) -> String {
+        self.server.uri()
+    }
+
+    /// Accepted booking proposals, in order.
+    pub fn exports(&self) -> Vec<Export> {
+        self.state.lock().expect("state").exports.clone()
+    }
+
+    /// Requests answered with an error status (401/400/429).
+    pub fn refused(&self) -> u32 {
+        self.state.lock().expect("state").refused
+    }
+}
+
+fn meta() -> Value {
+    json!({ "requestId": uuid::Uuid::new_v4(), "timestamp": chrono::Utc::now().to_rfc3339() })
+}
+
+fn error(status: u16, code: &str, message: &str) -> ResponseTemplate {
+    ResponseTemplate::new(status)
+        .set_body_json(json!({ "meta": meta(), "error": { "code": code, "message": message } }))
+}
+
+/// An error answer (boxed: a `ResponseTemplate` is large).
+type Refusal = Box<ResponseTemplate>;
+
+fn refuse(status: u16, code: &str, message: &str) -> Refusal {
+    Box::new(error(status, code, message))
+}
+
+fn query(request: &Request, name: &str) -> Option<String> {
+    request
+        .url
+        .query_pairs()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+        .filter(|v| !v.is_empty())
+}
+
+fn header(request: &Request, name: &str) -> Option<String> {
+    request
+        .headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .filter(|v| !v.is_empty())
+}
+
+/// Checks the credentials both calls need; `Err` is the error response.
+fn authorize(request: &Request, options: &Options) -> Result<String, Refusal> {
+    if header(request, "x-api-key").as_deref() != Some(options.api_key.as_str()) {
+        return Err(refuse(401, "UNAUTHORIZED", "invalid or missing X-API-KEY"));
+    }
+    if header(request, "x-account-key").is_none() {
+        return Err(refuse(401, "UNAUTHORIZED", "missing X-ACCOUNT-KEY"));
+    }
+    query(request, "companyId")
+        .ok_or_else(|| refuse(400, "BAD_REQUEST", "query parameter companyId is required"))
+}
+
+struct Create {
+    state: Arc<Mutex<State>>,
+    options: Arc<Options>,
+}
+
+impl Respond for Create {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let mut state = self.state.lock().expect("state");
+        let response = self.create(&mut state, request);
+        if response.is_err() {
+            state.refused += 1;
+        }
+        save(&state, &self.options);
+        response.unwrap_or_else(|e| *e)
+    }
+}
+
+impl Create {
+    fn create(&self, state: &mut State, request: &Request) -> Result<ResponseTemplate, Refusal> {
+        let company_id = authorize(request, &self.options)?;
+        let content_type = header(request, "content-type").unwrap_or_default();
+        let boundary = content_type
+            .strip_prefix("multipart/form-data")
+            .and_then(|rest| rest.split("boundary=").nth(1))
+            .map(|b| b.trim_matches('"').to_owned())
+            .ok_or_else(|| refuse(400, "BAD_REQUEST", "expected a multipart/form-data body"))?;
+        let parts = multipart(&request.body, &boundary);
+        let part = |name: &str| parts.iter().find(|p| p.name == name);
+        let proposal: Value = part("bookingProposal")
+            .and_then(|p| serde_json::from_slice(&p.body).ok())
+            .filter(Value::is_object)
+            .ok_or_else(|| {
+                refuse(
+                    400,
+                    "BAD_REQUEST",
+                    "part bookingProposal (a JSON object) is required",
+                )
+            })?;
+        let booking_type = part("bookingType")
+            .map(|p| String::from_utf8_lossy(&p.body).trim().to_owned())
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| refuse(400, "BAD_REQUEST", "part bookingType is required"))?;
+        if part("folderManagement")
+            .and_then(|p| serde_json::from_slice::<Value>(&p.body).ok())
+            .is_none()
+        {
+            return Err(refuse(
+                400,
+                "BAD_REQUEST",
+                "part folderManagement (JSON) is required",
+            ));
+        }
+        let file =
+            part("files").ok_or_else(|| refuse(400, "BAD_REQUEST", "part files is required"))?;
+        if file.body.is_empty() {
+            return Err(refuse(400, "BAD_REQUEST", "the uploaded file is empty"));
+        }
+        let number = proposal
+            .get("number")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        if let Some(n) = &number
+            && self.options.rate_limit_once.contains(n)
+            && state.rate_limited.insert((company_id.clone(), n.clone()))
+        {
+            return Err(Box::new(
+                error(429, "TOO_MANY_REQUESTS", "rate limit exceeded, retry later")
+                    .insert_header("Retry-After", "1"),
+            ));
+        }
+        let task_id = uuid::Uuid::new_v4().to_string();
+        if let Some(n) = &number
+            && !state.booked.insert((company_id.clone(), n.clone()))
+        {
+            state.duplicates.insert(task_id.clone());
+        }
+        state.exports.push(Export {
+            task_id: task_id.clone(),
+            document_id: proposal
+                .get("id")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            number,
+            company_id,
+            booking_type,
+            file_name: file.file_name.clone(),
+            file_bytes: file.body.len(),
+            status: "IN_PROGRESS".into(),
+        });
+        Ok(ResponseTemplate::new(200)
+            .set_body_json(json!({ "meta": meta(), "data": { "taskId": task_id } })))
+    }
+}
+
+struct Task {
+    state: Arc<Mutex<State>>,
+    options: Arc<Options>,
+}
+
+impl Respond for Task {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        if let Err(response) = authorize(request, &self.options) {
+            self.state.lock().expect("state").refused += 1;
+            return *response;
+        }
+        let task_id = request
+            .url
+            .path()
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        let mut state = self.state.lock().expect("state");
+        let Some(index) = state.exports.iter().position(|e| e.task_id == task_id) else {
+            return error(404, "NOT_FOUND", &format!("no task {task_id}"));
+        };
+        let polls = state.polls.entry(task_id.clone()).or_default();
+        *polls += 1;
+        let (status, information) = if *polls <= self.options.polls_until_done {
+            ("IN_PROGRESS", vec![])
+        } else if state.duplicates.contains(&task_id) {
+            let number = state.exports[index].number.clone().unwrap_or_default();
+            (
+                "FAILED",
+                vec![json!({
+                    "type": "ERROR",
+                    "message": format!("DATEV: Belegnummer {number} ist bereits vorhanden (Dublette)")
+                })],
+            )
+        } else {
+            ("SUCCESS", vec![])
+        };
+        state.exports[index].status = status.to_owned();
+        save(&state, &self.options);
+        ResponseTemplate::new(200).set_body_json(json!({
+            "meta": meta(),
+            "data": { "id": task_id, "type": "BOOKING_PROPOSAL", "status": status, "information": information }
+        }))
+    }
+}
+
+/// Writes the state to the state file, if there is one (best effort: a stand-in that
+/// cannot write only forgets earlier runs).
+fn save(state: &State, options: &Options) {
+    if let Some(path) = &options.state_file
+        && let Ok(bytes) = serde_json::to_vec(state)
+        && let Err(e) = std::fs::write(path, bytes)
+    {
+        tracing::warn!(path = %path.display(), error = %e, "could not save the stand-in's state");
+    }
+}
+
+struct Part {
+    name: String,
+    file_name: Option<String>,
+    body: Vec<u8>,
+}
+
+/// The parts of a multipart/form-data body (RFC 7578), enough for what reqwest sends.
+fn multipart(body: &[u8], boundary: &str) -> Vec<Part> {
+    let delimiter = format!("--{boundary}").into_bytes();
+    let mut parts = Vec::new();
+    let mut chunks = split(body, &delimiter).into_iter().skip(1);
+    for chunk in chunks.by_ref() {
+        if chunk.starts_with(b"--") {
+            break;
+        }
+        let chunk = chunk.strip_prefix(b"\r\n").unwrap_or(chunk);
+        let Some(split_at) = find(chunk, b"\r\n\r\n") else {
+            continue;
+        };
+        let head = String::from_utf8_lossy(&chunk[..split_at]);
+        let mut content = &chunk[split_at + 4..];
+        content = content.strip_suffix(b"\r\n").unwrap_or(content);
+        let disposition = head
+            .lines()
+            .find(|l| l.to_ascii_lowercase().starts_with("content-disposition"))
+            .unwrap_or_default();
+        let param = |key: &str| {
+            disposition
+                .split(';')
+                .map(str::trim)
+                .find_map(|p| p.strip_prefix(&format!("{key}=")))
+                .map(|v| v.trim_matches('"').to_owned())
+        };
+        if let Some(name) = param("name") {
+            parts.push(Part {
+                name,
+                file_name: param("filename"),
+                body: content.to_vec(),
+            });
+        }
+    }
+    parts
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+fn split<'a>(mut body: &'a [u8], delimiter: &[u8]) -> Vec<&'a [u8]> {
+    let mut out = Vec::new();
+    while let Some(at) = find(body, delimiter) {
+        out.push(&body[..at]);
+        body = &body[at + delimiter.len()..];
+    }
+    out.push(body);
+    out
+}

@@ -1,0 +1,316 @@
+//! `docflow status <document-id>`: one document's whole state in one view — ingestion
+//! attempts, matching (status, error, attempts, the sweeper's re-sends), its cluster and
+//! match edges, output jobs and DATEV export audits.
+
+use std::fmt::{self, Write as _};
+
+use anyhow::Context as _;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct Document {
+    pub id: Uuid,
+    pub tenant_id: Uuid,
+    pub tenant_name: String,
+    pub doc_type: String,
+    pub file_name: Option<String>,
+    pub file_path: String,
+    pub needs_human_review: bool,
+    pub cluster_id: Option<Uuid>,
+    pub matching_status: Option<String>,
+    pub matching_error: Option<String>,
+    pub matching_attempts: i32,
+    pub matching_sweep_count: i32,
+    pub structured_data: Option<Value>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct Ingestion {
+    pub id: Uuid,
+    pub status: String,
+    pub attempt_count: i32,
+    pub sweep_count: i32,
+    pub last_error: Option<String>,
+    pub extraction_model: Option<String>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub completed_at: Option<DateTime<Utc>>,
+    pub updated_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct Match {
+    pub other_id: Uuid,
+    pub other_type: String,
+    pub other_file_name: Option<String>,
+    pub score: f64,
+    pub confidence: String,
+    pub decided_by: String,
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct ClusterMember {
+    pub id: Uuid,
+    pub doc_type: String,
+    pub file_name: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct OutputJob {
+    pub id: Uuid,
+    pub status: String,
+    pub trigger: String,
+    pub sweep_count: i32,
+    pub last_error: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct Audit {
+    pub id: Uuid,
+    pub dispatch_job_id: Option<Uuid>,
+    pub status: String,
+    pub task_id: Option<String>,
+    pub retryable: bool,
+    pub error: Option<String>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// Everything about one document.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    pub document: Document,
+    pub ingestions: Vec<Ingestion>,
+    pub matches: Vec<Match>,
+    pub cluster: Vec<ClusterMember>,
+    pub output_jobs: Vec<OutputJob>,
+    pub audits: Vec<Audit>,
+}
+
+/// Loads the status; `None` when there is no such document.
+pub async fn load(pool: &PgPool, id: Uuid) -> anyhow::Result<Option<Status>> {
+    let db = || "cannot read the document's state from the database";
+    let document: Option<Document> = sqlx::query_as(
+        r#"SELECT d.id, d.tenant_id, t.name AS tenant_name, d.type::text AS doc_type, d.file_name,
+                  d.file_path, d.needs_human_review, d.cluster_id, d.matching_status, d.matching_error,
+                  d.matching_attempts, d.matching_sweep_count, d.structured_data, d.created_at, d.updated_at
+             FROM document d JOIN tenant t ON t.id = d.tenant_id
+            WHERE d.id = $1"#,
+    )
+    .bind(id)
+    .fetch_optional(pool)
+    .await
+    .with_context(db)?;
+    let Some(document) = document else {
+        return Ok(None);
+    };
+    let ingestions = sqlx::query_as(
+        r#"SELECT id, status, attempt_count, sweep_count, last_error, extraction_model,
+                  started_at, completed_at, updated_at
+             FROM ingestion WHERE document_id = $1 ORDER BY created_at"#,
+    )
+    .bind(id)
+    .fetch_all(pool)
+    .await
+    .with_context(db)?;
+    let matches = sqlx::query_as(
+        r#"SELECT o.id AS other_id, o.type::text AS other_type, o.file_name AS other_file_name,
+                  m.score, m.confidence, m.decided_by
+             FROM document_match m
+             JOIN document o ON o.id = CASE WHEN m.document_a_id = $1 THEN m.document_b_id ELSE m.document_a_id END
+            WHERE m.document_a_id = $1 OR m.document_b_id = $1
+            ORDER BY m.score DESC"#,
+    )
+    .bind(id)
+    .fetch_all(pool)
+    .await
+    .with_context(db)?;
+    let cluster = match document.cluster_id {
+        Some(cluster_id) => sqlx::query_as(
+            r#"SELECT id, type::text AS doc_type, file_name FROM document
+                WHERE cluster_id = $1 ORDER BY created_at"#,
+        )
+        .bind(cluster_id)
+        .fetch_all(pool)
+        .await
+        .with_context(db)?,
+        None => vec![],
+    };
+    let output_jobs = sqlx::query_as(
+        r#"SELECT id, status::text AS status, trigger::text AS trigger, sweep_count, last_error,
+                  created_at, updated_at
+             FROM document_output_job WHERE document_id = $1 ORDER BY created_at"#,
+    )
+    .bind(id)
+    .fetch_all(pool)
+    .await
+    .with_context(db)?;
+    let audits = sqlx::query_as(
+        r#"SELECT id, dispatch_job_id, status, task_id, retryable, error, updated_at
+             FROM ap_datev_export_audit WHERE document_id = $1 ORDER BY created_at"#,
+    )
+    .bind(id)
+    .fetch_all(pool)
+    .await
+    .with_context(db)?;
+    Ok(Some(Status {
+        document,
+        ingestions,
+        matches,
+        cluster,
+        output_jobs,
+        audits,
+    }))
+}
+
+fn field<'a>(data: &'a Option<Value>, key: &str) -> Option<&'a Value> {
+    data.as_ref()?.get(key).filter(|v| !v.is_null())
+}
+
+fn text(value: Option<&Value>) -> String {
+    match value {
+        None => "—".into(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
+fn time(t: &DateTime<Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M:%S").to_string()
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = &self.document;
+        let data = &d.structured_data;
+        writeln!(f, "document {}", d.id)?;
+        writeln!(f, "  tenant      {} ({})", d.tenant_name, d.tenant_id)?;
+        writeln!(
+            f,
+            "  file        {} ({})",
+            d.file_name.as_deref().unwrap_or("—"),
+            d.file_path
+        )?;
+        writeln!(f, "  type        {}", d.doc_type)?;
+        writeln!(
+            f,
+            "  number      {}   supplier {}   total {} {}",
+            text(field(data, "invoice_number")),
+            text(field(data, "supplier_name")),
+            text(field(data, "total")),
+            text(field(data, "currency"))
+        )?;
+        writeln!(
+            f,
+            "  review      {}",
+            if d.needs_human_review {
+                "needs human review"
+            } else {
+                "no"
+            }
+        )?;
+        writeln!(f, "ingestion")?;
+        if self.ingestions.is_empty() {
+            writeln!(f, "  none")?;
+        }
+        for i in &self.ingestions {
+            writeln!(
+                f,
+                "  {} {}  attempts {}  re-sent by sweeper {}  model {}  updated {}",
+                i.id,
+                i.status,
+                i.attempt_count,
+                i.sweep_count,
+                i.extraction_model.as_deref().unwrap_or("—"),
+                time(&i.updated_at)
+            )?;
+            if let Some(e) = &i.last_error {
+                writeln!(f, "    last error: {e}")?;
+            }
+        }
+        writeln!(f, "matching")?;
+        writeln!(
+            f,
+            "  status {}  attempts {}  re-sent by sweeper {}",
+            d.matching_status.as_deref().unwrap_or("not queued"),
+            d.matching_attempts,
+            d.matching_sweep_count
+        )?;
+        if let Some(e) = &d.matching_error {
+            writeln!(f, "  error: {e}")?;
+        }
+        for m in &self.matches {
+            writeln!(
+                f,
+                "  ↔ {} {} ({})  score {:.2} {} by {}",
+                m.other_id,
+                m.other_type,
+                m.other_file_name.as_deref().unwrap_or("—"),
+                m.score,
+                m.confidence,
+                m.decided_by
+            )?;
+        }
+        match d.cluster_id {
+            None => writeln!(f, "  cluster: none")?,
+            Some(c) => {
+                let mut members = String::new();
+                for m in &self.cluster {
+                    let _ = write!(
+                        members,
+                        "\n    {} {} ({})",
+                        m.id,
+                        m.doc_type,
+                        m.file_name.as_deref().unwrap_or("—")
+                    );
+                }
+                writeln!(
+                    f,
+                    "  cluster {c} ({} documents):{members}",
+                    self.cluster.len()
+                )?;
+            }
+        }
+        writeln!(f, "output")?;
+        if self.output_jobs.is_empty() {
+            writeln!(f, "  no output jobs")?;
+        }
+        for j in &self.output_jobs {
+            writeln!(
+                f,
+                "  job {} {} ({})  re-sent by sweeper {}  updated {}",
+                j.id,
+                j.status,
+                j.trigger,
+                j.sweep_count,
+                time(&j.updated_at)
+            )?;
+            if let Some(e) = &j.last_error {
+                writeln!(f, "    last error: {e}")?;
+            }
+        }
+        for a in &self.audits {
+            writeln!(
+                f,
+                "  DATEV audit {} {}  task {}  retryable {}  job {}",
+                a.id,
+                a.status,
+                a.task_id.as_deref().unwrap_or("—"),
+                a.retryable,
+                a.dispatch_job_id
+                    .map(|j| j.to_string())
+                    .unwrap_or_else(|| "—".into())
+            )?;
+            if let Some(e) = &a.error {
+                writeln!(f, "    error: {e}")?;
+            }
+        }
+        Ok(())
+    }
+}

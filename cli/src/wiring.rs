@@ -1,0 +1,368 @@
+//! The functions' cold-start wiring, locally: each function's `Deps` built from the same
+//! settings its `main.rs` reads (`Deps::from_env`), with the local stack filled in — the
+//! queue URLs that were resolved, the queues' real visibility timeouts for the sweeper's
+//! thresholds, the LLM the secret has a key for — on top of the process environment.
+//!
+//! `docflow local run`, `docflow sweep` and the demo test build the functions here, so
+//! what runs locally is what Lambda would run, down to the settings' validation.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use aws_config::SdkConfig;
+use docflow::datev::{MaesnClient, MaesnConfig};
+use docflow::llm::{LlmClient, LlmSettings};
+use docflow::local::QueuePair;
+use docflow::notify::{Notifier, NotifySettings};
+use docflow::secrets::SecretStore;
+use docflow::settings::{Env, Settings};
+use docflow::sqs::BatchRuntime;
+use sqlx::PgPool;
+
+/// The three work queues with their DLQs.
+#[derive(Debug, Clone)]
+pub struct Queues {
+    pub ingestion: QueuePair,
+    pub matching: QueuePair,
+    pub document_output: QueuePair,
+}
+
+impl Queues {
+    /// Resolves `{prefix}docflow-<name>` and its `-dlq` by name (`prefix` is empty
+    /// locally, the environment's prefix in AWS, e.g. `prod-`).
+    pub async fn resolve(sqs: &aws_sdk_sqs::Client, prefix: &str) -> anyhow::Result<Self> {
+        Ok(Queues {
+            ingestion: resolve_pair(sqs, &format!("{prefix}docflow-ingestion")).await?,
+            matching: resolve_pair(sqs, &format!("{prefix}docflow-matching")).await?,
+            document_output: resolve_pair(sqs, &format!("{prefix}docflow-document-output")).await?,
+        })
+    }
+
+    /// The pair for a function name (`ingestion`, `matching`, `document-output`).
+    pub fn by_name(&self, name: &str) -> Option<&QueuePair> {
+        match name {
+            "ingestion" => Some(&self.ingestion),
+            "matching" => Some(&self.matching),
+            "document-output" => Some(&self.document_output),
+            _ => None,
+        }
+    }
+}
+
+/// A queue and its DLQ, by the queue's name.
+pub async fn resolve_pair(sqs: &aws_sdk_sqs::Client, name: &str) -> anyhow::Result<QueuePair> {
+    let url = queue_url(sqs, name).await?;
+    let dlq_url = queue_url(sqs, &format!("{name}-dlq")).await?;
+    Ok(QueuePair {
+        arn: docflow::local::queue_arn(sqs, &url).await?,
+        dlq_arn: docflow::local::queue_arn(sqs, &dlq_url).await?,
+        url,
+        dlq_url,
+    })
+}
+
+/// The URL of the queue `name`; the error says how to create it.
+pub async fn queue_url(sqs: &aws_sdk_sqs::Client, name: &str) -> anyhow::Result<String> {
+    let out = sqs
+        .get_queue_url()
+        .queue_name(name)
+        .send()
+        .await
+        .map_err(|e| match e.as_service_error() {
+            Some(s) if s.is_queue_does_not_exist() => anyhow::anyhow!(
+                "queue {name} does not exist; run `make up` (or `docflow local up`) first"
+            ),
+            _ => anyhow::anyhow!(
+                "cannot reach SQS to find queue {name}: {}",
+                crate::errors::short(&e)
+            ),
+        })?;
+    out.queue_url
+        .with_context(|| format!("GetQueueUrl returned no URL for {name}"))
+}
+
+/// The visibility timeout of a queue, in seconds.
+pub async fn visibility_seconds(sqs: &aws_sdk_sqs::Client, url: &str) -> anyhow::Result<u64> {
+    use aws_sdk_sqs::types::QueueAttributeName;
+    let out = sqs
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(QueueAttributeName::VisibilityTimeout)
+        .send()
+        .await
+        .with_context(|| format!("failed to read the visibility timeout of {url}"))?;
+    out.attributes
+        .and_then(|a| a.get(&QueueAttributeName::VisibilityTimeout).cloned())
+        .and_then(|v| v.parse().ok())
+        .with_context(|| format!("queue {url} has no VisibilityTimeout attribute"))
+}
+
+/// Everything the local functions share: the SDK configuration, the secret, the queues,
+/// and the variables laid over the process environment.
+pub struct Local {
+    pub aws: SdkConfig,
+    pub sqs: aws_sdk_sqs::Client,
+    pub s3: aws_sdk_s3::Client,
+    pub settings: Settings,
+    pub secrets: Arc<SecretStore>,
+    pub queues: Queues,
+    /// Used by every function instead of building a pool per function (tests pass their
+    /// database's pool); `None`: each function gets its own, like separate Lambdas.
+    pub pool: Option<PgPool>,
+    overrides: HashMap<String, String>,
+}
+
+/// How [`Local::build`] completes the environment.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Concurrent batches per function: each function's pool is sized for them.
+    pub concurrency: u32,
+    /// Variables that win over the process environment (tests, flags).
+    pub vars: HashMap<String, String>,
+}
+
+impl Local {
+    /// Reads the settings (`DOCFLOW_SECRET_ID` defaults to the local `docflow/app`),
+    /// reads the queues' visibility timeouts, and picks the LLM: `LLM_PROVIDER` when set,
+    /// otherwise `anthropic` or `openai` when the secret carries that key, otherwise
+    /// the offline `rules` extractor.
+    pub async fn build(
+        aws: SdkConfig,
+        queues: Queues,
+        pool: Option<PgPool>,
+        options: Options,
+    ) -> anyhow::Result<Self> {
+        let sqs = aws_sdk_sqs::Client::new(&aws);
+        let mut overrides = options.vars.clone();
+        // The queues this run polls are the queues the functions send to, whatever the
+        // process environment says.
+        for (var, pair) in [
+            ("INGESTION_QUEUE_URL", &queues.ingestion),
+            ("MATCHING_QUEUE_URL", &queues.matching),
+            ("DOCUMENT_OUTPUT_QUEUE_URL", &queues.document_output),
+        ] {
+            overrides
+                .entry(var.to_owned())
+                .or_insert_with(|| pair.url.clone());
+        }
+        set_default(
+            &mut overrides,
+            "DOCFLOW_SECRET_ID",
+            docflow::local::SECRET_ID.to_owned(),
+        );
+        for (var, pair) in [
+            ("INGESTION_QUEUE_VISIBILITY_SECONDS", &queues.ingestion),
+            ("MATCHING_QUEUE_VISIBILITY_SECONDS", &queues.matching),
+            (
+                "DOCUMENT_OUTPUT_QUEUE_VISIBILITY_SECONDS",
+                &queues.document_output,
+            ),
+        ] {
+            let seconds = visibility_seconds(&sqs, &pair.url).await?;
+            set_default(&mut overrides, var, seconds.to_string());
+        }
+        let per_instance: u32 = from_process("DATABASE_MAX_CONNECTIONS")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(2);
+        set_default(
+            &mut overrides,
+            "DATABASE_MAX_CONNECTIONS",
+            (per_instance * options.concurrency.max(1)).to_string(),
+        );
+
+        let lookup = layered(&overrides);
+        let settings = Settings::from_env(&Env::new(lookup)).context("invalid settings")?;
+        let secrets = Arc::new(SecretStore::new(
+            aws_sdk_secretsmanager::Client::new(&aws),
+            settings.secret_id.clone(),
+            settings.secret_ttl,
+        ));
+        if !overrides.contains_key("LLM_PROVIDER") && from_process("LLM_PROVIDER").is_none() {
+            let provider = if secrets.get_optional("anthropic_api_key").await?.is_some() {
+                "anthropic"
+            } else if secrets.get_optional("openai_api_key").await?.is_some() {
+                "openai"
+            } else {
+                "rules"
+            };
+            overrides.insert("LLM_PROVIDER".into(), provider.into());
+        }
+        Ok(Local {
+            s3: docflow::aws::s3_client(&aws),
+            sqs,
+            aws,
+            settings,
+            secrets,
+            queues,
+            pool,
+            overrides,
+        })
+    }
+
+    /// The environment the functions read: the overrides, then the process environment.
+    pub fn env(&self) -> Env<impl Fn(&str) -> Option<String> + '_> {
+        Env::new(layered(&self.overrides))
+    }
+
+    /// A variable as the functions see it.
+    pub fn var(&self, name: &str) -> Option<String> {
+        layered(&self.overrides)(name).filter(|v| !v.trim().is_empty())
+    }
+
+    /// The LLM in use (`rules` when none).
+    pub fn llm_provider(&self) -> String {
+        self.var("LLM_PROVIDER").unwrap_or_else(|| "rules".into())
+    }
+
+    /// A pool of `max_connections` (lazy, as in `Common::from_env`), or the shared one.
+    async fn pool(&self, max_connections: u32) -> anyhow::Result<PgPool> {
+        if let Some(pool) = &self.pool {
+            return Ok(pool.clone());
+        }
+        let url = match &self.settings.database_url {
+            Some(url) => url.clone(),
+            None => self
+                .secrets
+                .get("database_url")
+                .await
+                .context("no DATABASE_URL and no database_url in the secret")?,
+        };
+        Ok(docflow::db::lazy_pool(&url, max_connections)?)
+    }
+
+    /// A pool for the CLI's own queries.
+    pub async fn database(&self) -> anyhow::Result<PgPool> {
+        self.pool(4).await
+    }
+
+    async fn common(&self) -> anyhow::Result<(PgPool, BatchRuntime)> {
+        Ok((
+            self.pool(self.settings.database_max_connections).await?,
+            BatchRuntime::new(self.sqs.clone(), self.settings.batch),
+        ))
+    }
+
+    async fn llm(&self) -> anyhow::Result<Option<LlmClient>> {
+        LlmClient::from_secret(&LlmSettings::from_env(&self.env())?, &self.secrets)
+            .await
+            .context("failed to build the LLM client")
+    }
+
+    /// As `ingestion::Deps::from_env`, through its `Deps::build`.
+    pub async fn ingestion(&self) -> anyhow::Result<ingestion::Deps> {
+        ingestion::Deps::build(
+            &self.env(),
+            &self.settings,
+            &self.aws,
+            self.pool(self.settings.database_max_connections).await?,
+            self.sqs.clone(),
+            self.s3.clone(),
+            &self.secrets,
+        )
+        .await
+    }
+
+    /// As `matching::Deps::from_env`.
+    pub async fn matching(&self) -> anyhow::Result<matching::Deps> {
+        let (pool, runtime) = self.common().await?;
+        Ok(matching::Deps {
+            pool,
+            runtime,
+            llm: self.llm().await?,
+            notifier: self.notifier().await?,
+            receive_policy: self.settings.receive_policy,
+            config: docflow::matching::MatchingConfig::default(),
+        })
+    }
+
+    /// As `document_output::Deps::from_env`.
+    pub async fn document_output(&self) -> anyhow::Result<document_output::Deps> {
+        let env = self.env();
+        let (pool, runtime) = self.common().await?;
+        let maesn_config = MaesnConfig::from_env(&env)?;
+        Ok(document_output::Deps {
+            pool,
+            runtime,
+            s3: self.s3.clone(),
+            maesn: self.maesn()?,
+            settings: docflow::output::worker::WorkerSettings::from_env(
+                &env,
+                &self.settings.documents_bucket,
+                &self.settings.batch.heartbeat,
+                &maesn_config,
+            )?,
+            notifier: self.notifier().await?,
+            receive_policy: self.settings.receive_policy,
+        })
+    }
+
+    /// Where tenants' DATEV account keys are (`DATEV_CREDENTIALS_PREFIX` + tenant id).
+    pub fn datev_credentials_prefix(&self) -> anyhow::Result<String> {
+        Ok(MaesnConfig::from_env(&self.env())?.credentials_prefix)
+    }
+
+    /// Stores a demo tenant's DATEV account key (`seed::ensure_datev_account`).
+    pub async fn store_datev_account(&self, tenant_id: uuid::Uuid) -> anyhow::Result<()> {
+        crate::seed::ensure_datev_account(
+            &aws_sdk_secretsmanager::Client::new(&self.aws),
+            &self.datev_credentials_prefix()?,
+            tenant_id,
+        )
+        .await
+    }
+
+    /// The Maesn client (`MAESN_BASE_URL`, `MAESN_TIMEOUT_SECONDS`).
+    pub fn maesn(&self) -> anyhow::Result<MaesnClient> {
+        MaesnClient::new(&MaesnConfig::from_env(&self.env())?, self.secrets.clone())
+            .context("failed to build the Maesn client")
+    }
+
+    /// The admin notification channels (`NOTIFY_*`, the secret's `slack_webhook_url`).
+    pub async fn notifier(&self) -> anyhow::Result<Notifier> {
+        Notifier::from_settings(
+            &NotifySettings::from_env(&self.env())?,
+            &self.secrets,
+            &self.aws,
+        )
+        .await
+        .context("failed to set up the admin notification channels")
+    }
+
+    /// The `output::Dispatcher` the app uses: job ids to the document-output queue.
+    pub fn dispatcher(&self) -> docflow::output::Dispatcher {
+        docflow::output::Dispatcher::new(self.sqs.clone(), &self.queues.document_output.url)
+    }
+
+    /// One line about where the functions run against.
+    pub fn describe(&self) -> String {
+        format!(
+            "secret {}, bucket {}, LLM {}, Maesn {}",
+            self.settings.secret_id,
+            self.settings.documents_bucket,
+            self.llm_provider(),
+            self.var("MAESN_BASE_URL")
+                .unwrap_or_else(|| "https://api.maesn.dev".into())
+        )
+    }
+}
+
+fn from_process(var: &str) -> Option<String> {
+    std::env::var(var).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Sets `var` unless the caller or the process environment already did.
+fn set_default(overrides: &mut HashMap<String, String>, var: &str, value: String) {
+    if !overrides.contains_key(var) && from_process(var).is_none() {
+        overrides.insert(var.to_owned(), value);
+    }
+}
+
+fn layered(overrides: &HashMap<String, String>) -> impl Fn(&str) -> Option<String> + '_ {
+    move |var: &str| {
+        overrides
+            .get(var)
+            .cloned()
+            .or_else(|| std::env::var(var).ok())
+    }
+}

@@ -1,0 +1,157 @@
+"""Checks a Terraform deployment against the AWS API: what `terraform show -json` says
+was declared must exist, with the settings docflow relies on.
+
+    python scripts/check_deploy.py <state.json> <endpoint> <region> <architecture>
+
+Used by scripts/deploy-local.sh against moto. Prints one line per check and exits 1 when
+anything is missing or different.
+"""
+
+import json
+import sys
+
+import boto3
+
+state_path, endpoint, region, architecture = sys.argv[1:5]
+with open(state_path, encoding="utf-8") as f:
+    state = json.load(f)
+
+client = lambda service: boto3.client(service, endpoint_url=endpoint, region_name=region)  # noqa: E731
+sqs, lam, events = client("sqs"), client("lambda"), client("events")
+
+
+def resources(module):
+    yield from module.get("resources", [])
+    for child in module.get("child_modules", []):
+        yield from resources(child)
+
+
+declared = {}
+for r in resources(state.get("values", {}).get("root_module", {})):
+    if r.get("mode") == "managed":
+        declared.setdefault(r["type"], []).append(r["values"])
+
+problems = []
+checked = []
+
+
+def check(ok, what, detail=""):
+    (checked if ok else problems).append(f"{what}{': ' + detail if detail and not ok else ''}")
+    print(f"  {'ok  ' if ok else 'FAIL'} {what}" + (f" ({detail})" if detail and not ok else ""))
+
+
+# Queues and redrive policies.
+for q in declared.get("aws_sqs_queue", []):
+    name = q["name"]
+    try:
+        url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
+    except Exception as e:  # noqa: BLE001 - any failure means it is not there
+        check(False, f"queue {name} exists", str(e))
+        continue
+    attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    check(True, f"queue {name} exists")
+    check(
+        int(attrs.get("MessageRetentionPeriod", -1)) == q["message_retention_seconds"],
+        f"queue {name} keeps messages {q['message_retention_seconds']} s",
+        f"found {attrs.get('MessageRetentionPeriod')}",
+    )
+    if q.get("redrive_policy"):
+        want = json.loads(q["redrive_policy"])
+        got = json.loads(attrs.get("RedrivePolicy", "{}"))
+        check(
+            got.get("deadLetterTargetArn") == want["deadLetterTargetArn"]
+            and int(got.get("maxReceiveCount", -1)) == int(want["maxReceiveCount"]),
+            f"queue {name} redrives to {want['deadLetterTargetArn'].rsplit(':', 1)[-1]} after {want['maxReceiveCount']} receives",
+            f"found {got}",
+        )
+        check(
+            int(attrs.get("VisibilityTimeout", -1)) == q["visibility_timeout_seconds"],
+            f"queue {name} visibility {q['visibility_timeout_seconds']} s",
+            f"found {attrs.get('VisibilityTimeout')}",
+        )
+
+# Functions.
+for fn in declared.get("aws_lambda_function", []):
+    name = fn["function_name"]
+    try:
+        got = lam.get_function(FunctionName=name)
+    except Exception as e:  # noqa: BLE001
+        check(False, f"function {name} exists", str(e))
+        continue
+    conf = got["Configuration"]
+    check(True, f"function {name} exists")
+    check(
+        conf.get("Architectures") == fn["architectures"] == [architecture],
+        f"function {name} is {architecture}",
+        f"found {conf.get('Architectures')}, declared {fn['architectures']}",
+    )
+    check(
+        (conf.get("Runtime"), conf.get("Handler"), conf.get("Timeout"), conf.get("MemorySize"))
+        == (fn["runtime"], fn["handler"], fn["timeout"], fn["memory_size"]),
+        f"function {name} runs {fn['runtime']} with {fn['timeout']} s and {fn['memory_size']} MB",
+        f"found {conf.get('Runtime')} {conf.get('Timeout')} s {conf.get('MemorySize')} MB",
+    )
+    env_declared = (fn.get("environment") or [{}])[0].get("variables") or {}
+    env_found = conf.get("Environment", {}).get("Variables", {})
+    check(env_found == env_declared, f"function {name} has its {len(env_declared)} settings", f"differs: {sorted(set(env_found.items()) ^ set(env_declared.items()))}")
+    if fn.get("reserved_concurrent_executions", -1) >= 0:
+        reserved = got.get("Concurrency", {}).get("ReservedConcurrentExecutions")
+        check(
+            reserved == fn["reserved_concurrent_executions"],
+            f"function {name} reserved concurrency {fn['reserved_concurrent_executions']}",
+            f"found {reserved}",
+        )
+
+# Event source mappings.
+mappings = lam.list_event_source_mappings()["EventSourceMappings"]
+for m in declared.get("aws_lambda_event_source_mapping", []):
+    queue = m["event_source_arn"].rsplit(":", 1)[-1]
+    found = [x for x in mappings if x["EventSourceArn"] == m["event_source_arn"] and x["FunctionArn"] == m["function_name"]]
+    if not found:
+        check(False, f"event source mapping {queue} -> function", "not found")
+        continue
+    x = found[0]
+    want_concurrency = (m.get("scaling_config") or [{}])[0].get("maximum_concurrency")
+    check(True, f"event source mapping {queue} -> {x['FunctionArn'].rsplit(':', 1)[-1]}")
+    check(
+        "ReportBatchItemFailures" in (x.get("FunctionResponseTypes") or [])
+        and x.get("FunctionResponseTypes") == m["function_response_types"],
+        f"mapping {queue} reports batch item failures",
+        f"found {x.get('FunctionResponseTypes')}",
+    )
+    check(
+        x.get("ScalingConfig", {}).get("MaximumConcurrency") == want_concurrency,
+        f"mapping {queue} maximum concurrency {want_concurrency}",
+        f"found {x.get('ScalingConfig')}",
+    )
+    check(x.get("BatchSize") == m["batch_size"], f"mapping {queue} batch size {m['batch_size']}", f"found {x.get('BatchSize')}")
+    check(x.get("State") == "Enabled", f"mapping {queue} enabled", f"found {x.get('State')}")
+
+# The sweeper's schedule.
+for rule in declared.get("aws_cloudwatch_event_rule", []):
+    try:
+        got = events.describe_rule(Name=rule["name"])
+    except Exception as e:  # noqa: BLE001
+        check(False, f"schedule {rule['name']} exists", str(e))
+        continue
+    check(
+        got.get("ScheduleExpression") == rule["schedule_expression"] and got.get("State") == "ENABLED",
+        f"schedule {rule['name']} {rule['schedule_expression']} enabled",
+        f"found {got.get('ScheduleExpression')} {got.get('State')}",
+    )
+for target in declared.get("aws_cloudwatch_event_target", []):
+    arns = [t["Arn"] for t in events.list_targets_by_rule(Rule=target["rule"])["Targets"]]
+    check(target["arn"] in arns, f"schedule {target['rule']} invokes {target['arn'].rsplit(':', 1)[-1]}", f"targets {arns}")
+for perm in declared.get("aws_lambda_permission", []):
+    policy = json.loads(lam.get_policy(FunctionName=perm["function_name"])["Policy"])
+    sids = [s.get("Sid") for s in policy.get("Statement", [])]
+    check(perm["statement_id"] in sids, f"{perm['principal']} may invoke {perm['function_name']}", f"statements {sids}")
+
+counts = {t: len(v) for t, v in declared.items()}
+print(f"  {sum(counts.values())} resources in the state: " + ", ".join(f"{n} {t}" for t, n in sorted(counts.items())))
+if problems:
+    print(f"deploy-local: {len(problems)} check(s) failed:", file=sys.stderr)
+    for p in problems:
+        print(f"  - {p}", file=sys.stderr)
+    sys.exit(1)
+print(f"  all {len(checked)} checks passed")

@@ -1,0 +1,500 @@
+//! The local event-source mapping and runner (`docflow::local`) on real queues (moto):
+//! what Lambda deletes, what it keeps, when a batch fails as a whole, the invoke endpoint
+//! of `cargo lambda watch`, and when `--until-idle` may stop.
+//!
+//! The functions here are closures that answer what a test needs; what is under test is
+//! the mapping's handling of their answers against SQS.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+use docflow::local::{
+    BoxFuture, EventSourceMapping, HttpInvoke, InProcess, Invocation, Invoke, QueueSpec,
+    RunOptions, Runner, Scheduled, Source, SweepSummary, depth,
+};
+use docflow_tests::*;
+use lambda_runtime::LambdaEvent;
+use serde_json::json;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+fn spec(visibility: u64, max_receive_count: u32) -> QueueSpec {
+    QueueSpec {
+        visibility_timeout: Duration::from_secs(visibility),
+        max_receive_count,
+        fifo: false,
+    }
+}
+
+fn failures(ids: &[String]) -> SqsBatchResponse {
+    let mut response = SqsBatchResponse::default();
+    for id in ids {
+        let mut failure = BatchItemFailure::default();
+        failure.item_identifier = id.clone();
+        response.batch_item_failures.push(failure);
+    }
+    response
+}
+
+fn ids_of(event: &SqsEvent, bodies: &[&str]) -> Vec<String> {
+    event
+        .records
+        .iter()
+        .filter(|r| bodies.contains(&r.body.as_deref().unwrap_or("")))
+        .filter_map(|r| r.message_id.clone())
+        .collect()
+}
+
+async fn queue_with(
+    sqs: &aws_sdk_sqs::Client,
+    prefix: &str,
+    spec: QueueSpec,
+    bodies: &[&str],
+) -> docflow::local::QueuePair {
+    let queue = fresh_queue(sqs, prefix, spec).await;
+    for body in bodies {
+        send(sqs, &queue.url, body).await;
+    }
+    queue
+}
+
+/// A function that reports the records with the given bodies as failed and makes them
+/// visible again at once (as `Outcome::Retry { after: 0 }` would), so a test can see
+/// which records stayed without waiting for a visibility timeout.
+fn fail_bodies(
+    sqs: aws_sdk_sqs::Client,
+    url: String,
+    bodies: &'static [&'static str],
+) -> impl Invoke {
+    InProcess(move |event: LambdaEvent<SqsEvent>| {
+        let sqs = sqs.clone();
+        let url = url.clone();
+        async move {
+            let mut failed = Vec::new();
+            for record in &event.payload.records {
+                if bodies.contains(&record.body.as_deref().unwrap_or("")) {
+                    sqs.change_message_visibility()
+                        .queue_url(&url)
+                        .receipt_handle(record.receipt_handle.clone().unwrap())
+                        .visibility_timeout(0)
+                        .send()
+                        .await
+                        .unwrap();
+                    failed.push(record.message_id.clone().unwrap());
+                }
+            }
+            Ok::<_, lambda_runtime::Error>(failures(&failed))
+        }
+    })
+}
+
+async fn mapping_of(sqs: &aws_sdk_sqs::Client, url: &str) -> EventSourceMapping {
+    EventSourceMapping::new(sqs.clone(), url).await.unwrap()
+}
+
+async fn all_bodies(sqs: &aws_sdk_sqs::Client, url: &str) -> HashSet<String> {
+    let mut bodies = HashSet::new();
+    for _ in 0..3 {
+        bodies.extend(visible_bodies(sqs, url).await);
+    }
+    bodies
+}
+
+#[tokio::test]
+async fn the_mapping_deletes_exactly_the_records_the_function_did_not_report() {
+    let sqs = sqs().await;
+    let bodies = ["m0", "m1", "m2", "m3", "m4"];
+    // Ten receives before the DLQ: the test's own looks must not move anything there.
+    let queue = queue_with(&sqs, "esm-partial", spec(30, 10), &bodies).await;
+    let esm = mapping_of(&sqs, &queue.url).await;
+    let event = poll_n(&esm, 5).await;
+    let function = fail_bodies(sqs.clone(), queue.url.clone(), &["m1", "m3"]);
+
+    let invocation = esm
+        .invoke(
+            &function,
+            "arn:aws:lambda:eu-central-1:123456789012:function:t",
+            event.clone(),
+            Duration::from_secs(10),
+        )
+        .await;
+    let completion = esm.apply(&event, &invocation).await.unwrap();
+
+    assert!(!completion.whole_batch_failed);
+    let deleted: HashSet<String> = completion.deleted.iter().cloned().collect();
+    assert_eq!(
+        deleted,
+        ids_of(&event, &["m0", "m2", "m4"]).into_iter().collect()
+    );
+    let kept: HashSet<String> = completion.kept.iter().cloned().collect();
+    assert_eq!(kept, ids_of(&event, &["m1", "m3"]).into_iter().collect());
+    assert_eq!(
+        all_bodies(&sqs, &queue.url).await,
+        HashSet::from(["m1".to_owned(), "m3".to_owned()]),
+        "only the reported records are still on the queue"
+    );
+    assert_eq!(depth(&sqs, &queue.url).await.unwrap(), 2);
+}
+
+#[tokio::test]
+async fn an_unknown_item_identifier_fails_the_whole_batch_and_deletes_nothing() {
+    let sqs = sqs().await;
+    let queue = queue_with(&sqs, "esm-unknown", spec(30, 3), &["a", "b", "c"]).await;
+    let esm = mapping_of(&sqs, &queue.url).await;
+    let event = poll_n(&esm, 3).await;
+    let first = event.records[0].message_id.clone().unwrap();
+    let function = InProcess(move |_event: LambdaEvent<SqsEvent>| {
+        let response = failures(&[first.clone(), "a-message-from-another-batch".to_owned()]);
+        async move { Ok::<_, lambda_runtime::Error>(response) }
+    });
+
+    let invocation = esm
+        .invoke(&function, "arn:t", event.clone(), Duration::from_secs(10))
+        .await;
+    let completion = esm.apply(&event, &invocation).await.unwrap();
+
+    assert!(completion.whole_batch_failed);
+    assert!(completion.deleted.is_empty());
+    assert_eq!(completion.kept.len(), 3);
+    assert_eq!(
+        depth(&sqs, &queue.url).await.unwrap(),
+        3,
+        "every record is still in flight, to come back after its visibility timeout"
+    );
+}
+
+#[tokio::test]
+async fn an_error_a_panic_or_a_timeout_fails_the_whole_batch() {
+    let sqs = sqs().await;
+    let queue = queue_with(&sqs, "esm-fail", spec(30, 3), &["x", "y"]).await;
+    let esm = mapping_of(&sqs, &queue.url).await;
+    let event = poll_n(&esm, 2).await;
+
+    let error = InProcess(|_e: LambdaEvent<SqsEvent>| async {
+        Err::<SqsBatchResponse, lambda_runtime::Error>("database unreachable at start".into())
+    });
+    let panics = InProcess(|_e: LambdaEvent<SqsEvent>| async {
+        if true {
+            panic!("boom");
+        }
+        Ok::<SqsBatchResponse, lambda_runtime::Error>(SqsBatchResponse::default())
+    });
+    let deadline_seen = Arc::new(Mutex::new(None));
+    let seen = deadline_seen.clone();
+    let slow = InProcess(move |e: LambdaEvent<SqsEvent>| {
+        *seen.lock().unwrap() = Some(e.context.deadline);
+        async {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            Ok::<SqsBatchResponse, lambda_runtime::Error>(SqsBatchResponse::default())
+        }
+    });
+
+    for (name, function) in [
+        ("error", &error as &dyn Invoke),
+        ("panic", &panics as &dyn Invoke),
+        ("timeout", &slow as &dyn Invoke),
+    ] {
+        let invoked_at = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        let invocation = esm
+            .invoke(function, "arn:t", event.clone(), Duration::from_millis(500))
+            .await;
+        assert!(
+            matches!(invocation, Invocation::Failed(_)),
+            "{name}: {invocation:?}"
+        );
+        let completion = esm.apply(&event, &invocation).await.unwrap();
+        assert!(completion.whole_batch_failed, "{name}");
+        assert!(completion.deleted.is_empty(), "{name}");
+        if name == "timeout" {
+            let deadline = deadline_seen
+                .lock()
+                .unwrap()
+                .expect("the function was invoked");
+            assert!(
+                (invoked_at + 400..=invoked_at + 1500).contains(&deadline),
+                "the context carries the timeout as Lambda's deadline: {deadline} vs {invoked_at}"
+            );
+        }
+    }
+    assert_eq!(depth(&sqs, &queue.url).await.unwrap(), 2);
+}
+
+/// What `cargo lambda watch` answers on its invoke endpoint: the function's JSON with
+/// 200, a function error with 500, a failed cold start with 200 and an error object.
+#[tokio::test]
+async fn through_the_invoke_endpoint_the_same_rules_apply() {
+    let sqs = sqs().await;
+    let queue = queue_with(
+        &sqs,
+        "esm-http",
+        spec(30, 3),
+        &["keep-me", "done-1", "done-2"],
+    )
+    .await;
+    let esm = mapping_of(&sqs, &queue.url).await;
+    let event = poll_n(&esm, 3).await;
+    let watch = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/2015-03-31/functions/matching/invocations"))
+        .respond_with(|request: &Request| {
+            let event: SqsEvent = serde_json::from_slice(&request.body).expect("an SqsEvent");
+            let keep: Vec<String> = event
+                .records
+                .iter()
+                .filter(|r| r.body.as_deref() == Some("keep-me"))
+                .filter_map(|r| r.message_id.clone())
+                .collect();
+            ResponseTemplate::new(200).set_body_json(json!({
+                "batchItemFailures": keep.iter().map(|id| json!({"itemIdentifier": id})).collect::<Vec<_>>()
+            }))
+        })
+        .mount(&watch)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/2015-03-31/functions/ingestion/invocations"))
+        .respond_with(
+            ResponseTemplate::new(500)
+                .set_body_json(json!({"errorType": "&str", "errorMessage": "boom"})),
+        )
+        .mount(&watch)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/2015-03-31/functions/document-output/invocations"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(
+            json!({"errorType": "InitError", "errorMessage": "environment variable DOCFLOW_SECRET_ID is required but not set"}),
+        ))
+        .mount(&watch)
+        .await;
+    let http = reqwest::Client::new();
+
+    for function in ["ingestion", "document-output"] {
+        let invoke = HttpInvoke::new(http.clone(), &watch.uri(), function);
+        let invocation = esm
+            .invoke(&invoke, "arn:t", event.clone(), Duration::from_secs(10))
+            .await;
+        let completion = esm.apply(&event, &invocation).await.unwrap();
+        assert!(completion.whole_batch_failed, "{function}: {invocation:?}");
+        assert!(completion.deleted.is_empty(), "{function}");
+    }
+    let invoke = HttpInvoke::new(http, &watch.uri(), "matching");
+    let invocation = esm
+        .invoke(&invoke, "arn:t", event.clone(), Duration::from_secs(10))
+        .await;
+    let completion = esm.apply(&event, &invocation).await.unwrap();
+
+    assert!(!completion.whole_batch_failed);
+    assert_eq!(completion.deleted.len(), 2);
+    assert_eq!(completion.kept, ids_of(&event, &["keep-me"]));
+    assert_eq!(depth(&sqs, &queue.url).await.unwrap(), 1);
+}
+
+fn source(
+    name: &str,
+    esm: EventSourceMapping,
+    dlq: Option<String>,
+    function: Arc<dyn Invoke>,
+    concurrency: usize,
+) -> Source {
+    Source {
+        name: name.to_owned(),
+        mapping: esm,
+        dlq_url: dlq,
+        function,
+        function_arn: format!("arn:aws:lambda:eu-central-1:123456789012:function:{name}"),
+        max_concurrency: concurrency,
+        timeout: Duration::from_secs(10),
+    }
+}
+
+fn options() -> RunOptions {
+    RunOptions {
+        until_idle: true,
+        max_duration: Some(Duration::from_secs(60)),
+        schedule_every: Duration::from_secs(3600),
+        check_every: Duration::from_millis(100),
+        min_idle_sweep_gap: Duration::from_millis(100),
+    }
+}
+
+/// A sweeper stand-in: its first run finds work it cannot act on yet (as an open DATEV
+/// task), its second re-sends one lost message to `url`; later runs find nothing.
+struct ResendOnce {
+    sqs: aws_sdk_sqs::Client,
+    url: String,
+    runs: AtomicUsize,
+}
+
+impl Scheduled for ResendOnce {
+    fn run(&self) -> BoxFuture<'_, anyhow::Result<SweepSummary>> {
+        Box::pin(async move {
+            let run = self.runs.fetch_add(1, Ordering::SeqCst);
+            if run == 1 {
+                send(&self.sqs, &self.url, "resent-by-sweeper").await;
+            }
+            Ok(SweepSummary {
+                found_anything: run <= 1,
+                summary: format!("run {run}"),
+            })
+        })
+    }
+}
+
+#[tokio::test]
+async fn until_idle_waits_for_the_whole_pipeline_and_for_what_the_sweeper_finds() {
+    let sqs = sqs().await;
+    let first = queue_with(&sqs, "run-first", spec(30, 3), &["d1", "d2", "d3"]).await;
+    let second = fresh_queue(&sqs, "run-second", spec(30, 3)).await;
+    let handed_on = Arc::new(Mutex::new(Vec::new()));
+    let finished = Arc::new(Mutex::new(Vec::new()));
+    // The first function hands each body on to the second queue, as ingestion does.
+    let forward: Arc<dyn Invoke> = {
+        let (sqs, url, log) = (sqs.clone(), second.url.clone(), handed_on.clone());
+        Arc::new(InProcess(move |e: LambdaEvent<SqsEvent>| {
+            let (sqs, url, log) = (sqs.clone(), url.clone(), log.clone());
+            async move {
+                for r in &e.payload.records {
+                    let body = r.body.clone().unwrap();
+                    send(&sqs, &url, &body).await;
+                    log.lock().unwrap().push(body);
+                }
+                Ok::<_, lambda_runtime::Error>(SqsBatchResponse::default())
+            }
+        }))
+    };
+    let finish: Arc<dyn Invoke> = {
+        let log = finished.clone();
+        Arc::new(InProcess(move |e: LambdaEvent<SqsEvent>| {
+            let log = log.clone();
+            async move {
+                for r in &e.payload.records {
+                    log.lock().unwrap().push(r.body.clone().unwrap());
+                }
+                Ok::<_, lambda_runtime::Error>(SqsBatchResponse::default())
+            }
+        }))
+    };
+    let sweeper = Arc::new(ResendOnce {
+        sqs: sqs.clone(),
+        url: first.url.clone(),
+        runs: AtomicUsize::new(0),
+    });
+    let runner = Runner::new(
+        vec![
+            source(
+                "first",
+                mapping_of(&sqs, &first.url).await,
+                Some(first.dlq_url.clone()),
+                forward,
+                2,
+            ),
+            source(
+                "second",
+                mapping_of(&sqs, &second.url).await,
+                Some(second.dlq_url.clone()),
+                finish,
+                2,
+            ),
+        ],
+        options(),
+    )
+    .with_schedule(sweeper.clone());
+
+    let report = runner.run(std::future::pending()).await.unwrap();
+
+    assert!(report.idle, "{report:?}");
+    let mut done: Vec<String> = finished.lock().unwrap().clone();
+    done.sort();
+    assert_eq!(done, ["d1", "d2", "d3", "resent-by-sweeper"], "{report:?}");
+    assert_eq!(handed_on.lock().unwrap().len(), 4);
+    assert!(
+        sweeper.runs.load(Ordering::SeqCst) >= 2,
+        "idle only after a sweep that found nothing"
+    );
+    assert_eq!(report.queues[0].done, 4);
+    assert_eq!(report.queues[1].done, 4);
+    assert_eq!(
+        depth(&sqs, &first.url).await.unwrap() + depth(&sqs, &second.url).await.unwrap(),
+        0
+    );
+}
+
+#[tokio::test]
+async fn a_record_reported_failed_on_every_receive_ends_in_the_dlq_and_the_run_still_ends() {
+    let sqs = sqs().await;
+    // Visibility 1 s, two receives: the poison record comes back once, then moves.
+    let queue = queue_with(&sqs, "run-poison", spec(1, 2), &["ok-1", "poison", "ok-2"]).await;
+    let function: Arc<dyn Invoke> = Arc::new(InProcess(|e: LambdaEvent<SqsEvent>| {
+        let poison: Vec<String> = e
+            .payload
+            .records
+            .iter()
+            .filter(|r| r.body.as_deref() == Some("poison"))
+            .filter_map(|r| r.message_id.clone())
+            .collect();
+        async move { Ok::<_, lambda_runtime::Error>(failures(&poison)) }
+    }));
+    let runner = Runner::new(
+        vec![source(
+            "poisoned",
+            mapping_of(&sqs, &queue.url).await,
+            Some(queue.dlq_url.clone()),
+            function,
+            1,
+        )],
+        options(),
+    );
+
+    let report = runner.run(std::future::pending()).await.unwrap();
+
+    assert!(report.idle, "{report:?}");
+    let stats = &report.queues[0];
+    assert_eq!(
+        (stats.done, stats.retried, stats.failed),
+        (2, 2, 0),
+        "{stats:?}"
+    );
+    assert_eq!(stats.dlq, 1, "{stats:?}");
+    assert_eq!(visible_bodies(&sqs, &queue.dlq_url).await, ["poison"]);
+}
+
+#[tokio::test]
+async fn no_more_batches_run_at_once_than_the_maximum_concurrency() {
+    let sqs = sqs().await;
+    let bodies: Vec<String> = (0..6).map(|i| format!("m{i}")).collect();
+    let refs: Vec<&str> = bodies.iter().map(String::as_str).collect();
+    let queue = queue_with(&sqs, "run-concurrency", spec(30, 3), &refs).await;
+    let running = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let function: Arc<dyn Invoke> = {
+        let (running, most) = (running.clone(), most.clone());
+        Arc::new(InProcess(move |_e: LambdaEvent<SqsEvent>| {
+            let (running, most) = (running.clone(), most.clone());
+            async move {
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                running.fetch_sub(1, Ordering::SeqCst);
+                Ok::<_, lambda_runtime::Error>(SqsBatchResponse::default())
+            }
+        }))
+    };
+    let mut esm = mapping_of(&sqs, &queue.url).await;
+    esm.batch_size = 1;
+    let runner = Runner::new(vec![source("limited", esm, None, function, 2)], options());
+
+    let report = runner.run(std::future::pending()).await.unwrap();
+
+    assert!(report.idle);
+    assert_eq!(report.queues[0].done, 6);
+    assert_eq!(
+        most.load(Ordering::SeqCst),
+        2,
+        "two pollers, never more batches at once"
+    );
+}
