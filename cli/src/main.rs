@@ -552,8 +552,24 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Sweep { json: _ } => {
-            anyhow::bail!("the sweeper is not part of this build yet (functions/sweeper)")
+        Command::Sweep { json } => {
+            init_logs("warn", None);
+            let local = local_env(docflow::aws::load().await, 1).await?;
+            let deps = local.sweeper().await?;
+            let report = sweeper::sweep(&deps, None).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                println!("{}", run::report_line(&serde_json::to_value(&report)?));
+            }
+            if !report.errors.is_empty() {
+                anyhow::bail!(
+                    "{} sweep step(s) failed: {}",
+                    report.errors.len(),
+                    report.errors.join("; ")
+                );
+            }
+            Ok(())
         }
         Command::Demo { command } => {
             init_logs("warn", None);

@@ -133,30 +133,44 @@ pub async fn build(local: &Local, options: &Options) -> anyhow::Result<Runner> {
     Ok(runner)
 }
 
+/// The sweeper's timeout in AWS (infra/sweeper.tf): each local sweep's budget.
+pub const SWEEPER_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// The sweeper: in process, or through cargo lambda watch.
-async fn sweeper(_local: &Local, via: Option<&str>) -> anyhow::Result<Arc<dyn Scheduled>> {
+async fn sweeper(local: &Local, via: Option<&str>) -> anyhow::Result<Arc<dyn Scheduled>> {
     match via {
         Some(base) => Ok(Arc::new(HttpSweeper(HttpInvoke::new(
             reqwest::Client::new(),
             base,
             "sweeper",
         )))),
-        None => Ok(Arc::new(NoSweeper)),
+        None => Ok(Arc::new(InProcessSweeper(local.sweeper().await?))),
     }
 }
 
-/// Placeholder until the sweeper crate is wired in.
-struct NoSweeper;
+/// `sweeper::sweep` with the budget of one scheduled invocation.
+struct InProcessSweeper(sweeper::Deps);
 
-impl Scheduled for NoSweeper {
+impl Scheduled for InProcessSweeper {
     fn run(&self) -> BoxFuture<'_, anyhow::Result<SweepSummary>> {
-        Box::pin(async {
-            Ok(SweepSummary {
-                found_anything: false,
-                summary: "no sweeper".into(),
-            })
+        Box::pin(async move {
+            let report = sweeper::sweep(&self.0, Some(SWEEPER_TIMEOUT)).await?;
+            summarize(&report)
         })
     }
+}
+
+/// A sweep report as the runner sees it; a sweep with failed steps is a failed run (as
+/// the Lambda handler reports it), so `--until-idle` never calls that idle.
+pub fn summarize(report: &sweeper::SweepReport) -> anyhow::Result<SweepSummary> {
+    if !report.errors.is_empty() {
+        anyhow::bail!("sweep steps failed: {}", report.errors.join("; "));
+    }
+    let value = serde_json::to_value(report)?;
+    Ok(SweepSummary {
+        found_anything: report.found_anything(),
+        summary: report_line(&value),
+    })
 }
 
 /// The EventBridge scheduled event the sweeper receives (as in `events/sweeper/`).

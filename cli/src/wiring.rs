@@ -312,6 +312,20 @@ impl Local {
         .await
     }
 
+    /// As `sweeper::Deps::from_env`: the queues it re-sends to, its thresholds (derived
+    /// from the local queues' real visibility timeouts), Maesn, the notifier.
+    pub async fn sweeper(&self) -> anyhow::Result<sweeper::Deps> {
+        let env = self.env();
+        Ok(sweeper::Deps {
+            pool: self.pool(self.settings.database_max_connections).await?,
+            sqs: self.sqs.clone(),
+            queues: sweeper::Queues::from_env(&env)?,
+            maesn: Some(self.maesn()?),
+            notifier: self.notifier().await?,
+            config: sweeper::SweepConfig::from_env(&env)?,
+        })
+    }
+
     /// The Maesn client (`MAESN_BASE_URL`, `MAESN_TIMEOUT_SECONDS`).
     pub fn maesn(&self) -> anyhow::Result<MaesnClient> {
         MaesnClient::new(&MaesnConfig::from_env(&self.env())?, self.secrets.clone())

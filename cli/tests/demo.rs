@@ -178,8 +178,13 @@ async fn the_demo_ends_with_every_document_terminal_clustered_and_each_approved_
         .filter(|r| approved.contains(&r.document_id.to_string()))
     {
         assert_eq!(row.job.as_deref(), Some("dispatched"), "{row:?}");
-        assert!(row.audit.is_some(), "{row:?}");
+        assert_eq!(
+            row.audit.as_deref(),
+            Some("succeeded"),
+            "the sweeper polled the DATEV task to its end: {row:?}"
+        );
     }
+    assert!(exports.iter().all(|e| e.status == "SUCCESS"), "{exports:?}");
     for row in summary
         .rows
         .iter()
