@@ -17,6 +17,7 @@ use docflow::local::{EventSourceMapping, QueuePair, QueueSpec};
 use docflow::matching::DocumentType;
 use docflow::ocr::Transcriber;
 use docflow::sqs::{BatchConfig, BatchRuntime};
+use docflow_tests::aws_calls::AwsCalls;
 use docflow_tests::output::{OutputEnv, setup};
 use docflow_tests::pdf::text_pdf;
 use docflow_tests::*;
@@ -48,7 +49,10 @@ fn config() -> SweepConfig {
 
 struct Env {
     pool: PgPool,
+    /// The test's own client (queues, drains); the sweeper's client records its calls
+    /// in `calls` and refuses what `sweeper::aws_actions` does not declare.
     sqs: aws_sdk_sqs::Client,
+    calls: AwsCalls,
     s3: aws_sdk_s3::Client,
     bucket: String,
     ingestion: QueuePair,
@@ -67,9 +71,13 @@ async fn env(pool: PgPool) -> Env {
     let matching = fresh_queue(&sqs, "sweep-matching", QueueSpec::default()).await;
     let output = fresh_queue(&sqs, "sweep-output", QueueSpec::default()).await;
     let slack = slack_server().await;
+    let calls = AwsCalls::new(
+        "sweeper",
+        &sweeper::aws_actions(&docflow::settings::Env::new(|_| None)),
+    );
     let deps = Deps {
         pool: pool.clone(),
-        sqs: sqs.clone(),
+        sqs: calls.sqs(&aws),
         queues: Queues {
             ingestion: ingestion.url.clone(),
             matching: matching.url.clone(),
@@ -82,6 +90,7 @@ async fn env(pool: PgPool) -> Env {
     Env {
         pool,
         sqs,
+        calls,
         s3,
         bucket,
         ingestion,
@@ -383,7 +392,7 @@ fn accepted() -> Mock {
 fn output_sweeper(env: &Env, output: &OutputEnv) -> Deps {
     Deps {
         pool: env.pool.clone(),
-        sqs: env.sqs.clone(),
+        sqs: env.deps.sqs.clone(),
         queues: Queues {
             ingestion: env.ingestion.url.clone(),
             matching: env.matching.url.clone(),
@@ -752,6 +761,7 @@ async fn work_resent_the_maximum_times_is_failed_visibly_notified_once_and_never
     let again = sweep(&env.deps).await;
     assert!(!again.found_anything());
     assert_eq!(slack_bodies(&env.slack).await.len(), 3, "notified once");
+    env.calls.assert_declared();
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -815,7 +825,7 @@ async fn two_sweeps_at_once_send_each_message_once(pool: PgPool) {
         notifier: slack_notifier(&env.slack),
         queues: env.deps.queues.clone(),
         pool: env.pool.clone(),
-        sqs: env.sqs.clone(),
+        sqs: env.deps.sqs.clone(),
         maesn: None,
     };
 
