@@ -62,6 +62,15 @@ impl<F: Fn(&str) -> Option<String>> Env<F> {
     }
 }
 
+/// An environment of fixed values (tests, and tools that set variables themselves).
+pub fn fixed_env(vars: &[(&str, &str)]) -> Env<impl Fn(&str) -> Option<String> + use<>> {
+    let map: std::collections::HashMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Env::new(move |var| map.get(var).cloned())
+}
+
 /// Environment of the running process.
 pub fn process_env() -> Env<impl Fn(&str) -> Option<String>> {
     Env::new(|var| std::env::var(var).ok())
@@ -180,14 +189,9 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
 
     fn env(vars: &[(&str, &str)]) -> Env<impl Fn(&str) -> Option<String>> {
-        let map: HashMap<String, String> = vars
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        Env::new(move |var| map.get(var).cloned())
+        fixed_env(vars)
     }
 
     #[test]

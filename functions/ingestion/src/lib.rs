@@ -332,14 +332,9 @@ async fn record_failure(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
 
     fn env(vars: &[(&str, &str)]) -> Env<impl Fn(&str) -> Option<String>> {
-        let map: HashMap<String, String> = vars
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        Env::new(move |var| map.get(var).cloned())
+        docflow::settings::fixed_env(vars)
     }
 
     fn receives(n: u32) -> BatchConfig {

@@ -155,14 +155,9 @@ impl SweepConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
 
     fn env(vars: &[(&str, &str)]) -> Env<impl Fn(&str) -> Option<String>> {
-        let map: HashMap<String, String> = vars
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        Env::new(move |var| map.get(var).cloned())
+        docflow::settings::fixed_env(vars)
     }
 
     #[test]

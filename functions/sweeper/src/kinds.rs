@@ -6,6 +6,42 @@
 //! two sweeps running at once never take the same row, and a row one sweep just re-sent
 //! is invisible to the next until its threshold passes again (`swept_at`).
 
+/// The stuck state of each kind (docs/sweeper.md), written once and used by both the
+/// re-send and the give-up statement, so the two can never disagree.
+macro_rules! stuck_ingestion {
+    () => {
+        r#"
+             WHERE status = 'in-progress'
+               AND (started_at IS NULL OR started_at < now() - make_interval(secs => $4))
+               AND updated_at < now() - make_interval(secs => $3)
+               AND (swept_at IS NULL OR swept_at < now() - make_interval(secs => $3))
+"#
+    };
+}
+
+macro_rules! stuck_matching {
+    () => {
+        r#"
+             WHERE matching_status IN ('pending', 'in-progress')
+               AND updated_at < now() - make_interval(secs => $3)
+               AND (matching_swept_at IS NULL OR matching_swept_at < now() - make_interval(secs => $4))
+"#
+    };
+}
+
+macro_rules! stuck_output {
+    () => {
+        r#"
+             WHERE ((status = 'pending'
+                     AND updated_at < now() - make_interval(secs => $3)
+                     AND (swept_at IS NULL OR swept_at < now() - make_interval(secs => $3)))
+                 OR (status = 'running'
+                     AND updated_at < now() - make_interval(secs => $4)
+                     AND (swept_at IS NULL OR swept_at < now() - make_interval(secs => $4))))
+"#
+    };
+}
+
 /// One kind of recoverable work.
 #[derive(Debug, Clone, Copy)]
 pub struct Kind {
@@ -32,15 +68,14 @@ pub struct Kind {
 pub const INGESTION: Kind = Kind {
     name: "ingestion",
     give_up_title: "Ingestion abandoned: it never finished",
-    take: r#"
+    take: concat!(
+        r#"
         WITH stuck AS (
             SELECT id, swept_at
               FROM ingestion
-             WHERE status = 'in-progress'
-               AND (started_at IS NULL OR started_at < now() - make_interval(secs => $4))
-               AND updated_at < now() - make_interval(secs => $3)
-               AND (swept_at IS NULL OR swept_at < now() - make_interval(secs => $3))
-               AND sweep_count < $2
+"#,
+        stuck_ingestion!(),
+        r#"               AND sweep_count < $2
              ORDER BY updated_at
              LIMIT $1
                FOR UPDATE SKIP LOCKED)
@@ -49,16 +84,16 @@ pub const INGESTION: Kind = Kind {
           FROM stuck
          WHERE t.id = stuck.id
         RETURNING t.id, stuck.swept_at AS previous_swept_at, t.sweep_count
-    "#,
-    give_up: r#"
+    "#
+    ),
+    give_up: concat!(
+        r#"
         WITH stuck AS (
             SELECT id, last_error, sweep_count
               FROM ingestion
-             WHERE status = 'in-progress'
-               AND (started_at IS NULL OR started_at < now() - make_interval(secs => $4))
-               AND updated_at < now() - make_interval(secs => $3)
-               AND (swept_at IS NULL OR swept_at < now() - make_interval(secs => $3))
-               AND sweep_count >= $2
+"#,
+        stuck_ingestion!(),
+        r#"               AND sweep_count >= $2
              ORDER BY updated_at
              LIMIT $1
                FOR UPDATE SKIP LOCKED)
@@ -72,7 +107,8 @@ pub const INGESTION: Kind = Kind {
          WHERE t.id = stuck.id AND d.id = t.document_id AND tn.id = d.tenant_id
         RETURNING t.id, t.document_id, d.type::text AS document_type, d.tenant_id,
                   tn.name AS tenant_name, t.last_error AS error, t.attempt_count AS attempts
-    "#,
+    "#
+    ),
     mark_notified: None,
     undo: r#"
         UPDATE ingestion SET sweep_count = sweep_count - 1, swept_at = $2
@@ -85,14 +121,14 @@ pub const INGESTION: Kind = Kind {
 pub const MATCHING: Kind = Kind {
     name: "matching",
     give_up_title: "Document matching abandoned: it never finished",
-    take: r#"
+    take: concat!(
+        r#"
         WITH stuck AS (
             SELECT id, matching_swept_at AS swept_at
               FROM document
-             WHERE matching_status IN ('pending', 'in-progress')
-               AND updated_at < now() - make_interval(secs => $3)
-               AND (matching_swept_at IS NULL OR matching_swept_at < now() - make_interval(secs => $4))
-               AND matching_sweep_count < $2
+"#,
+        stuck_matching!(),
+        r#"               AND matching_sweep_count < $2
              ORDER BY updated_at
              LIMIT $1
                FOR UPDATE SKIP LOCKED)
@@ -101,15 +137,16 @@ pub const MATCHING: Kind = Kind {
           FROM stuck
          WHERE t.id = stuck.id
         RETURNING t.id, stuck.swept_at AS previous_swept_at, t.matching_sweep_count AS sweep_count
-    "#,
-    give_up: r#"
+    "#
+    ),
+    give_up: concat!(
+        r#"
         WITH stuck AS (
             SELECT id, matching_error, matching_sweep_count
               FROM document
-             WHERE matching_status IN ('pending', 'in-progress')
-               AND updated_at < now() - make_interval(secs => $3)
-               AND (matching_swept_at IS NULL OR matching_swept_at < now() - make_interval(secs => $4))
-               AND matching_sweep_count >= $2
+"#,
+        stuck_matching!(),
+        r#"               AND matching_sweep_count >= $2
              ORDER BY updated_at
              LIMIT $1
                FOR UPDATE SKIP LOCKED)
@@ -123,7 +160,8 @@ pub const MATCHING: Kind = Kind {
          WHERE t.id = stuck.id AND tn.id = t.tenant_id
         RETURNING t.id, t.id AS document_id, t.type::text AS document_type, t.tenant_id,
                   tn.name AS tenant_name, t.matching_error AS error, t.matching_attempts AS attempts
-    "#,
+    "#
+    ),
     mark_notified: Some("UPDATE document SET matching_notified_at = now() WHERE id = $1"),
     undo: r#"
         UPDATE document SET matching_sweep_count = matching_sweep_count - 1, matching_swept_at = $2
@@ -137,17 +175,14 @@ pub const MATCHING: Kind = Kind {
 pub const OUTPUT: Kind = Kind {
     name: "output",
     give_up_title: "DATEV export abandoned: the output job never finished",
-    take: r#"
+    take: concat!(
+        r#"
         WITH stuck AS (
             SELECT id, swept_at
               FROM document_output_job
-             WHERE ((status = 'pending'
-                     AND updated_at < now() - make_interval(secs => $3)
-                     AND (swept_at IS NULL OR swept_at < now() - make_interval(secs => $3)))
-                 OR (status = 'running'
-                     AND updated_at < now() - make_interval(secs => $4)
-                     AND (swept_at IS NULL OR swept_at < now() - make_interval(secs => $4))))
-               AND sweep_count < $2
+"#,
+        stuck_output!(),
+        r#"               AND sweep_count < $2
              ORDER BY updated_at
              LIMIT $1
                FOR UPDATE SKIP LOCKED)
@@ -156,27 +191,25 @@ pub const OUTPUT: Kind = Kind {
           FROM stuck
          WHERE t.id = stuck.id
         RETURNING t.id, stuck.swept_at AS previous_swept_at, t.sweep_count
-    "#,
+    "#
+    ),
     // A job whose worker died during the Maesn call has a `requested` audit: Maesn may
     // have the export, so the reason says to check DATEV (the audit keeps blocking a new
     // export until a person resolves it).
-    give_up: r#"
+    give_up: concat!(
+        r#"
         WITH stuck AS (
-            SELECT j.id, j.last_error, j.sweep_count,
+            SELECT id, last_error, sweep_count,
                    (SELECT a.id FROM ap_datev_export_audit a
-                     WHERE a.dispatch_job_id = j.id AND a.status = 'requested'
+                     WHERE a.dispatch_job_id = document_output_job.id AND a.status = 'requested'
                      ORDER BY a.created_at DESC LIMIT 1) AS requested_audit
-              FROM document_output_job j
-             WHERE ((j.status = 'pending'
-                     AND j.updated_at < now() - make_interval(secs => $3)
-                     AND (j.swept_at IS NULL OR j.swept_at < now() - make_interval(secs => $3)))
-                 OR (j.status = 'running'
-                     AND j.updated_at < now() - make_interval(secs => $4)
-                     AND (j.swept_at IS NULL OR j.swept_at < now() - make_interval(secs => $4))))
-               AND j.sweep_count >= $2
-             ORDER BY j.updated_at
+              FROM document_output_job
+"#,
+        stuck_output!(),
+        r#"               AND sweep_count >= $2
+             ORDER BY updated_at
              LIMIT $1
-               FOR UPDATE OF j SKIP LOCKED)
+               FOR UPDATE OF document_output_job SKIP LOCKED)
         UPDATE document_output_job AS t
            SET status = 'failed', completed_at = now(), updated_at = now(),
                last_error = format(
@@ -190,7 +223,8 @@ pub const OUTPUT: Kind = Kind {
          WHERE t.id = stuck.id AND tn.id = t.tenant_id AND d.id = t.document_id
         RETURNING t.id, t.document_id, d.type::text AS document_type, t.tenant_id,
                   tn.name AS tenant_name, t.last_error AS error, t.sweep_count AS attempts
-    "#,
+    "#
+    ),
     mark_notified: None,
     undo: r#"
         UPDATE document_output_job SET sweep_count = sweep_count - 1, swept_at = $2
