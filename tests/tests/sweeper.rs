@@ -42,6 +42,7 @@ fn config() -> SweepConfig {
         matching_after: Duration::from_secs(1920),
         output_pending_after: Duration::from_secs(1020),
         output_running_after: Duration::from_secs(660),
+        undelivered_after: Duration::from_secs(86_400),
         task_poll_limit: 50,
         time_reserve: Duration::from_secs(1),
     }
@@ -689,7 +690,9 @@ async fn work_resent_the_maximum_times_is_failed_visibly_notified_once_and_never
         ("document_output_job", "sweep_count", "swept_at"),
     ] {
         sqlx::query(&format!(
-            "UPDATE {table} SET {count} = 3, {swept} = now() - interval '3 hours', \
+            // The third re-send was delivered (the row moved after it) and the work
+            // is stuck again.
+            "UPDATE {table} SET {count} = 3, {swept} = now() - interval '4 hours', \
              updated_at = now() - interval '3 hours'"
         ))
         .execute(&env.pool)
@@ -772,10 +775,13 @@ async fn an_ingestion_that_kills_its_worker_every_time_ends_failed_instead_of_cy
     let (id, _) = env.ingestion_row().await;
     let mut resends = 0;
     for _ in 0..10 {
-        // Every delivery claims and then dies; its message ends in the DLQ (dropped here).
+        // Every delivery claims (after the re-send) and then dies; its message ends in
+        // the DLQ (dropped here).
         sqlx::query(
             "UPDATE ingestion SET started_at = now() - interval '1 hour', \
-             updated_at = now() - interval '1 hour', swept_at = now() - interval '1 hour' WHERE id = $1",
+             updated_at = now() - interval '1 hour', \
+             swept_at = CASE WHEN swept_at IS NULL THEN NULL ELSE now() - interval '61 minutes' END \
+             WHERE id = $1",
         )
         .bind(id)
         .execute(&env.pool)
@@ -800,6 +806,59 @@ async fn an_ingestion_that_kills_its_worker_every_time_ends_failed_instead_of_cy
     assert_eq!(resends, 3);
     assert_eq!(env.ingestion_status(id).await.0, "failed");
     assert_eq!(slack_bodies(&env.slack).await.len(), 1);
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn work_whose_message_waits_in_a_backlog_is_neither_resent_again_nor_given_up(pool: PgPool) {
+    let env = env(pool).await;
+    let (id, _) = env.ingestion_row().await;
+    // The app's message: committed, sent, waiting behind a backlog (never received).
+    send(&env.sqs, &env.ingestion.url, &id.to_string()).await;
+    for _ in 0..5 {
+        // Time passes: every threshold, including that of the last re-send, is over.
+        sqlx::query(
+            "UPDATE ingestion SET updated_at = now() - interval '2 hours', \
+             swept_at = CASE WHEN swept_at IS NULL THEN NULL ELSE now() - interval '1 hour' END \
+             WHERE id = $1",
+        )
+        .bind(id)
+        .execute(&env.pool)
+        .await
+        .unwrap();
+        sweep(&env.deps).await;
+    }
+
+    let (status, sweeps, _) = env.ingestion_status(id).await;
+    assert_eq!(status, "in-progress", "nothing of it was ever delivered");
+    assert_eq!(
+        sweeps, 1,
+        "one re-send, then it waits for one of them to arrive"
+    );
+    assert_eq!(drain(&env.sqs, &env.ingestion.url).await.len(), 2);
+    assert!(slack_bodies(&env.slack).await.is_empty());
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_resent_message_that_never_arrives_is_resent_again_after_a_day(pool: PgPool) {
+    let env = env(pool).await;
+    let (id, _) = env.ingestion_row().await;
+    age(&env.pool, "ingestion", "updated_at", id, 3 * 86_400).await;
+    assert_eq!(sweep(&env.deps).await.ingestion.resent, 1);
+    drain(&env.sqs, &env.ingestion.url).await; // lost, or its receives spent before a claim
+
+    age(&env.pool, "ingestion", "swept_at", id, 86_400 - 60).await;
+    assert_eq!(
+        sweep(&env.deps).await.ingestion.found,
+        0,
+        "maybe still queued"
+    );
+    age(&env.pool, "ingestion", "swept_at", id, 86_400 + 60).await;
+    assert_eq!(
+        sweep(&env.deps).await.ingestion.resent,
+        1,
+        "given up as undelivered"
+    );
+    assert_eq!(env.ingestion_status(id).await.1, 2);
 }
 
 // ---- concurrency, failures, budget ---------------------------------------------------------

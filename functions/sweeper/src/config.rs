@@ -33,6 +33,10 @@ pub struct SweepConfig {
     pub output_pending_after: Duration,
     /// `SWEEP_OUTPUT_RUNNING_AFTER_SECONDS` (default: `STALE_RUNNING_SECONDS` + 60 s).
     pub output_running_after: Duration,
+    /// `SWEEP_UNDELIVERED_AFTER_SECONDS` (default 86400): a re-sent message that has not
+    /// reached its function after this long (lost, or its receives were all spent before
+    /// a claim) is re-sent again; until then the work is taken to be waiting in a backlog.
+    pub undelivered_after: Duration,
     /// `SWEEP_TASK_POLL_LIMIT` (default 50): open DATEV tasks polled per run.
     pub task_poll_limit: i64,
     /// `SWEEP_TIME_RESERVE_MS` (default 5000): no new step starts with less time left.
@@ -82,6 +86,7 @@ impl SweepConfig {
                 "SWEEP_OUTPUT_RUNNING_AFTER_SECONDS",
                 stale_running + MARGIN,
             )?,
+            undelivered_after: env.seconds_or("SWEEP_UNDELIVERED_AFTER_SECONDS", 86_400)?,
             task_poll_limit: env.parse_or("SWEEP_TASK_POLL_LIMIT", 50)?,
             time_reserve: Duration::from_millis(env.parse_or("SWEEP_TIME_RESERVE_MS", 5000)?),
         };
@@ -102,6 +107,21 @@ impl SweepConfig {
             return invalid(
                 "SWEEP_MAX_RESENDS",
                 "must be at least 1 (0 would fail stuck work without ever re-sending it)".into(),
+            );
+        }
+        // Shorter than the longest a message can wait for its function would re-send
+        // (and in the end give up on) work that is only queued.
+        let longest_wait = self
+            .ingestion_after
+            .max(self.matching_after)
+            .max(self.output_pending_after);
+        if self.undelivered_after < longest_wait {
+            return invalid(
+                "SWEEP_UNDELIVERED_AFTER_SECONDS",
+                format!(
+                    "must be at least the longest re-send threshold ({} s)",
+                    longest_wait.as_secs()
+                ),
             );
         }
         if self.task_poll_limit < 0 {

@@ -1,7 +1,14 @@
 //! The three kinds of work the sweeper recovers, as SQL (docs/sweeper.md).
 //!
 //! Every statement takes the same parameters: `$1` batch limit, `$2` the most re-sends,
-//! `$3` and `$4` two thresholds in seconds whose meaning each kind states. Every statement
+//! `$3` and `$4` two thresholds in seconds whose meaning each kind states, `$5`
+//! SWEEP_UNDELIVERED_AFTER_SECONDS.
+//!
+//! A row the sweeper re-sent counts again only once that message was delivered (a
+//! claim or a recorded failure moved `updated_at` past `swept_at`): work whose message
+//! merely waits in a backlog is neither re-sent again nor given up. A re-send that was
+//! never delivered (lost, or burnt on receives that could not even claim) counts again
+//! after `$5`. Every statement
 //! takes its rows with `FOR UPDATE SKIP LOCKED` and changes them in the same statement, so
 //! two sweeps running at once never take the same row, and a row one sweep just re-sent
 //! is invisible to the next until its threshold passes again (`swept_at`).
@@ -15,6 +22,8 @@ macro_rules! stuck_ingestion {
                AND (started_at IS NULL OR started_at < now() - make_interval(secs => $4))
                AND updated_at < now() - make_interval(secs => $3)
                AND (swept_at IS NULL OR swept_at < now() - make_interval(secs => $3))
+               AND (swept_at IS NULL OR updated_at > swept_at
+                    OR swept_at < now() - make_interval(secs => $5))
 "#
     };
 }
@@ -25,6 +34,8 @@ macro_rules! stuck_matching {
              WHERE matching_status IN ('pending', 'in-progress')
                AND updated_at < now() - make_interval(secs => $3)
                AND (matching_swept_at IS NULL OR matching_swept_at < now() - make_interval(secs => $4))
+               AND (matching_swept_at IS NULL OR updated_at > matching_swept_at
+                    OR matching_swept_at < now() - make_interval(secs => $5))
 "#
     };
 }
@@ -38,6 +49,8 @@ macro_rules! stuck_output {
                  OR (status = 'running'
                      AND updated_at < now() - make_interval(secs => $4)
                      AND (swept_at IS NULL OR swept_at < now() - make_interval(secs => $4))))
+               AND (swept_at IS NULL OR updated_at > swept_at
+                    OR swept_at < now() - make_interval(secs => $5))
 "#
     };
 }

@@ -311,6 +311,7 @@ async fn sweep_kind(
         .bind(c.max_resends)
         .bind(a)
         .bind(b)
+        .bind(c.undelivered_after.as_secs_f64())
         .fetch_all(&deps.pool)
         .await?;
     report.found += given_up.len();
@@ -340,6 +341,7 @@ async fn sweep_kind(
         .bind(c.max_resends)
         .bind(a)
         .bind(b)
+        .bind(c.undelivered_after.as_secs_f64())
         .fetch_all(&deps.pool)
         .await?;
     report.found += taken.len();
