@@ -377,6 +377,12 @@ impl Message {
             .await
     }
 
+    /// Extends the visibility as one heartbeat would, now: never shorter than what is
+    /// left of the queue's own visibility timeout (seed 002's "extend before work").
+    pub async fn extend_visibility(&self) -> Result<(), VisibilityError> {
+        self.set_visibility(self.heartbeat_extension()).await
+    }
+
     /// What one heartbeat sets: at least `heartbeat.extend_to` from now, and never less
     /// than what may be left of the queue's own visibility timeout, so the first beats
     /// of a queue with a long timeout do not shorten it.

@@ -170,6 +170,8 @@ pub async fn setup_with(pool: PgPool, options: Options) -> OutputEnv {
             sqs.clone(),
             BatchConfig {
                 heartbeat: options.heartbeat,
+                // As Terraform sets QUEUE_VISIBILITY_TIMEOUT_SECONDS from the queue.
+                queue_visibility: Some(options.queue_visibility),
                 ..BatchConfig::default()
             },
         ),

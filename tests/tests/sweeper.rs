@@ -621,6 +621,8 @@ async fn a_task_maesn_does_not_know_is_ended_in_doubt_instead_of_polled_for_ever
     let env = env(pool).await;
     let deps = output_sweeper(&env, &output);
     let id = submitted_audit(&output, "task-gone").await;
+    // Tasks end within minutes; a day later a 404 means Maesn lost it for good.
+    age(&env.pool, "ap_datev_export_audit", "created_at", id, 86_400 + 60).await;
     Mock::given(method("GET"))
         .and(path("/accounting/asyncTask/task-gone"))
         .respond_with(
@@ -974,7 +976,7 @@ async fn a_sweep_without_time_left_starts_nothing(pool: PgPool) {
         .await
         .unwrap();
 
-    assert_eq!(report.errors.len(), 3, "{:?}", report.errors);
+    assert_eq!(report.errors.len(), 4, "{:?}", report.errors);
     assert!(!report.found_anything());
     assert_eq!(env.ingestion_status(ids[0]).await.1, 0);
 }
@@ -1041,4 +1043,153 @@ async fn a_failed_step_fails_the_invocation_so_the_error_alarm_sees_it(pool: PgP
         .expect_err("a sweep that could not look is an error")
         .to_string();
     assert!(error.contains("ingestion"), "{error}");
+}
+
+// ---- DATEV task polling and notices under partial failure -------------------------------
+
+/// Review finding: a poll that runs out of the invocation's time drops the `failed_exports` it had
+/// already collected; the audits it flipped to `failed` are never reported again.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_task_failed_by_a_poll_that_then_runs_out_of_time_is_still_notified(
+    pool: PgPool,
+) {
+    let output = setup(pool.clone()).await;
+    let env = env(pool).await;
+    let deps = output_sweeper(&env, &output);
+    let failed = submitted_audit(&output, "task-invalid").await;
+    let slow = submitted_audit(&output, "task-slow").await;
+    // Polled oldest first: the failed task, then the slow one.
+    age(&env.pool, "ap_datev_export_audit", "updated_at", failed, 120).await;
+    age(&env.pool, "ap_datev_export_audit", "updated_at", slow, 60).await;
+    Mock::given(method("GET"))
+        .and(path("/accounting/asyncTask/task-invalid"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "meta": {}, "data": {
+            "status": "FAILED",
+            "information": [{ "message": "Kostenstelle fehlt", "type": "error" }]
+        }})))
+        .mount(&output.maesn)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/accounting/asyncTask/task-slow"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({ "meta": {}, "data": { "status": "IN_PROGRESS", "information": [] } }))
+                .set_delay(Duration::from_secs(8)),
+        )
+        .mount(&output.maesn)
+        .await;
+
+    let report = sweeper::sweep(&deps, Some(Duration::from_secs(4)))
+        .await
+        .unwrap();
+    assert!(
+        report.errors.iter().any(|e| e.starts_with("tasks")),
+        "{:?}",
+        report.errors
+    );
+    assert_eq!(audit(&env.pool, failed).await.0, "failed", "flipped in this run");
+    let later = sweeper::sweep(&deps, None).await.unwrap();
+    assert_eq!(later.tasks.failed, 0, "never flipped (or reported) again");
+
+    assert_eq!(
+        slack_bodies(&env.slack).await.len(),
+        1,
+        "the DATEV failure this sweep recorded must reach the admins once"
+    );
+}
+
+/// Review finding: tasks whose poll errors keep their `updated_at`, stay at the head of the
+/// `ORDER BY updated_at LIMIT n` poll, and starve every other open task.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn tasks_that_cannot_be_read_do_not_starve_the_others(pool: PgPool) {
+    let output = setup(pool.clone()).await;
+    let env = env(pool).await;
+    let mut deps = output_sweeper(&env, &output);
+    deps.config.task_poll_limit = 2;
+    for task in ["task-busy-1", "task-busy-2"] {
+        let id = submitted_audit(&output, task).await;
+        age(&env.pool, "ap_datev_export_audit", "updated_at", id, 3600).await;
+        Mock::given(method("GET"))
+            .and(path(format!("/accounting/asyncTask/{task}")))
+            .respond_with(ResponseTemplate::new(503))
+            .mount(&output.maesn)
+            .await;
+    }
+    let done = submitted_audit(&output, "task-done").await;
+    Mock::given(method("GET"))
+        .and(path("/accounting/asyncTask/task-done"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(
+            json!({ "meta": {}, "data": { "status": "SUCCESS", "information": [] } }),
+        ))
+        .mount(&output.maesn)
+        .await;
+
+    for _ in 0..5 {
+        sweep(&deps).await;
+    }
+
+    assert_eq!(
+        audit(&env.pool, done).await.0,
+        "succeeded",
+        "five runs later the readable task was never polled"
+    );
+}
+
+/// Review finding: one 404 from Maesn (a routing hiccup, a deploy) ends the audit for good as
+/// non-retryable "in doubt", which also blocks every re-export of the document.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_404_for_a_young_task_does_not_end_it_for_good(pool: PgPool) {
+    let output = setup(pool.clone()).await;
+    let env = env(pool).await;
+    let deps = output_sweeper(&env, &output);
+    let id = submitted_audit(&output, "task-blip").await;
+    Mock::given(method("GET"))
+        .and(path("/accounting/asyncTask/task-blip"))
+        .respond_with(ResponseTemplate::new(404).set_body_string("<html>Not Found</html>"))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&output.maesn)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/accounting/asyncTask/task-blip"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(
+            json!({ "meta": {}, "data": { "status": "SUCCESS", "information": [] } }),
+        ))
+        .with_priority(2)
+        .mount(&output.maesn)
+        .await;
+
+    sweep(&deps).await;
+    sweep(&deps).await;
+
+    assert_eq!(audit(&env.pool, id).await.0, "succeeded");
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_failed_output_job_whose_notice_never_reached_anyone_is_told_by_a_later_sweep(
+    pool: PgPool,
+) {
+    let output = setup(pool.clone()).await;
+    let env = env(pool).await;
+    let deps = output_sweeper(&env, &output);
+    let job = output
+        .insert_job(output.tenant.document_id, "failed")
+        .await;
+    sqlx::query(
+        "UPDATE document_output_job SET last_error = 'DATEV export in doubt: check DATEV', \
+         completed_at = now() WHERE id = $1",
+    )
+    .bind(job)
+    .execute(&env.pool)
+    .await
+    .unwrap();
+
+    assert_eq!(sweep(&deps).await.notices.told, 0, "the worker may still tell it");
+    age(&env.pool, "document_output_job", "completed_at", job, 400).await;
+    assert_eq!(sweep(&deps).await.notices.told, 1);
+    assert_eq!(sweep(&deps).await.notices.told, 0, "told once");
+
+    let notices = slack_bodies(&env.slack).await;
+    assert_eq!(notices.len(), 1);
+    assert!(notices[0].to_string().contains("check DATEV"), "{}", notices[0]);
 }

@@ -124,9 +124,9 @@ pub async fn process(deps: &Deps, msg: Message) -> Outcome {
         }
     };
     tracing::info!(started_at = ?claim.job.started_at, "output job claimed");
-    // Seed 002: extend the visibility before starting work, then on every beat.
-    let extend_to = deps.runtime.config().heartbeat.extend_to;
-    if let Err(e) = msg.set_visibility(extend_to).await {
+    // Seed 002: extend the visibility before starting work, then on every beat (never
+    // shortening what the queue's own timeout still gives the message).
+    if let Err(e) = msg.extend_visibility().await {
         tracing::warn!(error.message = %e, error.cause_chain = ?e, "could not extend visibility before work");
     }
     let pool = &deps.pool;
@@ -369,7 +369,17 @@ async fn notify(deps: &Deps, msg: &Message, claim: &Claimed, title: &str, error:
         error: format!("output job {}: {error}", job.id),
         attempts: msg.receive_count as i32,
     };
-    deps.notifier.notify(&notice).await;
+    // Within the invocation's time: a notice cut off here is told by the sweeper later,
+    // since only a delivered one is recorded.
+    let deadline = msg
+        .time_left()
+        .map(|left| tokio::time::Instant::now() + left);
+    let delivery = deps.notifier.notify_until(&notice, deadline).await;
+    if delivery.delivered() || deps.notifier.channel_names().is_empty() {
+        if let Err(e) = worker::mark_told(&deps.pool, job.id).await {
+            tracing::warn!(error.message = %e, "could not record that the admins were told; the sweeper may tell them again");
+        }
+    }
 }
 
 /// The tenant's name and the document's type for the notice (absent when unreadable).

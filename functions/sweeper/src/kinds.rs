@@ -238,7 +238,7 @@ pub const OUTPUT: Kind = Kind {
                   tn.name AS tenant_name, t.last_error AS error, t.sweep_count AS attempts
     "#
     ),
-    mark_notified: None,
+    mark_notified: Some("UPDATE document_output_job SET admins_told_at = now() WHERE id = $1"),
     undo: r#"
         UPDATE document_output_job SET sweep_count = sweep_count - 1, swept_at = $2
          WHERE id = $1 AND sweep_count = $3

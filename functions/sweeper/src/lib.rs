@@ -29,7 +29,7 @@ use chrono::{DateTime, Utc};
 use docflow::bootstrap::Common;
 use docflow::datev::{MaesnClient, MaesnConfig};
 use docflow::notify::{AdminNotice, Notifier, NotifySettings};
-use docflow::output::worker::{FailedExport, poll_open_tasks};
+use docflow::output::worker::poll_open_tasks;
 use docflow::settings::{Env, SettingsError, process_env};
 use lambda_runtime::LambdaEvent;
 use serde::Serialize;
@@ -136,6 +136,15 @@ pub struct TaskReport {
     pub errors: usize,
 }
 
+/// What the notices step did: failures nobody has told the admins about yet (docs/sweeper.md).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct NoticeReport {
+    /// Notices delivered (or only logged, where no channel is configured).
+    pub told: usize,
+    /// Notices no channel took; tried again after `NOTICE_RETRY`.
+    pub undelivered: usize,
+}
+
 /// What one sweep did; logged, and returned by the handler.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct SweepReport {
@@ -143,6 +152,7 @@ pub struct SweepReport {
     pub matching: KindReport,
     pub output: KindReport,
     pub tasks: TaskReport,
+    pub notices: NoticeReport,
     /// Steps that failed (database unreachable, out of time), each one line; the next
     /// run tries again. The handler fails the invocation when there are any, so the
     /// sweeper's error alarm sees them.
@@ -157,6 +167,7 @@ impl SweepReport {
             .iter()
             .any(|k| k.found > 0)
             || self.tasks.polled > 0
+            || self.notices.told + self.notices.undelivered > 0
     }
 }
 
@@ -241,7 +252,6 @@ pub async fn sweep(deps: &Deps, budget: Option<Duration>) -> anyhow::Result<Swee
             };
             match result {
                 Ok(Ok(summary)) => {
-                    notify_failed_exports(deps, &summary.failed_exports, stop_at).await;
                     report.tasks = TaskReport {
                         polled: summary.still_running
                             + summary.succeeded
@@ -267,11 +277,25 @@ pub async fn sweep(deps: &Deps, budget: Option<Duration>) -> anyhow::Result<Swee
         _ => {}
     }
 
+    // Last: the failures found above (a give-up, a failed DATEV task) are told in this
+    // same run; those whose notice was cut short earlier are told now.
+    if out_of_time() {
+        report
+            .errors
+            .push("notices: skipped, the invocation is out of time".to_owned());
+    } else if let Err(e) = tell_untold(deps, stop_at, &mut report.notices).await {
+        tracing::error!(error.message = %e, error.cause_chain = ?e, "telling untold failures failed");
+        report
+            .errors
+            .push(format!("notices: {}", docflow::retry::error_chain(&e)));
+    }
+
     tracing::info!(
         ingestion = ?report.ingestion,
         matching = ?report.matching,
         output = ?report.output,
         tasks = ?report.tasks,
+        notices = ?report.notices,
         errors = report.errors.len(),
         "sweep finished"
     );
@@ -327,11 +351,12 @@ async fn sweep_kind(
             error: row.error.clone(),
             attempts: row.attempts,
         };
-        let delivery = deps.notifier.notify_until(&notice, stop_at).await;
-        // Matching records that admins were told, so a late message for the document
-        // does not tell them again (functions/matching); the other kinds are notified
-        // only by the statement that failed them.
-        if let (Some(mark), true) = (kind.mark_notified, delivery.delivered()) {
+        let told = tell(deps, &notice, stop_at).await;
+        // Where the kind keeps it, record that the admins were told: matching, so a late
+        // message for the document does not tell them again (functions/matching); output,
+        // so the notices step does not tell them again. An ingestion is told only by the
+        // statement that failed it.
+        if let (Some(mark), true) = (kind.mark_notified, told) {
             sqlx::query(mark).bind(row.id).execute(&deps.pool).await?;
         }
     }
@@ -366,32 +391,150 @@ async fn sweep_kind(
     Ok(())
 }
 
-/// Tells the admins about each DATEV export that failed in this poll: once, since only
-/// the poll whose guarded update failed the audit reports it.
-async fn notify_failed_exports(deps: &Deps, failed: &[FailedExport], stop_at: Option<Instant>) {
-    for export in failed {
-        let tenant_name: Option<String> = sqlx::query_scalar("SELECT name FROM tenant WHERE id = $1")
-            .bind(export.tenant_id)
-            .fetch_optional(&deps.pool)
-            .await
-            .inspect_err(|e| tracing::warn!(error.message = %e, "could not read the tenant's name for the notice"))
-            .ok()
-            .flatten();
+/// A failed output job is told by the worker that failed it; the sweeper tells it only
+/// when that did not happen within this grace (the worker's invocation is long over).
+const NOTICE_GRACE: Duration = Duration::from_secs(300);
+/// A notice no channel took is tried again after this long.
+const NOTICE_RETRY: Duration = Duration::from_secs(600);
+
+/// One failure the admins have not been told about.
+#[derive(Debug, sqlx::FromRow)]
+struct Untold {
+    id: Uuid,
+    document_id: Uuid,
+    document_type: Option<String>,
+    tenant_id: Uuid,
+    tenant_name: String,
+    error: String,
+    retryable: bool,
+}
+
+/// Failed output jobs and DATEV tasks failed by the poll whose notice was never
+/// delivered (cut off by the invocation's deadline, no channel answering, a poll that
+/// ran out of time after failing them). Each is claimed (`notice_claimed_at`, `SKIP
+/// LOCKED`) so two sweeps do not both tell it, and marked told once a channel took it.
+async fn tell_untold(
+    deps: &Deps,
+    stop_at: Option<Instant>,
+    report: &mut NoticeReport,
+) -> Result<(), sqlx::Error> {
+    let limit = deps.config.batch_limit;
+    let jobs: Vec<Untold> = sqlx::query_as(
+        r#"
+        WITH due AS (
+            SELECT id FROM document_output_job
+             WHERE status = 'failed' AND admins_told_at IS NULL
+               AND completed_at < now() - make_interval(secs => $2)
+               AND (notice_claimed_at IS NULL OR notice_claimed_at < now() - make_interval(secs => $3))
+             ORDER BY completed_at
+             LIMIT $1
+               FOR UPDATE SKIP LOCKED)
+        UPDATE document_output_job AS t SET notice_claimed_at = now()
+          FROM due, document AS d, tenant AS tn
+         WHERE t.id = due.id AND d.id = t.document_id AND tn.id = t.tenant_id
+        RETURNING t.id, t.document_id, d.type::text AS document_type, t.tenant_id,
+                  tn.name AS tenant_name, coalesce(t.last_error, 'no error recorded') AS error,
+                  true AS retryable
+        "#,
+    )
+    .bind(limit)
+    .bind(NOTICE_GRACE.as_secs_f64())
+    .bind(NOTICE_RETRY.as_secs_f64())
+    .fetch_all(&deps.pool)
+    .await?;
+    for job in &jobs {
         let notice = AdminNotice {
-            title: if export.retryable {
+            title: "DATEV export failed".to_owned(),
+            document_id: job.document_id,
+            document_type: job.document_type.clone(),
+            tenant_id: Some(job.tenant_id),
+            tenant_name: Some(job.tenant_name.clone()),
+            error: format!("output job {}: {}", job.id, job.error),
+            attempts: 1,
+        };
+        let told = tell(deps, &notice, stop_at).await;
+        record(
+            deps,
+            told,
+            report,
+            "UPDATE document_output_job SET admins_told_at = now() WHERE id = $1",
+            job.id,
+        )
+        .await?;
+    }
+
+    let audits: Vec<Untold> = sqlx::query_as(
+        r#"
+        WITH due AS (
+            SELECT id FROM ap_datev_export_audit
+             WHERE notice_due AND admins_told_at IS NULL
+               AND (notice_claimed_at IS NULL OR notice_claimed_at < now() - make_interval(secs => $2))
+             ORDER BY updated_at
+             LIMIT $1
+               FOR UPDATE SKIP LOCKED)
+        UPDATE ap_datev_export_audit AS t SET notice_claimed_at = now()
+          FROM due, document AS d, tenant AS tn
+         WHERE t.id = due.id AND d.id = t.document_id AND tn.id = t.tenant_id
+        RETURNING t.id, t.document_id, d.type::text AS document_type, t.tenant_id,
+                  tn.name AS tenant_name, coalesce(t.error, 'no details from DATEV') AS error,
+                  t.retryable
+        "#,
+    )
+    .bind(limit)
+    .bind(NOTICE_RETRY.as_secs_f64())
+    .fetch_all(&deps.pool)
+    .await?;
+    for audit in &audits {
+        let notice = AdminNotice {
+            title: if audit.retryable {
                 "DATEV export failed".to_owned()
             } else {
                 "DATEV export failed; do not export again before checking DATEV".to_owned()
             },
-            document_id: export.document_id,
-            document_type: None,
-            tenant_id: Some(export.tenant_id),
-            tenant_name,
-            error: format!("export audit {}: {}", export.audit_id, export.error),
+            document_id: audit.document_id,
+            document_type: audit.document_type.clone(),
+            tenant_id: Some(audit.tenant_id),
+            tenant_name: Some(audit.tenant_name.clone()),
+            error: format!("export audit {}: {}", audit.id, audit.error),
             attempts: 1,
         };
-        deps.notifier.notify_until(&notice, stop_at).await;
+        let told = tell(deps, &notice, stop_at).await;
+        record(
+            deps,
+            told,
+            report,
+            "UPDATE ap_datev_export_audit SET admins_told_at = now() WHERE id = $1",
+            audit.id,
+        )
+        .await?;
     }
+    Ok(())
+}
+
+/// Sends a notice; true when a channel took it, or when none is configured (the log is
+/// then the only channel, and it has the notice).
+async fn tell(deps: &Deps, notice: &AdminNotice, stop_at: Option<Instant>) -> bool {
+    deps.notifier
+        .notify_until(notice, stop_at)
+        .await
+        .delivered()
+        || deps.notifier.channel_names().is_empty()
+}
+
+async fn record(
+    deps: &Deps,
+    told: bool,
+    report: &mut NoticeReport,
+    mark: &str,
+    id: Uuid,
+) -> Result<(), sqlx::Error> {
+    if told {
+        report.told += 1;
+        sqlx::query(mark).bind(id).execute(&deps.pool).await?;
+    } else {
+        report.undelivered += 1;
+    }
+    Ok(())
 }
 
 /// Sends the ids in one `SendMessageBatch`; returns the ids that were not sent (all of

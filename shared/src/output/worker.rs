@@ -269,6 +269,16 @@ pub async fn fail(
     Ok(done.rows_affected() == 1)
 }
 
+/// Records that the admins were told about the failed job (the sweeper tells them about
+/// failed jobs nobody recorded, docs/sweeper.md).
+pub async fn mark_told(pool: &PgPool, job_id: OutputJobId) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE document_output_job SET admins_told_at = now() WHERE id = $1")
+        .bind(job_id)
+        .execute(pool)
+        .await
+        .map(drop)
+}
+
 /// Puts the claimed job back to `pending` with `error` as `last_error`, so the next
 /// delivery of its message (after the backoff) can claim it at once. `false`: the claim
 /// was lost, nothing changed.
@@ -1011,9 +1021,16 @@ pub struct PollSummary {
 #[derive(sqlx::FromRow)]
 struct OpenTask {
     id: Uuid,
+    created_at: chrono::DateTime<chrono::Utc>,
     tenant_id: Uuid,
     task_id: String,
     company_id: String,
+}
+
+/// How old a task must be before a 404/410 for it means Maesn lost it for good rather
+/// than a routing or deploy hiccup (tasks normally end within minutes).
+fn unknown_task_after() -> chrono::Duration {
+    chrono::Duration::hours(24)
 }
 
 /// What polling one task found out.
@@ -1042,9 +1059,11 @@ struct Flipped {
 /// (validation errors, a cancelled task: nothing was booked, a corrected re-export may
 /// run). One short statement per audit, none held across a call, each guarded by the
 /// audit still being open; an unreadable task is counted in [`PollSummary::errors`] and
-/// left for the next run — except a task Maesn answers 404/410 for, which will never
-/// answer: that audit is `failed`, `retryable = false`, with an error saying to check
-/// DATEV, and reported in [`PollSummary::failed_exports`]. For the sweeper; fails only
+/// moved to the back of the poll order for the next run — except a task older than a day
+/// that Maesn answers 404/410 for, which will never answer: that audit is `failed`,
+/// `retryable = false`, with an error saying to check DATEV. Every audit this fails is
+/// reported in [`PollSummary::failed_exports`] and marked `notice_due`, so the sweeper
+/// tells the admins even when this call is cut short afterwards. For the sweeper; fails only
 /// when the database does.
 pub async fn poll_open_tasks<C: DatevConnector>(
     pool: &PgPool,
@@ -1053,7 +1072,7 @@ pub async fn poll_open_tasks<C: DatevConnector>(
 ) -> Result<PollSummary, sqlx::Error> {
     let open: Vec<OpenTask> = sqlx::query_as(
         r#"
-        SELECT a.id, a.tenant_id, a.task_id, i.company_id
+        SELECT a.id, a.created_at, a.tenant_id, a.task_id, i.company_id
           FROM ap_datev_export_audit a
           JOIN tenant_datev_integration i ON i.tenant_id = a.tenant_id
          WHERE a.task_id IS NOT NULL AND a.status IN ('submitted', 'in_progress')
@@ -1079,7 +1098,7 @@ pub async fn poll_open_tasks<C: DatevConnector>(
                 status: status @ (404 | 410),
                 body,
                 ..
-            }) => Polled::Unknown {
+            }) if chrono::Utc::now() - task.created_at > unknown_task_after() => Polled::Unknown {
                 reason: format!(
                     "Maesn does not know task {} (HTTP {status}: {body}); whether DATEV booked the document is unknown: check DATEV before exporting again",
                     task.task_id
@@ -1088,6 +1107,15 @@ pub async fn poll_open_tasks<C: DatevConnector>(
             Err(e) => {
                 tracing::warn!(audit_id = %task.id, task_id = %task.task_id, error.message = %e, error.cause_chain = ?e, "could not read the Maesn task");
                 summary.errors += 1;
+                // To the back of the poll order: tasks that cannot be read now must not
+                // keep the others from being polled.
+                sqlx::query(
+                    "UPDATE ap_datev_export_audit SET updated_at = now() \
+                      WHERE id = $1 AND status IN ('submitted', 'in_progress')",
+                )
+                .bind(task.id)
+                .execute(pool)
+                .await?;
                 continue;
             }
         };
@@ -1115,7 +1143,8 @@ pub async fn poll_open_tasks<C: DatevConnector>(
         let flipped: Option<Flipped> = sqlx::query_as(
             r#"
             UPDATE ap_datev_export_audit
-               SET status = $2, error = COALESCE($3, error), retryable = $4, updated_at = now()
+               SET status = $2, error = COALESCE($3, error), retryable = $4, updated_at = now(),
+                   notice_due = ($2 = 'failed')
              WHERE id = $1 AND status IN ('submitted', 'in_progress')
             RETURNING document_id, tenant_id, dispatch_job_id, error, retryable
             "#,
