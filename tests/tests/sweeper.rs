@@ -622,7 +622,14 @@ async fn a_task_maesn_does_not_know_is_ended_in_doubt_instead_of_polled_for_ever
     let deps = output_sweeper(&env, &output);
     let id = submitted_audit(&output, "task-gone").await;
     // Tasks end within minutes; a day later a 404 means Maesn lost it for good.
-    age(&env.pool, "ap_datev_export_audit", "created_at", id, 86_400 + 60).await;
+    age(
+        &env.pool,
+        "ap_datev_export_audit",
+        "created_at",
+        id,
+        86_400 + 60,
+    )
+    .await;
     Mock::given(method("GET"))
         .and(path("/accounting/asyncTask/task-gone"))
         .respond_with(
@@ -1050,30 +1057,39 @@ async fn a_failed_step_fails_the_invocation_so_the_error_alarm_sees_it(pool: PgP
 /// Review finding: a poll that runs out of the invocation's time drops the `failed_exports` it had
 /// already collected; the audits it flipped to `failed` are never reported again.
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
-async fn a_task_failed_by_a_poll_that_then_runs_out_of_time_is_still_notified(
-    pool: PgPool,
-) {
+async fn a_task_failed_by_a_poll_that_then_runs_out_of_time_is_still_notified(pool: PgPool) {
     let output = setup(pool.clone()).await;
     let env = env(pool).await;
     let deps = output_sweeper(&env, &output);
     let failed = submitted_audit(&output, "task-invalid").await;
     let slow = submitted_audit(&output, "task-slow").await;
     // Polled oldest first: the failed task, then the slow one.
-    age(&env.pool, "ap_datev_export_audit", "updated_at", failed, 120).await;
+    age(
+        &env.pool,
+        "ap_datev_export_audit",
+        "updated_at",
+        failed,
+        120,
+    )
+    .await;
     age(&env.pool, "ap_datev_export_audit", "updated_at", slow, 60).await;
     Mock::given(method("GET"))
         .and(path("/accounting/asyncTask/task-invalid"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "meta": {}, "data": {
-            "status": "FAILED",
-            "information": [{ "message": "Kostenstelle fehlt", "type": "error" }]
-        }})))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(json!({ "meta": {}, "data": {
+                "status": "FAILED",
+                "information": [{ "message": "Kostenstelle fehlt", "type": "error" }]
+            }})),
+        )
         .mount(&output.maesn)
         .await;
     Mock::given(method("GET"))
         .and(path("/accounting/asyncTask/task-slow"))
         .respond_with(
             ResponseTemplate::new(200)
-                .set_body_json(json!({ "meta": {}, "data": { "status": "IN_PROGRESS", "information": [] } }))
+                .set_body_json(
+                    json!({ "meta": {}, "data": { "status": "IN_PROGRESS", "information": [] } }),
+                )
                 .set_delay(Duration::from_secs(8)),
         )
         .mount(&output.maesn)
@@ -1087,7 +1103,11 @@ async fn a_task_failed_by_a_poll_that_then_runs_out_of_time_is_still_notified(
         "{:?}",
         report.errors
     );
-    assert_eq!(audit(&env.pool, failed).await.0, "failed", "flipped in this run");
+    assert_eq!(
+        audit(&env.pool, failed).await.0,
+        "failed",
+        "flipped in this run"
+    );
     let later = sweeper::sweep(&deps, None).await.unwrap();
     assert_eq!(later.tasks.failed, 0, "never flipped (or reported) again");
 
@@ -1172,9 +1192,7 @@ async fn a_failed_output_job_whose_notice_never_reached_anyone_is_told_by_a_late
     let output = setup(pool.clone()).await;
     let env = env(pool).await;
     let deps = output_sweeper(&env, &output);
-    let job = output
-        .insert_job(output.tenant.document_id, "failed")
-        .await;
+    let job = output.insert_job(output.tenant.document_id, "failed").await;
     sqlx::query(
         "UPDATE document_output_job SET last_error = 'DATEV export in doubt: check DATEV', \
          completed_at = now() WHERE id = $1",
@@ -1184,12 +1202,20 @@ async fn a_failed_output_job_whose_notice_never_reached_anyone_is_told_by_a_late
     .await
     .unwrap();
 
-    assert_eq!(sweep(&deps).await.notices.told, 0, "the worker may still tell it");
+    assert_eq!(
+        sweep(&deps).await.notices.told,
+        0,
+        "the worker may still tell it"
+    );
     age(&env.pool, "document_output_job", "completed_at", job, 400).await;
     assert_eq!(sweep(&deps).await.notices.told, 1);
     assert_eq!(sweep(&deps).await.notices.told, 0, "told once");
 
     let notices = slack_bodies(&env.slack).await;
     assert_eq!(notices.len(), 1);
-    assert!(notices[0].to_string().contains("check DATEV"), "{}", notices[0]);
+    assert!(
+        notices[0].to_string().contains("check DATEV"),
+        "{}",
+        notices[0]
+    );
 }

@@ -375,10 +375,10 @@ async fn notify(deps: &Deps, msg: &Message, claim: &Claimed, title: &str, error:
         .time_left()
         .map(|left| tokio::time::Instant::now() + left);
     let delivery = deps.notifier.notify_until(&notice, deadline).await;
-    if delivery.delivered() || deps.notifier.channel_names().is_empty() {
-        if let Err(e) = worker::mark_told(&deps.pool, job.id).await {
-            tracing::warn!(error.message = %e, "could not record that the admins were told; the sweeper may tell them again");
-        }
+    if (delivery.delivered() || deps.notifier.channel_names().is_empty())
+        && let Err(e) = worker::mark_told(&deps.pool, job.id).await
+    {
+        tracing::warn!(error.message = %e, "could not record that the admins were told; the sweeper may tell them again");
     }
 }
 
