@@ -192,9 +192,27 @@ pub struct Failed {
     pub error: String,
 }
 
-/// Marks the document `failed` with the error and the time, no admin told yet; `None`
-/// when it does not exist.
-pub async fn fail(pool: &PgPool, id: Uuid, error: &str) -> Result<Option<Failed>, sqlx::Error> {
+/// Which delivery records an outcome: the one that claimed the document (its
+/// `matching_attempts` after the claim), or one whose claim itself failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attempt {
+    /// Claimed as this attempt: it may record only while the document is still
+    /// `in-progress` under this attempt. A later delivery that claimed it since (a
+    /// duplicate, a sweeper re-send) owns it now, and an outcome already recorded stays.
+    Claimed(i32),
+    /// The claim failed (the database): it may record only while matching is unfinished.
+    Unclaimed,
+}
+
+/// Marks the document `failed` with the error and the time, no admin told yet — only
+/// while `attempt` still owns it (see [`Attempt`]); `None` when it does not exist or
+/// another delivery owns or finished it (then that delivery records its own outcome).
+pub async fn fail(
+    pool: &PgPool,
+    id: Uuid,
+    attempt: Attempt,
+    error: &str,
+) -> Result<Option<Failed>, sqlx::Error> {
     sqlx::query_as::<_, Failed>(
         r#"
         UPDATE document AS d
@@ -206,14 +224,29 @@ pub async fn fail(pool: &PgPool, id: Uuid, error: &str) -> Result<Option<Failed>
           FROM tenant AS t
          WHERE d.id = $1
            AND t.id = d.tenant_id
+           AND CASE WHEN $3::int IS NULL
+                    THEN d.matching_status IS DISTINCT FROM 'succeeded'
+                         AND d.matching_status IS DISTINCT FROM 'failed'
+                    ELSE d.matching_status = 'in-progress' AND d.matching_attempts = $3
+               END
         RETURNING d.tenant_id, t.name AS tenant_name, d.matching_attempts, d.type AS doc_type,
                   d.matching_failed_at AS failed_at, d.matching_error AS error
         "#,
     )
     .bind(id)
     .bind(error)
+    .bind(attempt.claimed())
     .fetch_optional(pool)
     .await
+}
+
+impl Attempt {
+    fn claimed(self) -> Option<i32> {
+        match self {
+            Attempt::Claimed(n) => Some(n),
+            Attempt::Unclaimed => None,
+        }
+    }
 }
 
 /// Records that the admins were told about the failure of `failed_at` (a later failure
@@ -241,12 +274,32 @@ pub async fn mark_notified(
 }
 
 /// Records the error of a transient failure that will be retried; the status stays
-/// `in-progress` until the retry ends it.
-pub async fn record_error(pool: &PgPool, id: Uuid, error: &str) -> Result<(), sqlx::Error> {
-    sqlx::query(r#"UPDATE document SET matching_error = $2 WHERE id = $1"#)
-        .bind(id)
-        .bind(error)
-        .execute(pool)
-        .await?;
-    Ok(())
+/// `in-progress` until the retry ends it. Like [`fail`], only while `attempt` owns the
+/// document: a late error of an older delivery never lands on a finished document or
+/// on a newer attempt's row. Returns whether it recorded.
+pub async fn record_error(
+    pool: &PgPool,
+    id: Uuid,
+    attempt: Attempt,
+    error: &str,
+) -> Result<bool, sqlx::Error> {
+    let recorded = sqlx::query(
+        r#"
+        UPDATE document
+           SET matching_error = $2
+         WHERE id = $1
+           AND CASE WHEN $3::int IS NULL
+                    THEN matching_status IS DISTINCT FROM 'succeeded'
+                         AND matching_status IS DISTINCT FROM 'failed'
+                    ELSE matching_status = 'in-progress' AND matching_attempts = $3
+               END
+        "#,
+    )
+    .bind(id)
+    .bind(error)
+    .bind(attempt.claimed())
+    .execute(pool)
+    .await?
+    .rows_affected();
+    Ok(recorded == 1)
 }

@@ -275,15 +275,20 @@ pub fn credit_note(number: &str, invoice_number: &str, date: &str, total: f64) -
 pub struct Gate {
     arrived: std::sync::Arc<tokio::sync::Semaphore>,
     open: std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
-    answer: String,
+    answer: ResponseTemplate,
 }
 
 impl Gate {
     pub fn new(answer: &str) -> Self {
+        Gate::answering(docflow_tests::llm::anthropic_text(answer))
+    }
+
+    /// A gate that, once open, answers with `response` (an API error, say).
+    pub fn answering(response: ResponseTemplate) -> Self {
         Gate {
             arrived: std::sync::Arc::new(tokio::sync::Semaphore::new(0)),
             open: std::sync::Arc::default(),
-            answer: answer.to_owned(),
+            answer: response,
         }
     }
 
@@ -317,7 +322,7 @@ impl wiremock::Respond for Gate {
                 break;
             }
         }
-        docflow_tests::llm::anthropic_text(&self.answer)
+        self.answer.clone()
     }
 }
 
