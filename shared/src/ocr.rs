@@ -34,7 +34,10 @@ use tokio::sync::Semaphore;
 
 use crate::retry::{Classify, RetryClass};
 
-pub use preprocess::{MAX_IMAGE_ALLOC, MAX_IMAGE_SIDE, preprocess_image, preprocess_pdf};
+pub use preprocess::{
+    MAX_IMAGE_ALLOC, MAX_IMAGE_SIDE, PreprocessedImage, TEXTRACT_MAX_SIDE, TEXTRACT_SYNC_MAX_BYTES,
+    preprocess_image, preprocess_pdf,
+};
 pub use textract::{TEXTRACT_AWS_ACTIONS, Textract};
 
 /// A file type the pipeline accepts, from the S3 key's extension.
