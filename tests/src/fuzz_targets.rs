@@ -223,8 +223,8 @@ pub fn rules_text(data: &[u8]) {
 }
 
 /// Arbitrary bytes as an uploaded PDF: the text layer is read as ingestion reads it (a
-/// parser panic is caught and becomes a permanent `BadPdf`), and the text goes through
-/// the rules extractor.
+/// parser panic is caught and becomes a permanent `BadPdf`; a password-protected file is
+/// `Encrypted`), and the text goes through the rules extractor.
 pub fn rules_pdf(data: &[u8]) {
     let bytes = Bytes::copy_from_slice(data);
     match RUNTIME.block_on(docflow::ocr::text_layer(bytes)) {
@@ -233,7 +233,10 @@ pub fn rules_pdf(data: &[u8]) {
             extraction_invariants(&docflow::extract::rules::extract(&text), true);
         }
         Err(e) => {
-            assert!(matches!(e, OcrError::BadPdf(_)), "{e:?}");
+            assert!(
+                matches!(e, OcrError::BadPdf(_) | OcrError::Encrypted),
+                "{e:?}"
+            );
             assert!(!e.is_transient());
         }
     }

@@ -11,10 +11,13 @@ use aws_lambda_events::event::sqs::SqsEvent;
 use docflow::matching::DocumentType;
 use docflow_tests::ingestion_harness::*;
 use docflow_tests::lambda_event;
+use docflow_tests::llm::anthropic_text;
 use docflow_tests::pdf::text_pdf;
 use matching_support::*;
 use sqlx::PgPool;
 use uuid::Uuid;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer};
 
 const MATCHING_VALID: &str = include_str!("../../events/matching/valid.json");
 const INGESTION_VALID: &str = include_str!("../../events/ingestion/valid.json");
@@ -283,4 +286,276 @@ async fn empty_missing_huge_and_json_bodies_are_discarded_by_every_function(pool
         text.lines().all(|l| l.len() < 4096),
         "no log line carries the body"
     );
+}
+
+// --- files that are not what they claim, or cannot be read -------------------------------
+
+const DETECT: &str = "Textract.DetectDocumentText";
+const START: &str = "Textract.StartDocumentTextDetection";
+
+fn textract_call(target: &'static str) -> wiremock::MockBuilder {
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .and(wiremock::matchers::header("x-amz-target", target))
+}
+
+fn tiny_png() -> Vec<u8> {
+    let img = image::GrayImage::from_fn(16, 16, |x, y| image::Luma([(x * 8 + y) as u8]));
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png).unwrap();
+    out.into_inner()
+}
+
+/// A PNG whose header declares `width` x `height` pixels of `color` (PNG color type) at
+/// `depth` bits, followed by a few bytes of data: a decompression bomb's promise without
+/// its payload. What a decoder would allocate for is the header's size.
+fn png_declaring(width: u32, height: u32, color: u8, depth: u8) -> Vec<u8> {
+    fn chunk(out: &mut Vec<u8>, kind: &[u8], data: &[u8]) {
+        out.extend((data.len() as u32).to_be_bytes());
+        let start = out.len();
+        out.extend(kind);
+        out.extend(data);
+        let mut crc = 0xffff_ffffu32;
+        for &b in &out[start..] {
+            crc ^= u32::from(b);
+            for _ in 0..8 {
+                crc = if crc & 1 != 0 {
+                    0xedb8_8320 ^ (crc >> 1)
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        out.extend((!crc).to_be_bytes());
+    }
+    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut ihdr = Vec::new();
+    ihdr.extend(width.to_be_bytes());
+    ihdr.extend(height.to_be_bytes());
+    ihdr.extend([depth, color, 0, 0, 0]);
+    chunk(&mut out, b"IHDR", &ihdr);
+    // A deflate stream of zeros: tiny, inflating to as much as asked.
+    chunk(
+        &mut out,
+        b"IDAT",
+        &[0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01],
+    );
+    chunk(&mut out, b"IEND", &[]);
+    out
+}
+
+/// Resident memory of this process, in MiB (Linux).
+fn rss_mib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb / 1024)
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn decompression_bomb_images_are_refused_before_decoding_and_fail_permanently(pool: PgPool) {
+    let textract = MockServer::start().await;
+    let h = harness(pool, Ocr::Textract(textract.uri())).await;
+    // Textract reads each poorly, so ingestion preprocesses (decodes) it.
+    textract_call(DETECT)
+        .respond_with(textract_ok(&["Rechnunq"], 30.0))
+        .mount(&textract)
+        .await;
+    let bombs = [
+        // 100,000 x 100,000 gray: 10 GB decoded, past the side limit.
+        ("side", png_declaring(100_000, 100_000, 0, 8)),
+        // 11,000 x 11,000 RGBA at 16 bits: within the side limit, ~970 MB decoded.
+        ("memory", png_declaring(11_000, 11_000, 6, 16)),
+    ];
+    let before = rss_mib();
+    for (what, bomb) in bombs {
+        assert!(bomb.len() < 100, "{what}: the file itself is tiny");
+        let id = Uuid::new_v4();
+        h.seed(id, "png", Some(bomb)).await;
+
+        let (_, response) = h.deliver(id).await;
+
+        assert!(response.batch_item_failures.is_empty(), "{what}");
+        let row = h.ingestion(id).await;
+        assert_eq!(
+            (row.status.as_str(), row.attempt_count),
+            ("failed", 1),
+            "{what}: permanent"
+        );
+        let error = row.last_error.unwrap();
+        assert!(error.contains("too large"), "{what}: {error}");
+        assert!(
+            !h.object_exists(&format!("ingestions/{id}/preprocessed.png"))
+                .await
+        );
+    }
+    assert!(
+        rss_mib() < before + 200,
+        "decoding was refused before allocating: peak {} MiB, was {before} MiB",
+        rss_mib()
+    );
+    assert!(h.llm.received_requests().await.unwrap().is_empty());
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_file_whose_content_is_not_its_type_fails_permanently_without_the_llm(pool: PgPool) {
+    let textract = MockServer::start().await;
+    let h = harness(pool, Ocr::Textract(textract.uri())).await;
+    // Textract refuses what it cannot read, as it answers for a format it does not know:
+    // the "PNG" that is a PDF (read synchronously), the "PDF" that is a PNG (unreadable
+    // for the text-layer parser, so the whole document goes to the asynchronous job).
+    for target in [DETECT, START] {
+        textract_call(target)
+            .respond_with(textract_error(
+                400,
+                "UnsupportedDocumentException",
+                "Request has unsupported document format",
+            ))
+            .mount(&textract)
+            .await;
+    }
+    let png_named_pdf = Uuid::new_v4();
+    h.seed(png_named_pdf, "pdf", Some(tiny_png())).await;
+    let pdf_named_png = Uuid::new_v4();
+    h.seed(
+        pdf_named_png,
+        "png",
+        Some(text_pdf(&[&["Rechnung Nr. RE-1"]])),
+    )
+    .await;
+
+    for (id, expected) in [
+        (png_named_pdf, "UnsupportedDocument"),
+        (pdf_named_png, "UnsupportedDocument"),
+    ] {
+        let (_, response) = h.deliver(id).await;
+        let row = h.ingestion(id).await;
+        assert!(response.batch_item_failures.is_empty(), "{row:?}");
+        assert_eq!((row.status.as_str(), row.attempt_count), ("failed", 1));
+        let error = row.last_error.unwrap();
+        assert!(error.contains(expected), "{error}");
+    }
+    assert!(h.llm.received_requests().await.unwrap().is_empty());
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_png_named_pdf_without_ocr_fails_permanently_as_an_unreadable_pdf(pool: PgPool) {
+    let h = harness(pool, Ocr::Native).await;
+    let id = Uuid::new_v4();
+    h.seed(id, "pdf", Some(tiny_png())).await;
+
+    let (_, response) = h.deliver(id).await;
+
+    assert!(response.batch_item_failures.is_empty());
+    let row = h.ingestion(id).await;
+    assert_eq!((row.status.as_str(), row.attempt_count), ("failed", 1));
+    let error = row.last_error.unwrap();
+    assert!(error.contains("PDF could not be read"), "{error}");
+    assert!(h.llm.received_requests().await.unwrap().is_empty());
+}
+
+/// `pdf` encrypted with a user password (RC4, 128-bit), as a protected PDF arrives.
+fn encrypted(pdf: &[u8], user_password: &str) -> Vec<u8> {
+    use pdf_extract::encryption::{EncryptionState, EncryptionVersion, Permissions};
+    let mut doc = pdf_extract::Document::load_mem(pdf).unwrap();
+    doc.trailer.set(
+        "ID",
+        pdf_extract::Object::Array(vec![
+            pdf_extract::Object::string_literal(b"0123456789abcdef".to_vec()),
+            pdf_extract::Object::string_literal(b"0123456789abcdef".to_vec()),
+        ]),
+    );
+    let state = EncryptionState::try_from(EncryptionVersion::V2 {
+        document: &doc,
+        owner_password: "owner",
+        user_password,
+        key_length: 128,
+        permissions: Permissions::all(),
+    })
+    .unwrap();
+    doc.encrypt(&state).unwrap();
+    let mut out = Vec::new();
+    doc.save_to(&mut out).unwrap();
+    out
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_password_protected_pdf_fails_permanently_saying_so_and_one_without_a_password_is_read(
+    pool: PgPool,
+) {
+    let textract = MockServer::start().await;
+    let h = harness(pool, Ocr::Textract(textract.uri())).await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(anthropic_text(&invoice_json().to_string()))
+        .mount(&h.llm)
+        .await;
+    let invoice = text_pdf(&[&[
+        "Muster Bürobedarf GmbH, Hauptstraße 1, 10115 Berlin",
+        "Rechnung Nr. RE-2014-0815",
+        "Rechnungsdatum: 07.05.2014",
+        "Gesamtbetrag: 119,00 €",
+    ]]);
+    let protected = Uuid::new_v4();
+    h.seed(protected, "pdf", Some(encrypted(&invoice, "secret")))
+        .await;
+    let open = Uuid::new_v4();
+    h.seed(open, "pdf", Some(encrypted(&invoice, ""))).await;
+
+    let (_, response) = h.deliver(protected).await;
+
+    assert!(response.batch_item_failures.is_empty());
+    let row = h.ingestion(protected).await;
+    assert_eq!(
+        (row.status.as_str(), row.attempt_count),
+        ("failed", 1),
+        "no retry can open it"
+    );
+    let error = row.last_error.unwrap();
+    assert!(error.contains("encrypted with a password"), "{error}");
+    assert!(
+        textract.received_requests().await.unwrap().is_empty(),
+        "no OCR paid for a file no one can open"
+    );
+    assert!(h.llm.received_requests().await.unwrap().is_empty());
+
+    // Encrypted without a user password (only "owner" restrictions): opens and is read.
+    let (_, response) = h.deliver(open).await;
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(h.ingestion(open).await.status, "completed");
+    let requests = h.llm.received_requests().await.unwrap();
+    assert!(
+        String::from_utf8_lossy(&requests[0].body).contains("RE-2014-0815"),
+        "the text layer was decrypted and read"
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_pdf_without_a_text_layer_and_no_ocr_engine_fails_permanently_saying_why(pool: PgPool) {
+    let h = harness(pool, Ocr::Native).await;
+    let scan = Uuid::new_v4();
+    h.seed(
+        scan,
+        "pdf",
+        Some(docflow_tests::scan::pdf(&[docflow_tests::scan::scanned(
+            docflow_tests::scan::faint_scan(200, 280),
+        )])),
+    )
+    .await;
+    let blank = Uuid::new_v4();
+    h.seed(blank, "pdf", Some(text_pdf(&[&[]]))).await;
+
+    for id in [scan, blank] {
+        let (_, response) = h.deliver(id).await;
+        assert!(response.batch_item_failures.is_empty());
+        let row = h.ingestion(id).await;
+        assert_eq!((row.status.as_str(), row.attempt_count), ("failed", 1));
+        let error = row.last_error.unwrap();
+        assert!(
+            error.contains("no page has a text layer") && error.contains("OCR_PROVIDER=textract"),
+            "{error}"
+        );
+    }
+    assert!(h.llm.received_requests().await.unwrap().is_empty());
 }
