@@ -559,3 +559,57 @@ async fn a_pdf_without_a_text_layer_and_no_ocr_engine_fails_permanently_saying_w
     }
     assert!(h.llm.received_requests().await.unwrap().is_empty());
 }
+
+// --- Maesn answers that are not what its API documents --------------------------------------
+
+/// A 200 from Maesn whose body is not the documented answer (no `taskId`, not the
+/// envelope, not JSON): Maesn may have booked it, so the job fails as in doubt after one
+/// POST, blocks a blind re-export and tells the admins — never a retry that could book
+/// twice, never `dispatched` without a task.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_malformed_maesn_answer_fails_the_export_in_doubt_after_one_post(pool: PgPool) {
+    for body in [
+        r#"{"meta": {}, "data": {}}"#,
+        r#"{"taskId": "t-1"}"#,
+        "<html>Bad gateway</html>",
+    ] {
+        let env = docflow_tests::output::setup(pool.clone()).await;
+        Mock::given(method("POST"))
+            .and(path("/accounting/bookingProposals/async"))
+            .respond_with(wiremock::ResponseTemplate::new(200).set_body_string(body))
+            .mount(&env.maesn)
+            .await;
+        env.approve(env.tenant.document_id).await;
+        let job_id = docflow::output::request_manual_export(
+            &env.pool,
+            &env.dispatcher,
+            docflow::ids::DocumentId(env.tenant.document_id),
+            env.tenant.approver_id,
+        )
+        .await
+        .unwrap()
+        .job
+        .id
+        .0;
+
+        let (_, response, _) = env.deliver(1).await;
+
+        assert!(response.batch_item_failures.is_empty(), "{body}: Done");
+        assert_eq!(
+            env.maesn_requests("POST", "/accounting/bookingProposals/async")
+                .await
+                .len(),
+            1,
+            "{body}: one POST"
+        );
+        let job = env.job(job_id).await;
+        assert_eq!(job.status, "failed", "{body}");
+        let error = job.last_error.unwrap();
+        assert!(
+            error.contains("in doubt") && error.contains("not what its API documents"),
+            "{body}: {error}"
+        );
+        let notices = env.notices().await;
+        assert_eq!(notices.len(), 1, "{body}");
+    }
+}
