@@ -346,43 +346,7 @@ impl LlmClient {
                 LlmError::Status { status, body }
             });
         }
-        let envelope: Value = serde_json::from_str(&text)
-            .map_err(|e| LlmError::Envelope(format!("not JSON: {e}")))?;
-        self.read_envelope(&envelope)
-    }
-
-    fn read_envelope(&self, envelope: &Value) -> Result<Completion, LlmError> {
-        let model = envelope["model"].as_str().unwrap_or(&self.model).to_owned();
-        let tokens = |v: &Value| v.as_i64().unwrap_or(0) as i32;
-        match self.provider {
-            Provider::Anthropic => {
-                let text: String = envelope["content"]
-                    .as_array()
-                    .ok_or_else(|| LlmError::Envelope("no content array".into()))?
-                    .iter()
-                    .filter(|block| block["type"] == "text")
-                    .filter_map(|block| block["text"].as_str())
-                    .collect();
-                Ok(Completion {
-                    text,
-                    input_tokens: tokens(&envelope["usage"]["input_tokens"]),
-                    output_tokens: tokens(&envelope["usage"]["output_tokens"]),
-                    model,
-                })
-            }
-            Provider::OpenAi => {
-                let text = envelope["choices"][0]["message"]["content"]
-                    .as_str()
-                    .ok_or_else(|| LlmError::Envelope("no choices[0].message.content".into()))?
-                    .to_owned();
-                Ok(Completion {
-                    text,
-                    input_tokens: tokens(&envelope["usage"]["prompt_tokens"]),
-                    output_tokens: tokens(&envelope["usage"]["completion_tokens"]),
-                    model,
-                })
-            }
-        }
+        read_envelope(self.provider, &self.model, &text)
     }
 
     /// Asks for a JSON answer, parses it into `T` and validates it, retrying transient
@@ -407,6 +371,54 @@ impl LlmClient {
                 Ok((value, completion))
             })
             .await
+    }
+}
+
+/// Reads a successful (2xx) response body of `provider`'s API into a [`Completion`]:
+/// Anthropic's `content` text blocks, or OpenAI's `choices[0].message.content`;
+/// `fallback_model` when the answer names no model. Anything else is
+/// [`LlmError::Envelope`] (transient). Never panics, whatever the body (the fuzz targets
+/// hold it to that).
+pub fn read_envelope(
+    provider: Provider,
+    fallback_model: &str,
+    body: &str,
+) -> Result<Completion, LlmError> {
+    let envelope: Value =
+        serde_json::from_str(body).map_err(|e| LlmError::Envelope(format!("not JSON: {e}")))?;
+    let model = envelope["model"]
+        .as_str()
+        .unwrap_or(fallback_model)
+        .to_owned();
+    let tokens = |v: &Value| v.as_i64().unwrap_or(0) as i32;
+    match provider {
+        Provider::Anthropic => {
+            let text: String = envelope["content"]
+                .as_array()
+                .ok_or_else(|| LlmError::Envelope("no content array".into()))?
+                .iter()
+                .filter(|block| block["type"] == "text")
+                .filter_map(|block| block["text"].as_str())
+                .collect();
+            Ok(Completion {
+                text,
+                input_tokens: tokens(&envelope["usage"]["input_tokens"]),
+                output_tokens: tokens(&envelope["usage"]["output_tokens"]),
+                model,
+            })
+        }
+        Provider::OpenAi => {
+            let text = envelope["choices"][0]["message"]["content"]
+                .as_str()
+                .ok_or_else(|| LlmError::Envelope("no choices[0].message.content".into()))?
+                .to_owned();
+            Ok(Completion {
+                text,
+                input_tokens: tokens(&envelope["usage"]["prompt_tokens"]),
+                output_tokens: tokens(&envelope["usage"]["completion_tokens"]),
+                model,
+            })
+        }
     }
 }
 

@@ -115,6 +115,13 @@ pub async fn process(deps: &Deps, msg: Message) -> Outcome {
                 finished.status
             ));
         }
+        Ok(Claim::UnknownType { label, attempt }) => {
+            let error = MatchingError::UnknownType {
+                document_id: id.0,
+                label,
+            };
+            return on_failure(deps, &msg, id, Attempt::Claimed(attempt), error).await;
+        }
         Err(source) => {
             let error = MatchingError::Database {
                 step: "claim the document",
@@ -241,7 +248,7 @@ async fn tell_admins(deps: &Deps, msg: &Message, id: DocumentId, failed: &status
     let notice = AdminNotice {
         title: FAILURE_TITLE.to_owned(),
         document_id: id.0,
-        document_type: Some(failed.doc_type.as_str().to_owned()),
+        document_type: Some(failed.doc_type.clone()),
         tenant_id: Some(failed.tenant_id),
         tenant_name: Some(failed.tenant_name.clone()),
         error: failed.error.clone(),

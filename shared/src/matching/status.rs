@@ -24,6 +24,9 @@ pub enum Claim {
     /// Matching already finished (`succeeded` or `failed`) after the message was sent: a
     /// duplicate or late delivery, a sweeper re-send or a DLQ redrive of finished work.
     AlreadyFinished(Finished),
+    /// Claimed (`in-progress`, attempts incremented), but its `type` is an enum label this
+    /// version does not know: it cannot be matched, and retrying will not change that.
+    UnknownType { label: String, attempt: i32 },
 }
 
 /// A document whose matching finished after the message was sent.
@@ -46,7 +49,18 @@ pub async fn claim(
     id: Uuid,
     sent_at: Option<DateTime<Utc>>,
 ) -> Result<Claim, sqlx::Error> {
-    let claimed = sqlx::query_as::<_, Document>(
+    /// The claimed row, its type as text: an enum label added after this version was
+    /// built must not make the row unreadable (a decode error, retried until the DLQ).
+    #[derive(sqlx::FromRow)]
+    struct ClaimedRow {
+        id: Uuid,
+        tenant_id: Uuid,
+        doc_type: String,
+        structured_data: serde_json::Value,
+        cluster_id: Option<Uuid>,
+        matching_attempts: i32,
+    }
+    let claimed = sqlx::query_as::<_, ClaimedRow>(
         r#"
         UPDATE document
            SET matching_status   = 'in-progress',
@@ -57,15 +71,28 @@ pub async fn claim(
            AND NOT ($2::timestamptz IS NOT NULL AND (
                    (matching_status = 'succeeded' AND COALESCE(matching_succeeded_at >= $2, false))
                 OR (matching_status = 'failed' AND COALESCE(matching_failed_at >= $2, false))))
-        RETURNING id, tenant_id, type AS doc_type, structured_data, cluster_id, matching_attempts
+        RETURNING id, tenant_id, type::text AS doc_type, structured_data, cluster_id, matching_attempts
         "#,
     )
     .bind(id)
     .bind(sent_at)
     .fetch_optional(pool)
     .await?;
-    if let Some(doc) = claimed {
-        return Ok(Claim::Claimed(doc));
+    if let Some(row) = claimed {
+        let Some(doc_type) = DocumentType::from_label(&row.doc_type) else {
+            return Ok(Claim::UnknownType {
+                label: row.doc_type,
+                attempt: row.matching_attempts,
+            });
+        };
+        return Ok(Claim::Claimed(Document {
+            id: row.id,
+            tenant_id: row.tenant_id,
+            doc_type,
+            structured_data: row.structured_data,
+            cluster_id: row.cluster_id,
+            matching_attempts: row.matching_attempts,
+        }));
     }
     #[derive(sqlx::FromRow)]
     struct Row {
@@ -75,7 +102,7 @@ pub async fn claim(
         tenant_id: Uuid,
         tenant_name: String,
         matching_attempts: i32,
-        doc_type: DocumentType,
+        doc_type: String,
         matching_failed_at: Option<DateTime<Utc>>,
         matching_error: Option<String>,
     }
@@ -87,7 +114,7 @@ pub async fn claim(
                d.tenant_id,
                t.name AS tenant_name,
                d.matching_attempts,
-               d.type AS doc_type,
+               d.type::text AS doc_type,
                d.matching_failed_at,
                d.matching_error
           FROM document d
@@ -185,7 +212,8 @@ pub struct Failed {
     pub tenant_id: Uuid,
     pub tenant_name: String,
     pub matching_attempts: i32,
-    pub doc_type: DocumentType,
+    /// The document type's enum label (as text: also one this version does not know).
+    pub doc_type: String,
     /// The failure's time: [`mark_notified`] names the failure by it.
     pub failed_at: DateTime<Utc>,
     /// `matching_error`.
@@ -229,7 +257,7 @@ pub async fn fail(
                          AND d.matching_status IS DISTINCT FROM 'failed'
                     ELSE d.matching_status = 'in-progress' AND d.matching_attempts = $3
                END
-        RETURNING d.tenant_id, t.name AS tenant_name, d.matching_attempts, d.type AS doc_type,
+        RETURNING d.tenant_id, t.name AS tenant_name, d.matching_attempts, d.type::text AS doc_type,
                   d.matching_failed_at AS failed_at, d.matching_error AS error
         "#,
     )

@@ -422,6 +422,12 @@ pub async fn moto_data() -> Value {
 
 /// How long from now an SQS message stays hidden, from moto's `visible_at`.
 pub async fn hidden_for(message_id: &str) -> Duration {
+    // The time of the question, not of moto's answer: the dump of every message of the
+    // shared emulator can take seconds, which are not time the message was hidden for.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as f64;
     let data = moto_data().await;
     let message = data["sqs"]["Message"]
         .as_array()
@@ -431,9 +437,5 @@ pub async fn hidden_for(message_id: &str) -> Duration {
         .unwrap_or_else(|| panic!("moto has no message {message_id}"))
         .clone();
     let visible_at_ms = message["visible_at"].as_f64().expect("visible_at");
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as f64;
     Duration::from_millis((visible_at_ms - now_ms).max(0.0) as u64)
 }
