@@ -9,7 +9,7 @@ use bytes::{Bytes, BytesMut};
 use docflow::extract::{DocumentType, Extraction, ExtractionRun, Extractor};
 use docflow::ids::IngestionId;
 use docflow::ocr::{FileKind, Transcription};
-use docflow::{Failure, Outcome};
+use docflow::{DiscardKind, Failure, Outcome};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -66,7 +66,7 @@ pub async fn unclaimed(pool: &PgPool, id: IngestionId, stale_after: Duration) ->
     .fetch_optional(pool)
     .await;
     match row {
-        Ok(None) => Outcome::discard(format!("unknown ingestion {id}")),
+        Ok(None) => Outcome::discard_as(DiscardKind::Unknown, format!("unknown ingestion {id}")),
         Ok(Some((status, stale_in))) if status == "in-progress" => {
             let until_stale = Duration::from_secs_f64(stale_in.unwrap_or(0.0).max(0.0));
             tracing::info!(
@@ -77,9 +77,10 @@ pub async fn unclaimed(pool: &PgPool, id: IngestionId, stale_after: Duration) ->
                 after: until_stale + LEASE_MARGIN,
             }
         }
-        Ok(Some((status, _))) => Outcome::discard(format!(
-            "ingestion {id} is already {status} (duplicate delivery)"
-        )),
+        Ok(Some((status, _))) => Outcome::discard_as(
+            DiscardKind::Duplicate,
+            format!("ingestion {id} is already {status} (duplicate delivery)"),
+        ),
         Err(e) => {
             tracing::error!(error.message = %e, error.cause_chain = ?e, "could not read why the ingestion was not claimable");
             Outcome::Release
