@@ -1,10 +1,11 @@
 //! JSON logs and metrics for CloudWatch.
 //!
-//! - Logs: one JSON object per event, with the current span's fields. Every line of a
-//!   batch carries the invocation's `xray_trace_id` and `request_id` (the batch span and
-//!   each record's span have them), and a record's lines carry `message_id`,
-//!   `receive_count`, `entity_id`, and `document_id` / `tenant_id` once the function
-//!   knows them: one grep on a document id follows it through every function.
+//! - Logs: one JSON object per event, with the current span's fields (`span`) and every
+//!   enclosing span's (`spans`). Every line of a batch carries the invocation's
+//!   `xray_trace_id` and `request_id` (the batch span and each record's span have them),
+//!   and a record's lines carry `message_id`, `receive_count`, `entity_id`, and
+//!   `document_id` / `tenant_id` once the function knows them: one grep on a document id
+//!   follows it through every function.
 //! - Metrics: [`metrics`], CloudWatch Embedded Metric Format lines written by the batch
 //!   runtime once per batch, each a line of its own on stdout.
 
@@ -22,7 +23,9 @@ where
         .json()
         .with_env_filter(filter)
         .with_current_span(true)
-        .with_span_list(false)
+        // Every enclosing span too (`spans`): a line inside a nested span (the matching
+        // pipeline's) still carries the batch's trace id and the record's ids.
+        .with_span_list(true)
         .with_target(false)
         .with_ansi(false)
         .with_writer(writer)

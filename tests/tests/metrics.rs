@@ -349,7 +349,8 @@ async fn child_runs_one_batch_on_stdout() {
         .run(event, |msg: Message| async move {
             msg.record_document(&msg.body);
             msg.record_tenant(&"tenant-7");
-            tracing::info!("working on it");
+            let nested = tracing::info_span!("pipeline_step", step = "extract");
+            nested.in_scope(|| tracing::info!("working on it"));
             Outcome::Done
         })
         .await
@@ -417,12 +418,22 @@ async fn in_a_real_process_metrics_and_logs_are_separate_stdout_lines() {
             !log.to_string().contains("CloudWatchMetrics"),
             "no metrics nested in a log line: {log}"
         );
-        assert_eq!(log["span"]["xray_trace_id"], TRACE_ID, "{log}");
-        if log["span"]["name"] == "sqs_record" {
-            assert_eq!(log["span"]["tenant_id"], "tenant-7", "{log}");
-            seen_documents.insert(log["span"]["document_id"].as_str().unwrap().to_owned());
+        let spans = log["spans"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no spans: {log}"));
+        assert!(
+            spans.iter().any(|s| s["xray_trace_id"] == TRACE_ID),
+            "the invocation's trace id on every line: {log}"
+        );
+        if let Some(record) = spans.iter().find(|s| s["name"] == "sqs_record") {
+            assert_eq!(record["tenant_id"], "tenant-7", "{log}");
+            seen_documents.insert(record["document_id"].as_str().unwrap().to_owned());
         }
     }
+    assert!(
+        logs.iter().any(|l| l["span"]["name"] == "pipeline_step"),
+        "a line inside a nested span was checked"
+    );
     assert_eq!(
         seen_documents, documents,
         "every record line names its document"
