@@ -130,6 +130,8 @@ pub async fn process(deps: &Deps, msg: Message) -> Outcome {
             return Outcome::Release;
         }
     };
+    msg.record_document(&claim.job.document_id);
+    msg.record_tenant(&claim.job.tenant_id);
     tracing::info!(started_at = ?claim.job.started_at, "output job claimed");
     // Seed 002: extend the visibility before starting work, then on every beat (never
     // shortening what the queue's own timeout still gives the message).

@@ -100,9 +100,13 @@ pub async fn process(deps: &Deps, msg: Message) -> Outcome {
         Err(e) => return Outcome::discard_as(DiscardKind::NotAnId, e.to_string()),
     };
     msg.record_entity(&id);
+    msg.record_document(&id);
 
     let doc = match status::claim(&deps.pool, id.0, msg.sent_at).await {
-        Ok(Claim::Claimed(doc)) => doc,
+        Ok(Claim::Claimed(doc)) => {
+            msg.record_tenant(&doc.tenant_id);
+            doc
+        }
         Ok(Claim::Missing) => {
             tracing::warn!(document_id = %id, "document not found; nothing to match");
             return Outcome::discard_as(DiscardKind::Unknown, format!("document {id} not found"));
