@@ -601,10 +601,13 @@ impl BatchRuntime {
         );
         let batch_metrics = std::sync::Arc::new(Mutex::new(MetricSet::new()));
         let started = tokio::time::Instant::now();
-        let result = self
-            .run_batch(event, process, batch_metrics.clone())
-            .instrument(span)
-            .await;
+        // Boxed: the batch's future is large, and a caller that polls it on a small
+        // stack (a test thread, the local runner) should not pay for it twice.
+        let result = Box::pin(
+            self.run_batch(event, process, batch_metrics.clone())
+                .instrument(span),
+        )
+        .await;
         if result.is_ok() {
             let mut set = batch_metrics
                 .lock()
@@ -812,7 +815,7 @@ impl BatchRuntime {
         async move {
             let started = tokio::time::Instant::now();
             let work = AssertUnwindSafe(process(message.clone())).catch_unwind();
-            let result = metrics::scope(batch_metrics.clone(), work).await;
+            let result = Box::pin(metrics::scope(batch_metrics.clone(), work)).await;
             count(m::RECORD_DURATION, started.elapsed().as_secs_f64() * 1000.0);
             let outcome = match result {
                 Ok(outcome) => outcome,

@@ -271,6 +271,26 @@ impl MetricSet {
             .map_or(0.0, |v| v.iter().sum())
     }
 
+    /// The values of `metric` in the function's own group (`None`) or in
+    /// `dimension = group`.
+    pub fn values(&self, group: Option<(&'static str, &str)>, metric: Metric) -> Vec<f64> {
+        let key = group.map(|(d, g)| (d, g.to_owned()));
+        self.groups
+            .get(&key)
+            .and_then(|m| m.get(&metric))
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The groups (`dimension`, value) in which `metric` was counted.
+    pub fn groups_of(&self, metric: Metric) -> Vec<(&'static str, String)> {
+        self.groups
+            .iter()
+            .filter(|(_, metrics)| metrics.contains_key(&metric))
+            .filter_map(|(group, _)| group.clone())
+            .collect()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.groups.is_empty()
     }
