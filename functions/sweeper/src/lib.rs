@@ -633,6 +633,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_sweep_s_metrics_count_give_ups_per_kind_and_in_total() {
+        use docflow::telemetry::metrics::{dimension, sweeper as m};
+        let report = SweepReport {
+            ingestion: KindReport {
+                found: 3,
+                resent: 2,
+                given_up: 1,
+                send_failed: 0,
+            },
+            output: KindReport {
+                found: 1,
+                resent: 0,
+                given_up: 1,
+                send_failed: 0,
+            },
+            ..SweepReport::default()
+        };
+        let set = metric_set(&report);
+        assert_eq!(set.total(m::GIVEN_UP), 2.0, "the alarm's metric: all kinds");
+        assert_eq!(set.total_by(dimension::KIND, "ingestion", m::GIVEN_UP), 1.0);
+        assert_eq!(set.total_by(dimension::KIND, "output", m::GIVEN_UP), 1.0);
+        assert_eq!(set.total_by(dimension::KIND, "matching", m::GIVEN_UP), 0.0);
+        assert_eq!(set.total(m::RESENT), 2.0);
+        assert_eq!(set.total(m::FOUND), 4.0);
+        // Written even when nothing happened, so the graphs show 0 rather than gaps.
+        let quiet = metric_set(&SweepReport::default());
+        assert_eq!(quiet.values(None, m::GIVEN_UP), vec![0.0]);
+    }
+
+    #[test]
     fn a_report_with_only_zeroes_found_nothing() {
         let mut report = SweepReport::default();
         assert!(!report.found_anything());
