@@ -70,6 +70,7 @@ module "ingestion" {
   log_retention_days = var.log_retention_days
 
   database_max_connections = var.database_max_connections
+  metrics_namespace        = local.metrics_namespace
 }
 
 module "matching" {
@@ -105,6 +106,7 @@ module "matching" {
   log_retention_days = var.log_retention_days
 
   database_max_connections = var.database_max_connections
+  metrics_namespace        = local.metrics_namespace
 }
 
 module "document_output" {
@@ -144,4 +146,5 @@ module "document_output" {
   log_retention_days = var.log_retention_days
 
   database_max_connections = var.database_max_connections
+  metrics_namespace        = local.metrics_namespace
 }

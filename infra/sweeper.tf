@@ -69,6 +69,13 @@ data "aws_iam_policy_document" "sweeper" {
     resources = ["${aws_cloudwatch_log_group.sweeper.arn}:*"]
   }
 
+  # Active tracing; X-Ray has no resource-level permissions for these two actions.
+  statement {
+    sid       = "WriteTraces"
+    actions   = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"]
+    resources = ["*"]
+  }
+
   # Give-ups and failed DATEV exports are notified to the admins like matching's failures.
   dynamic "statement" {
     for_each = var.ses_identity_arn == null ? [] : [[var.ses_identity_arn]]
@@ -138,6 +145,7 @@ resource "aws_lambda_function" "sweeper" {
       STALE_INGESTION_SECONDS                  = tostring(var.stale_ingestion_seconds)
       STALE_RUNNING_SECONDS                    = tostring(var.stale_running_seconds)
       DATEV_CREDENTIALS_PREFIX                 = local.datev_credentials_prefix
+      METRICS_NAMESPACE                        = local.metrics_namespace
     })
   }
 
@@ -147,7 +155,7 @@ resource "aws_lambda_function" "sweeper" {
   }
 
   tracing_config {
-    mode = "PassThrough"
+    mode = "Active"
   }
 
   depends_on = [

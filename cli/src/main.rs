@@ -729,6 +729,16 @@ async fn local_run(args: RunArgs) -> anyhow::Result<()> {
     for line in run::report_lines(&report) {
         eprintln!("{line}");
     }
+    if options.via.is_some() {
+        eprintln!(
+            "metrics: each function writes its EMF lines to its own stdout (cargo lambda watch)"
+        );
+    } else {
+        eprintln!("metrics (the EMF lines CloudWatch would receive, summed over the run):");
+        for line in run::metrics_summary(&local.metric_lines.lines()) {
+            eprintln!("{line}");
+        }
+    }
     if args.until_idle && !report.idle {
         let busy: Vec<String> = report
             .queues

@@ -17,6 +17,8 @@ use docflow::local::{
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use lambda_runtime::LambdaEvent;
 
+use docflow::telemetry::metrics::{self, Metric, MetricSet, MetricsSink, Unit};
+
 use crate::wiring::Local;
 
 /// The SQS-triggered functions, in pipeline order.
@@ -141,17 +143,23 @@ async fn sweeper(local: &Local, via: Option<&str>) -> anyhow::Result<Arc<dyn Sch
             base,
             "sweeper",
         )))),
-        None => Ok(Arc::new(InProcessSweeper(local.sweeper().await?))),
+        None => Ok(Arc::new(InProcessSweeper(
+            local.sweeper().await?,
+            local.metrics.clone(),
+        ))),
     }
 }
 
-/// `sweeper::sweep` with the budget of one scheduled invocation.
-struct InProcessSweeper(sweeper::Deps);
+/// `sweeper::sweep` with the budget of one scheduled invocation; its metrics go where
+/// the handler's would (the local sink instead of stdout).
+struct InProcessSweeper(sweeper::Deps, MetricsSink);
 
 impl Scheduled for InProcessSweeper {
     fn run(&self) -> BoxFuture<'_, anyhow::Result<SweepSummary>> {
         Box::pin(async move {
             let report = sweeper::sweep(&self.0, Some(SWEEPER_TIMEOUT)).await?;
+            self.1
+                .emit(sweeper::FUNCTION, &sweeper::metric_set(&report));
             summarize(&report)
         })
     }
@@ -391,4 +399,61 @@ pub fn report_lines(report: &docflow::local::RunReport) -> Vec<String> {
         "sweeper", report.sweeps, report.sweep_errors
     ));
     lines
+}
+
+/// The per-function summary of a run, read back from the EMF lines the functions wrote
+/// (the same lines CloudWatch turns into metrics): one line per function with every
+/// counter that is not zero, times as count / mean / max, and the grouped metrics
+/// (`RecordsDiscarded[reason=not_an_id]`).
+pub fn metrics_summary<S: AsRef<str>>(lines: &[S]) -> Vec<String> {
+    metrics::parse_lines(lines.iter().map(AsRef::as_ref))
+        .iter()
+        .map(|(function, set)| format!("{function:>16}: {}", summary_of(set)))
+        .collect()
+}
+
+fn summary_of(set: &MetricSet) -> String {
+    let mut parts = Vec::new();
+    for metric in metrics::ALL {
+        if let Some(part) = describe(metric, &set.values(None, *metric)) {
+            parts.push(part);
+        }
+        for (dimension, group) in set.groups_of(*metric) {
+            let values = set.values(Some((dimension, group.as_str())), *metric);
+            if let Some(part) = describe(metric, &values) {
+                parts.push(part.replacen(
+                    metric.name,
+                    &format!("{}[{dimension}={group}]", metric.name),
+                    1,
+                ));
+            }
+        }
+    }
+    if parts.is_empty() {
+        "no batches".to_owned()
+    } else {
+        parts.join(" · ")
+    }
+}
+
+fn describe(metric: &Metric, values: &[f64]) -> Option<String> {
+    if values.is_empty() {
+        return None;
+    }
+    let unit = match metric.unit {
+        Unit::Count => "",
+        Unit::Milliseconds => " ms",
+        Unit::Seconds => " s",
+    };
+    if metric.unit == Unit::Count {
+        let total: f64 = values.iter().sum();
+        return (total != 0.0).then(|| format!("{} {total}", metric.name));
+    }
+    let max = values.iter().copied().fold(f64::MIN, f64::max);
+    let mean = values.iter().sum::<f64>() / values.len() as f64;
+    Some(format!(
+        "{} n={} mean {mean:.0}{unit} max {max:.0}{unit}",
+        metric.name,
+        values.len()
+    ))
 }

@@ -19,6 +19,7 @@ use docflow::notify::{Notifier, NotifySettings};
 use docflow::secrets::SecretStore;
 use docflow::settings::{Env, Settings};
 use docflow::sqs::BatchRuntime;
+use docflow::telemetry::metrics::{Captured, MetricsSink};
 use sqlx::PgPool;
 
 /// The three work queues with their DLQs.
@@ -114,6 +115,10 @@ pub struct Local {
     /// The real visibility timeout of each function's source queue, by function: its
     /// batch runtime's `QUEUE_VISIBILITY_TIMEOUT_SECONDS`, as Terraform sets it in AWS.
     visibility: HashMap<&'static str, Duration>,
+    /// Where every in-process function writes its EMF metric lines (instead of stdout):
+    /// `local run` prints its summary from them ([`crate::run::metrics_summary`]).
+    pub metrics: MetricsSink,
+    pub metric_lines: Captured,
     overrides: HashMap<String, String>,
 }
 
@@ -203,7 +208,12 @@ impl Local {
             };
             overrides.insert("LLM_PROVIDER".into(), provider.into());
         }
+        let namespace = layered(&overrides)(docflow::telemetry::metrics::NAMESPACE_ENV)
+            .unwrap_or_else(|| docflow::telemetry::metrics::DEFAULT_NAMESPACE.to_owned());
+        let (metrics, metric_lines) = MetricsSink::capture(namespace);
         Ok(Local {
+            metrics,
+            metric_lines,
             s3: docflow::aws::s3_client(&aws),
             sqs,
             aws,
@@ -262,7 +272,8 @@ impl Local {
     async fn common(&self, function: &str) -> anyhow::Result<(PgPool, BatchRuntime)> {
         Ok((
             self.pool(self.settings.database_max_connections).await?,
-            BatchRuntime::new(self.sqs.clone(), self.settings_of(function).batch),
+            BatchRuntime::new(self.sqs.clone(), self.settings_of(function).batch)
+                .with_metrics(self.metrics.clone()),
         ))
     }
 
@@ -274,7 +285,7 @@ impl Local {
 
     /// As `ingestion::Deps::from_env`, through its `Deps::build`.
     pub async fn ingestion(&self) -> anyhow::Result<ingestion::Deps> {
-        ingestion::Deps::build(
+        let mut deps = ingestion::Deps::build(
             &self.env(),
             &self.settings_of("ingestion"),
             &self.aws,
@@ -283,7 +294,9 @@ impl Local {
             self.s3.clone(),
             &self.secrets,
         )
-        .await
+        .await?;
+        deps.runtime = deps.runtime.clone().with_metrics(self.metrics.clone());
+        Ok(deps)
     }
 
     /// As `matching::Deps::from_env`.

@@ -9,6 +9,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
 use docflow::local::{QueueSpec, RunOptions};
+use docflow::telemetry::metrics::{self as m, Metric, batch, dimension};
 use docflow_cli::ingest::Target;
 use docflow_cli::maesn::{DEMO_API_KEY, StandIn};
 use docflow_cli::samples::{RATE_LIMITED_NUMBER, SAMPLES};
@@ -213,4 +214,74 @@ async fn the_demo_ends_with_every_document_terminal_clustered_and_each_approved_
     for dlq in &summary.dlqs {
         assert!(dlq.messages.is_empty(), "{dlq:?}");
     }
+
+    // The metrics of the run, as CloudWatch would extract them from the functions' EMF
+    // lines, say what the table says.
+    let lines = local.metric_lines.lines();
+    let metrics = docflow_tests::emf::Metrics::of(&lines);
+    fn of(function: &str) -> [(&'static str, &str); 1] {
+        [(dimension::FUNCTION, function)]
+    }
+    let sum = |function: &str, metric: Metric| metrics.sum(metric.name, &of(function));
+    let failed_ingestions = summary
+        .rows
+        .iter()
+        .filter(|r| r.ingestion.as_deref() == Some("failed"))
+        .count();
+    assert_eq!(
+        sum(ingestion::FUNCTION, batch::RECORDS_FAILED_PERMANENTLY),
+        failed_ingestions as f64
+    );
+    assert!(sum(ingestion::FUNCTION, batch::RECORDS_RECEIVED) >= SAMPLES.len() as f64);
+    assert!(sum(ingestion::FUNCTION, m::ingestion::PAGES) >= 1.0);
+    let ocr_pages: f64 = metrics
+        .0
+        .iter()
+        .filter(|d| d.name == m::ingestion::OCR_PAGES.name)
+        .flat_map(|d| d.values.clone())
+        .sum();
+    assert_eq!(
+        ocr_pages,
+        sum(ingestion::FUNCTION, m::ingestion::PAGES),
+        "every page is counted under the provider that read it"
+    );
+    assert!(sum(matching::FUNCTION, m::matching::CANDIDATES_CONSIDERED) >= 1.0);
+    assert_eq!(
+        sum(document_output::FUNCTION, m::output::EXPORTS_DISPATCHED),
+        approved.len() as f64
+    );
+    assert_eq!(
+        sum(document_output::FUNCTION, m::output::EXPORTS_IN_DOUBT),
+        0.0
+    );
+    assert!(
+        sum(document_output::FUNCTION, batch::RECORDS_RETRIED) >= 1.0,
+        "the rate-limited export was retried"
+    );
+    assert!(
+        !metrics
+            .values(
+                m::output::MAESN_LATENCY.name,
+                &of(document_output::FUNCTION)
+            )
+            .is_empty()
+    );
+    assert!(sum(sweeper::FUNCTION, m::sweeper::TASKS_POLLED) >= 1.0);
+    // And `local run` prints them, one line per function.
+    let printed = run::metrics_summary(&lines);
+    for function in [
+        ingestion::FUNCTION,
+        matching::FUNCTION,
+        document_output::FUNCTION,
+        sweeper::FUNCTION,
+    ] {
+        assert!(
+            printed.iter().any(|l| l
+                .trim_start()
+                .starts_with(&format!("{function}: RecordsReceived"))
+                || (function == sweeper::FUNCTION && l.contains("sweeper: "))),
+            "{printed:#?}"
+        );
+    }
+    println!("{}", printed.join("\n"));
 }

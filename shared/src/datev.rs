@@ -390,6 +390,7 @@ impl MaesnClient {
         // Both keys before the request: a secret that cannot be read is a refusal.
         let api_key = self.api_key().await?;
         let account_key = self.account_key(account.tenant_id).await?;
+        let started = std::time::Instant::now();
         let response = request
             .header("X-API-KEY", api_key.expose_secret())
             .header("X-ACCOUNT-KEY", account_key.expose_secret())
@@ -407,6 +408,10 @@ impl MaesnClient {
             }
             Err(source) => return Err(DatevError::Transport { operation, source }),
         };
+        crate::telemetry::metrics::time(
+            crate::telemetry::metrics::output::MAESN_LATENCY,
+            started.elapsed(),
+        );
         Ok((status.as_u16(), body, retry_after))
     }
 }

@@ -28,4 +28,4 @@ pub mod sqs;
 pub mod telemetry;
 
 pub use retry::{Classify, Failure, RetryClass};
-pub use sqs::{BatchConfig, BatchRuntime, Message, Outcome};
+pub use sqs::{BatchConfig, BatchRuntime, DiscardKind, Message, Outcome};

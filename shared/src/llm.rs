@@ -19,6 +19,7 @@ use crate::retry::{
 };
 use crate::secrets::SecretStore;
 use crate::settings::{Env, SettingsError};
+use crate::telemetry::metrics;
 
 /// Which API the client speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -292,7 +293,38 @@ impl LlmClient {
         }
     }
 
+    /// One HTTP call with `api_key`. Counted in the current batch's metrics per
+    /// provider: tokens and latency of an answer, or a failed call.
     async fn complete_with(
+        &self,
+        system: &str,
+        user: &str,
+        api_key: Option<&SecretString>,
+    ) -> Result<Completion, LlmError> {
+        let provider = match self.provider {
+            Provider::Anthropic => "anthropic",
+            Provider::OpenAi => "openai",
+        };
+        let started = std::time::Instant::now();
+        let result = self.call(system, user, api_key).await;
+        let by = |metric, value: f64| {
+            metrics::record_by(metrics::dimension::PROVIDER, provider, metric, value)
+        };
+        match &result {
+            Ok(completion) => {
+                by(metrics::llm::INPUT_TOKENS, completion.input_tokens as f64);
+                by(metrics::llm::OUTPUT_TOKENS, completion.output_tokens as f64);
+                by(
+                    metrics::llm::LATENCY,
+                    started.elapsed().as_secs_f64() * 1000.0,
+                );
+            }
+            Err(_) => by(metrics::llm::CALLS_FAILED, 1.0),
+        }
+        result
+    }
+
+    async fn call(
         &self,
         system: &str,
         user: &str,

@@ -514,6 +514,7 @@ impl Notifier {
             match outcome {
                 Ok(()) => delivery.sent.push(name),
                 Err(e) => {
+                    crate::telemetry::metrics::notification_failed();
                     tracing::error!(
                         notification_failed = true,
                         channel = name,

@@ -45,6 +45,7 @@ use lambda_runtime::LambdaEvent;
 use tracing::{Instrument, field};
 
 use crate::retry::ReceivePolicy;
+use crate::telemetry::metrics::{self, MetricSet, MetricsSink, batch as m};
 
 /// The longest a message may stay invisible, counted from the receive (12 hours):
 /// SQS rejects a `ChangeMessageVisibility` whose timeout would end later.
@@ -66,8 +67,9 @@ pub enum Outcome {
     /// Lambda deletes the message.
     Done,
     /// A poison message (not an id, unknown id, duplicate of finished work). Logged with
-    /// the reason; Lambda deletes the message.
-    Discard { reason: String },
+    /// the reason; Lambda deletes the message. `kind` is the metric's `reason`
+    /// dimension (low-cardinality; `reason` may name ids).
+    Discard { reason: String, kind: DiscardKind },
     /// A transient failure with backoff: the message is hidden for `after` and reported
     /// as failed, so SQS redelivers it after that. `after` is rounded up to whole
     /// seconds and cut to what is left of the 12 hours since the receive.
@@ -78,10 +80,42 @@ pub enum Outcome {
     Release,
 }
 
+/// Why a message was discarded, as the `reason` dimension of `RecordsDiscarded`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DiscardKind {
+    /// The body is not the id the queue carries.
+    NotAnId,
+    /// No such entity.
+    Unknown,
+    /// The work is already finished (a duplicate delivery).
+    Duplicate,
+    /// The entity exists but cannot be processed (e.g. no structured data).
+    Unprocessable,
+    Other,
+}
+
+impl DiscardKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DiscardKind::NotAnId => "not_an_id",
+            DiscardKind::Unknown => "unknown",
+            DiscardKind::Duplicate => "duplicate",
+            DiscardKind::Unprocessable => "unprocessable",
+            DiscardKind::Other => "other",
+        }
+    }
+}
+
 impl Outcome {
+    /// A discard of kind [`DiscardKind::Other`].
     pub fn discard(reason: impl Into<String>) -> Self {
+        Self::discard_as(DiscardKind::Other, reason)
+    }
+
+    pub fn discard_as(kind: DiscardKind, reason: impl Into<String>) -> Self {
         Outcome::Discard {
             reason: reason.into(),
+            kind,
         }
     }
 
@@ -358,6 +392,18 @@ impl Message {
         tracing::Span::current().record("entity_id", field::display(id));
     }
 
+    /// Records the document this message is about in the record's span
+    /// (`document_id`), so one grep on the id follows the document through every
+    /// function.
+    pub fn record_document(&self, id: &dyn std::fmt::Display) {
+        tracing::Span::current().record("document_id", field::display(id));
+    }
+
+    /// Records the tenant in the record's span (`tenant_id`).
+    pub fn record_tenant(&self, id: &dyn std::fmt::Display) {
+        tracing::Span::current().record("tenant_id", field::display(id));
+    }
+
     /// An upper bound of the time since SQS handed out this receipt.
     fn since_receipt(&self) -> Duration {
         self.batch_started.elapsed() + self.receipt_slack
@@ -447,6 +493,24 @@ pub enum BatchError {
 pub struct BatchRuntime {
     visibility: Visibility,
     config: BatchConfig,
+    /// The `function` dimension of the metrics and the batch span.
+    function: String,
+    metrics: MetricsSink,
+}
+
+/// The function name when none was given: `DOCFLOW_FUNCTION`, else Lambda's
+/// `AWS_LAMBDA_FUNCTION_NAME`, else "unknown". Each function's handler names itself
+/// ([`BatchRuntime::run_as`]), so this is only a fallback.
+fn default_function() -> String {
+    std::env::var("DOCFLOW_FUNCTION")
+        .or_else(|_| std::env::var("AWS_LAMBDA_FUNCTION_NAME"))
+        .unwrap_or_else(|_| "unknown".to_owned())
+}
+
+/// How one record ended, for the batch's metrics.
+enum Ended {
+    Kept,
+    Deleted,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -461,14 +525,48 @@ impl BatchRuntime {
         BatchRuntime {
             visibility: Visibility::new(sqs),
             config,
+            function: default_function(),
+            metrics: MetricsSink::stdout(),
         }
+    }
+
+    /// The function name of the metrics' `function` dimension and the batch span.
+    pub fn with_function(mut self, function: impl Into<String>) -> Self {
+        self.function = function.into();
+        self
+    }
+
+    /// Where the batch's metric lines go (default: stdout, one line each).
+    pub fn with_metrics(mut self, sink: MetricsSink) -> Self {
+        self.metrics = sink;
+        self
+    }
+
+    pub fn metrics_sink(&self) -> &MetricsSink {
+        &self.metrics
+    }
+
+    /// [`BatchRuntime::run`] with `function` as the metrics' and span's function name.
+    pub async fn run_as<F, Fut>(
+        &self,
+        function: &str,
+        event: LambdaEvent<SqsEvent>,
+        process: F,
+    ) -> Result<SqsBatchResponse, BatchError>
+    where
+        F: Fn(Message) -> Fut,
+        Fut: Future<Output = Outcome>,
+    {
+        self.run_named(function, event, process).await
     }
 
     pub fn config(&self) -> &BatchConfig {
         &self.config
     }
 
-    /// Processes a batch and returns the partial batch response.
+    /// Processes a batch and returns the partial batch response, then writes the
+    /// batch's metrics (one EMF line, plus one per discard reason and per group the
+    /// function counted).
     ///
     /// Fails only when a record has no message id (see the module docs); every failure
     /// of a single record is reported in `batchItemFailures` instead.
@@ -476,6 +574,56 @@ impl BatchRuntime {
         &self,
         event: LambdaEvent<SqsEvent>,
         process: F,
+    ) -> Result<SqsBatchResponse, BatchError>
+    where
+        F: Fn(Message) -> Fut,
+        Fut: Future<Output = Outcome>,
+    {
+        let function = self.function.clone();
+        self.run_named(&function, event, process).await
+    }
+
+    async fn run_named<F, Fut>(
+        &self,
+        function: &str,
+        event: LambdaEvent<SqsEvent>,
+        process: F,
+    ) -> Result<SqsBatchResponse, BatchError>
+    where
+        F: Fn(Message) -> Fut,
+        Fut: Future<Output = Outcome>,
+    {
+        let span = tracing::info_span!(
+            "sqs_batch",
+            function,
+            request_id = %event.context.request_id,
+            xray_trace_id = event.context.xray_trace_id.as_deref(),
+        );
+        let batch_metrics = std::sync::Arc::new(Mutex::new(MetricSet::new()));
+        let started = tokio::time::Instant::now();
+        // Boxed: the batch's future is large, and a caller that polls it on a small
+        // stack (a test thread, the local runner) should not pay for it twice.
+        let result = Box::pin(
+            self.run_batch(event, process, batch_metrics.clone())
+                .instrument(span),
+        )
+        .await;
+        if result.is_ok() {
+            let mut set = batch_metrics
+                .lock()
+                .expect("batch metrics poisoned")
+                .clone();
+            set.add(m::BATCH_DURATION, started.elapsed().as_secs_f64() * 1000.0);
+            self.metrics.emit(function, &set);
+        }
+        result
+    }
+
+    async fn run_batch<F, Fut>(
+        &self,
+        event: LambdaEvent<SqsEvent>,
+        process: F,
+        batch_metrics: std::sync::Arc<Mutex<MetricSet>>,
     ) -> Result<SqsBatchResponse, BatchError>
     where
         F: Fn(Message) -> Fut,
@@ -498,6 +646,20 @@ impl BatchRuntime {
             deadline_ms = event.context.deadline,
             "batch received"
         );
+        {
+            let mut set = batch_metrics.lock().expect("batch metrics poisoned");
+            for metric in m::ALWAYS {
+                set.ensure(*metric);
+            }
+            set.add(m::RECORDS_RECEIVED, records.len() as f64);
+            if let Some(age) = oldest_age(&records, Utc::now()) {
+                set.add(m::OLDEST_RECORD_AGE, age.as_secs_f64());
+            }
+        }
+        let xray_trace_id = event.context.xray_trace_id.clone();
+        let xray_trace_id = xray_trace_id.as_deref();
+        let request_id = event.context.request_id.as_str();
+        let batch_metrics = &batch_metrics;
 
         let states = Mutex::new(vec![RecordState::Pending; records.len()]);
         let units = units_of_work(&records);
@@ -516,6 +678,7 @@ impl BatchRuntime {
                         "earlier record of the FIFO group failed; reporting this one as failed unprocessed"
                     );
                     states_ref.lock().expect("record states poisoned")[index] = RecordState::Failed;
+                    batch_metrics.lock().expect("batch metrics poisoned").add(m::RECORDS_SKIPPED, 1.0);
                     self.follow_predecessor(record, batch_started, stop_at).await;
                     continue;
                 }
@@ -529,11 +692,16 @@ impl BatchRuntime {
                             "too little time left to start this record; reporting it as failed untouched"
                         );
                         states_ref.lock().expect("record states poisoned")[index] = RecordState::Failed;
+                        batch_metrics.lock().expect("batch metrics poisoned").add(m::RECORDS_NOT_STARTED, 1.0);
                         group_failed = true;
                         continue;
                     }
                 }
-                let keep = self.run_record(record, process, batch_started, stop_at).await;
+                let ids = SpanIds { request_id, xray_trace_id };
+                let ended = self
+                    .run_record(record, process, batch_started, stop_at, ids, batch_metrics)
+                    .await;
+                let keep = matches!(ended, Ended::Kept);
                 states_ref.lock().expect("record states poisoned")[index] = if keep {
                     RecordState::Failed
                 } else {
@@ -560,6 +728,10 @@ impl BatchRuntime {
         for (record, state) in records.iter().zip(states) {
             if state != RecordState::Deleted {
                 if state == RecordState::Pending {
+                    batch_metrics
+                        .lock()
+                        .expect("batch metrics poisoned")
+                        .add(m::RECORDS_CUT_OFF, 1.0);
                     tracing::warn!(
                         message_id = record.message_id.as_deref().unwrap_or_default(),
                         "record did not finish before the deadline; reported as failed"
@@ -602,15 +774,17 @@ impl BatchRuntime {
         }
     }
 
-    /// Runs one record in its span; returns whether the message must be kept (reported
-    /// as failed).
+    /// Runs one record in its span, with the batch's metric set current; returns
+    /// whether the message must be kept (reported as failed).
     async fn run_record<F, Fut>(
         &self,
         record: &SqsMessage,
         process: &F,
         batch_started: tokio::time::Instant,
         stop_at: Option<tokio::time::Instant>,
-    ) -> bool
+        ids: SpanIds<'_>,
+        batch_metrics: &std::sync::Arc<Mutex<MetricSet>>,
+    ) -> Ended
     where
         F: Fn(Message) -> Fut,
         Fut: Future<Output = Outcome>,
@@ -627,11 +801,26 @@ impl BatchRuntime {
             message_id = %message.message_id,
             receive_count = message.receive_count,
             entity_id = field::Empty,
+            document_id = field::Empty,
+            tenant_id = field::Empty,
+            request_id = ids.request_id,
+            xray_trace_id = ids.xray_trace_id,
         );
+        let count = |metric, value: f64| {
+            batch_metrics
+                .lock()
+                .expect("batch metrics poisoned")
+                .add(metric, value)
+        };
         async move {
-            let outcome = match AssertUnwindSafe(process(message.clone())).catch_unwind().await {
+            let started = tokio::time::Instant::now();
+            let work = AssertUnwindSafe(process(message.clone())).catch_unwind();
+            let result = Box::pin(metrics::scope(batch_metrics.clone(), work)).await;
+            count(m::RECORD_DURATION, started.elapsed().as_secs_f64() * 1000.0);
+            let outcome = match result {
                 Ok(outcome) => outcome,
                 Err(panic) => {
+                    count(m::RECORD_PANICS, 1.0);
                     let reason = panic
                         .downcast_ref::<&str>()
                         .map(|s| s.to_string())
@@ -642,28 +831,70 @@ impl BatchRuntime {
                 }
             };
             match &outcome {
-                Outcome::Done => tracing::info!("record done"),
-                Outcome::Discard { reason } => tracing::warn!(%reason, "record discarded"),
-                Outcome::Release => tracing::warn!("record released for redelivery"),
+                Outcome::Done => {
+                    count(m::RECORDS_DONE, 1.0);
+                    tracing::info!("record done")
+                }
+                Outcome::Discard { reason, kind } => {
+                    count(m::RECORDS_DISCARDED, 1.0);
+                    batch_metrics.lock().expect("batch metrics poisoned").add_by(
+                        metrics::dimension::REASON,
+                        kind.as_str(),
+                        m::RECORDS_DISCARDED,
+                        1.0,
+                    );
+                    tracing::warn!(%reason, reason_kind = kind.as_str(), "record discarded")
+                }
+                Outcome::Release => {
+                    count(m::RECORDS_RELEASED, 1.0);
+                    tracing::warn!("record released for redelivery")
+                }
                 Outcome::Retry { after } => {
+                    count(m::RECORDS_RETRIED, 1.0);
+                    count(m::RETRY_DELAY, visibility_seconds(*after, Duration::ZERO) as f64);
                     match message.set_visibility(*after).await {
                         Ok(()) => tracing::info!(retry_after_s = after.as_secs_f64(), "record will be retried"),
                         // Still reported as failed: the message comes back after the queue's
                         // visibility timeout instead of after `after`, but it is not lost.
-                        Err(e) => tracing::error!(
+                        Err(e) => {
+                            count(m::VISIBILITY_CHANGES_FAILED, 1.0);
+                            tracing::error!(
                             retry_after_s = after.as_secs_f64(),
                             error.message = %e,
                             error.cause_chain = ?e,
                             "could not delay the retry; reporting the record as failed anyway"
-                        ),
+                        )
+                        }
                     }
                 }
             }
-            outcome.keeps_message()
+            if outcome.keeps_message() {
+                Ended::Kept
+            } else {
+                Ended::Deleted
+            }
         }
         .instrument(span)
         .await
     }
+}
+
+/// The invocation's ids every record span carries.
+#[derive(Clone, Copy)]
+struct SpanIds<'a> {
+    request_id: &'a str,
+    xray_trace_id: Option<&'a str>,
+}
+
+/// How long the oldest record of the batch has waited since it was first sent.
+fn oldest_age(records: &[SqsMessage], now: DateTime<Utc>) -> Option<Duration> {
+    records
+        .iter()
+        .filter_map(|r| r.attributes.get("SentTimestamp"))
+        .filter_map(|v| v.parse::<i64>().ok())
+        .filter_map(DateTime::from_timestamp_millis)
+        .min()
+        .map(|sent| (now - sent).to_std().unwrap_or(Duration::ZERO))
 }
 
 /// Records of a standard queue are independent units; on a FIFO queue (event source ARN

@@ -61,6 +61,8 @@ pub struct OutputEnv {
     pub credentials_prefix: String,
     /// The test's app secret (Maesn API key, Slack webhook).
     pub app_secret_id: String,
+    /// The EMF lines the runtime wrote (instead of stdout).
+    pub metrics: docflow::telemetry::metrics::Captured,
 }
 
 /// Knobs of [`setup`].
@@ -164,6 +166,7 @@ pub async fn setup_with(pool: PgPool, options: Options) -> OutputEnv {
         credentials_prefix: credentials_prefix.clone(),
     };
     let client = MaesnClient::new(&maesn_config, Arc::new(store)).expect("maesn client");
+    let (metrics_sink, metrics) = docflow::telemetry::metrics::MetricsSink::capture("docflow/test");
     let deps = Deps {
         pool: pool.clone(),
         runtime: BatchRuntime::new(
@@ -174,7 +177,9 @@ pub async fn setup_with(pool: PgPool, options: Options) -> OutputEnv {
                 queue_visibility: Some(options.queue_visibility),
                 ..BatchConfig::default()
             },
-        ),
+        )
+        .with_function(document_output::FUNCTION)
+        .with_metrics(metrics_sink),
         s3: s3.clone(),
         maesn: client,
         settings: WorkerSettings {
@@ -207,6 +212,7 @@ pub async fn setup_with(pool: PgPool, options: Options) -> OutputEnv {
         tenant,
         credentials_prefix,
         app_secret_id: secret_id,
+        metrics,
     };
     env.put_account_key(env.tenant.tenant_id, ACCOUNT_KEY).await;
     env.put_file(env.tenant.document_id).await;

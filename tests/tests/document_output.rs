@@ -1080,6 +1080,26 @@ async fn a_timeout_after_the_request_was_sent_is_in_doubt_and_posted_only_once(p
     assert!(job.last_error.unwrap().contains("in doubt"));
     assert!(!env.audits(env.tenant.document_id).await[0].retryable);
     assert_eq!(env.notices().await.len(), 1);
+
+    // What the exports-in-doubt and permanent-failures alarms watch.
+    let metrics = docflow_tests::emf::Metrics::of(&env.metrics.lines());
+    let of = [(
+        docflow::telemetry::metrics::dimension::FUNCTION,
+        document_output::FUNCTION,
+    )];
+    use docflow::telemetry::metrics::{batch, output};
+    assert_eq!(metrics.sum(output::EXPORTS_IN_DOUBT.name, &of), 1.0);
+    assert_eq!(metrics.sum(output::EXPORTS_FAILED.name, &of), 0.0);
+    assert_eq!(metrics.sum(output::EXPORTS_DISPATCHED.name, &of), 0.0);
+    assert_eq!(
+        metrics.sum(batch::RECORDS_FAILED_PERMANENTLY.name, &of),
+        1.0
+    );
+    assert_eq!(
+        metrics.values(output::MAESN_LATENCY.name, &of).len(),
+        0,
+        "no answer, no latency"
+    );
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]

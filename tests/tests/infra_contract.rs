@@ -73,7 +73,7 @@ fn the_checker_sees_three_queue_functions_and_the_scheduled_sweeper() {
         );
         assert_eq!(
             count("aws_cloudwatch_metric_alarm"),
-            4,
+            5,
             "{}",
             instance.address
         );
@@ -815,5 +815,122 @@ fn a_sweeper_lease_threshold_that_drifts_from_ingestion_is_reported() {
             .iter()
             .any(|f| f.starts_with("STALE_INGESTION_SECONDS")),
         "{found:?}"
+    );
+}
+
+// --- traces, metric alarms and the dashboard (docs/operations.md) ----------------------------
+
+#[test]
+fn a_function_without_active_tracing_is_reported() {
+    let broken = real_infra().replace(MODULE_MAIN, r#"mode = "Active""#, r#"mode = "PassThrough""#);
+    let found = violations(&broken);
+    for instance in [
+        "module.ingestion",
+        "module.matching",
+        "module.document_output",
+    ] {
+        assert_reported(
+            &found,
+            &[instance, "tracing_config.mode must be \"Active\""],
+        );
+    }
+}
+
+#[test]
+fn a_role_that_cannot_send_traces_is_reported() {
+    let broken = real_infra().replace(
+        "sweeper.tf",
+        r#"actions   = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"]"#,
+        r#"actions   = ["xray:PutTelemetryRecords"]"#,
+    );
+    assert_reported(
+        &violations(&broken),
+        &["aws_lambda_function.sweeper", "needs xray:PutTraceSegments"],
+    );
+}
+
+#[test]
+fn every_function_has_its_metric_alarms_on_the_metrics_the_code_writes() {
+    let infra = Infra::evaluate(&real_infra()).expect("infra/ parses");
+    // Alarms on the metrics the code writes: the names come from the Rust constants.
+    for (function, metric) in contract::metric_alarm_contract() {
+        let alarm = infra
+            .modules()
+            .flat_map(|m| m.of_kind("aws_cloudwatch_metric_alarm"))
+            .find(|a| {
+                a.attr("metric_name") == Some(metric.into())
+                    && a.attr("dimensions")
+                        .and_then(|d| d.as_object().cloned())
+                        .and_then(|d| {
+                            d.get(docflow::telemetry::metrics::dimension::FUNCTION)
+                                .cloned()
+                        })
+                        == Some(function.into())
+            });
+        assert!(alarm.is_some(), "no alarm on {metric} of {function}");
+    }
+}
+
+#[test]
+fn an_alarm_on_a_metric_name_the_code_does_not_write_is_reported() {
+    let broken = real_infra().replace(
+        MODULE_ALARMS,
+        r#"metric_name         = "RecordsFailedPermanently""#,
+        r#"metric_name         = "RecordFailedPermanently""#,
+    );
+    let found = violations(&broken);
+    for function in ["ingestion", "matching", "document-output"] {
+        assert_reported(
+            &found,
+            &[&format!("{function}: no alarm"), "RecordsFailedPermanently"],
+        );
+    }
+}
+
+#[test]
+fn an_alarm_with_other_dimensions_than_the_code_writes_is_reported() {
+    // CloudWatch matches the whole dimension set: an extra dimension is another metric.
+    let broken = real_infra().replace(
+        "observability.tf",
+        r#"dimensions          = { function = "sweeper" }"#,
+        r#"dimensions          = { function = "sweeper", kind = "ingestion" }"#,
+    );
+    assert_reported(&violations(&broken), &["sweeper: no alarm", "GivenUp"]);
+}
+
+#[test]
+fn an_alarm_in_another_namespace_than_the_function_writes_to_is_reported() {
+    let broken = real_infra().replace(
+        "observability.tf",
+        r#"namespace           = local.metrics_namespace
+  metric_name         = "ExportsInDoubt""#,
+        r#"namespace           = "docflow"
+  metric_name         = "ExportsInDoubt""#,
+    );
+    assert_reported(
+        &violations(&broken),
+        &["document-output: no alarm", "ExportsInDoubt"],
+    );
+}
+
+#[test]
+fn a_function_that_does_not_know_its_metrics_namespace_is_reported() {
+    let broken = real_infra().replace(
+        "sweeper.tf",
+        "METRICS_NAMESPACE                        = local.metrics_namespace",
+        "",
+    );
+    assert_reported(
+        &violations(&broken),
+        &["sweeper: sets no METRICS_NAMESPACE"],
+    );
+}
+
+#[test]
+fn a_dashboard_graph_of_a_metric_the_code_does_not_write_is_reported() {
+    let broken = real_infra().replace("observability.tf", r#""StuckFound""#, r#""Stuck""#);
+    assert_reported(
+        &violations(&broken),
+        &["graphs Stuck, which the code does not write"],
     );
 }

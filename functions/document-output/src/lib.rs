@@ -38,7 +38,8 @@ use docflow::notify::{AdminNotice, Notifier, NotifySettings};
 use docflow::output::worker::{self, Attempt, Claimed, ExportOutcome, Recovery, WorkerSettings};
 use docflow::output::{Domain, JobStatus, OutputJob, check_eligibility};
 use docflow::retry::ReceivePolicy;
-use docflow::{BatchRuntime, Message, Outcome};
+use docflow::telemetry::metrics::{self, output as m};
+use docflow::{BatchRuntime, DiscardKind, Message, Outcome};
 use lambda_runtime::LambdaEvent;
 use sqlx::PgPool;
 
@@ -93,19 +94,25 @@ impl Deps {
     }
 }
 
+/// This function's name in its metrics (`function` dimension) and batch span.
+pub const FUNCTION: &str = "document-output";
+
 /// The Lambda handler: the shared batch runtime over [`process`].
 pub async fn handler(
     deps: &Deps,
     event: LambdaEvent<SqsEvent>,
 ) -> Result<SqsBatchResponse, lambda_runtime::Error> {
-    Ok(deps.runtime.run(event, |msg| process(deps, msg)).await?)
+    Ok(deps
+        .runtime
+        .run_as(FUNCTION, event, |msg| process(deps, msg))
+        .await?)
 }
 
 /// Handles one message (see the module docs for the decision tables).
 pub async fn process(deps: &Deps, msg: Message) -> Outcome {
     let job_id = match OutputJobId::parse(&msg.body) {
         Ok(id) => id,
-        Err(e) => return Outcome::discard(e.to_string()),
+        Err(e) => return Outcome::discard_as(DiscardKind::NotAnId, e.to_string()),
     };
     msg.record_entity(&job_id);
     let final_receive = deps.receive_policy.is_final(msg.receive_count);
@@ -123,6 +130,8 @@ pub async fn process(deps: &Deps, msg: Message) -> Outcome {
             return Outcome::Release;
         }
     };
+    msg.record_document(&claim.job.document_id);
+    msg.record_tenant(&claim.job.tenant_id);
     tracing::info!(started_at = ?claim.job.started_at, "output job claimed");
     // Seed 002: extend the visibility before starting work, then on every beat (never
     // shortening what the queue's own timeout still gives the message).
@@ -151,7 +160,10 @@ async fn unclaimed(
     final_receive: bool,
 ) -> Outcome {
     match worker::load_job(&deps.pool, job_id).await {
-        Ok(None) => Outcome::discard(format!("no document output job {job_id}")),
+        Ok(None) => Outcome::discard_as(
+            DiscardKind::Unknown,
+            format!("no document output job {job_id}"),
+        ),
         Ok(Some(job)) => match job.status {
             JobStatus::Dispatched | JobStatus::Failed => {
                 tracing::info!(status = ?job.status, "duplicate delivery of a finished job; deleting the message");
@@ -217,6 +229,8 @@ async fn work(deps: &Deps, msg: &Message, claim: &Claimed, final_receive: bool) 
                 }
                 Ok(Recovery::Failed { error }) => {
                     tracing::warn!(audit_id = %audit.id, %error, "job failed from its DATEV audit, no new export");
+                    metrics::failed_permanently();
+                    metrics::count(m::EXPORTS_FAILED, 1);
                     notify(deps, msg, claim, FAILURE_TITLE, &error).await;
                     Outcome::Done
                 }
@@ -227,6 +241,8 @@ async fn work(deps: &Deps, msg: &Message, claim: &Claimed, final_receive: bool) 
                         "the job's earlier worker stopped during the Maesn call: export in doubt, \
                          job failed, no new export"
                     );
+                    metrics::failed_permanently();
+                    metrics::count(m::EXPORTS_IN_DOUBT, 1);
                     notify(deps, msg, claim, IN_DOUBT_TITLE, &error).await;
                     Outcome::Done
                 }
@@ -262,6 +278,7 @@ async fn work(deps: &Deps, msg: &Message, claim: &Claimed, final_receive: bool) 
         };
         return match failed {
             Ok(true) => {
+                metrics::failed_permanently();
                 notify(deps, msg, claim, FAILURE_TITLE, &error).await;
                 Outcome::Done
             }
@@ -279,10 +296,20 @@ async fn work(deps: &Deps, msg: &Message, claim: &Claimed, final_receive: bool) 
     match worker::export(pool, &deps.s3, &deps.maesn, &deps.settings, claim, attempt).await {
         Ok(ExportOutcome::Dispatched { audit_id, task_id }) => {
             tracing::info!(%audit_id, %task_id, "output job dispatched");
+            metrics::count(m::EXPORTS_DISPATCHED, 1);
             Outcome::Done
         }
         Ok(ExportOutcome::Failed { error, in_doubt }) => {
             tracing::warn!(%error, in_doubt, "output job failed");
+            metrics::failed_permanently();
+            metrics::count(
+                if in_doubt {
+                    m::EXPORTS_IN_DOUBT
+                } else {
+                    m::EXPORTS_FAILED
+                },
+                1,
+            );
             let title = if in_doubt {
                 IN_DOUBT_TITLE
             } else {

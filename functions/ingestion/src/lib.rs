@@ -34,7 +34,8 @@ use docflow::retry::ingestion_backoff;
 use docflow::secrets::SecretStore;
 use docflow::settings::{Env, Settings, SettingsError, process_env};
 use docflow::sqs::{BatchConfig, Heartbeat};
-use docflow::{BatchRuntime, Failure, Message, Outcome};
+use docflow::telemetry::metrics;
+use docflow::{BatchRuntime, DiscardKind, Failure, Message, Outcome};
 use lambda_runtime::LambdaEvent;
 use sqlx::PgPool;
 
@@ -237,6 +238,9 @@ impl Deps {
     }
 }
 
+/// This function's name in its metrics (`function` dimension) and batch span.
+pub const FUNCTION: &str = "ingestion";
+
 /// The Lambda handler: the batch runtime around [`process`].
 pub async fn handler(
     deps: &Deps,
@@ -244,7 +248,7 @@ pub async fn handler(
 ) -> Result<SqsBatchResponse, lambda_runtime::Error> {
     Ok(deps
         .runtime
-        .run(event, |message| process(deps, message))
+        .run_as(FUNCTION, event, |message| process(deps, message))
         .await?)
 }
 
@@ -252,7 +256,7 @@ pub async fn handler(
 pub async fn process(deps: &Deps, message: Message) -> Outcome {
     let id = match IngestionId::parse(&message.body) {
         Ok(id) => id,
-        Err(e) => return Outcome::discard(e.to_string()),
+        Err(e) => return Outcome::discard_as(DiscardKind::NotAnId, e.to_string()),
     };
     message.record_entity(&id);
 
@@ -268,6 +272,7 @@ pub async fn process(deps: &Deps, message: Message) -> Outcome {
         }
     };
 
+    message.record_document(&claimed.document_id);
     let work = message.within_deadline(FAILURE_RESERVE, pipeline::run(deps, &claimed));
     let renew_lease = || pipeline::renew_lease(&deps.pool, id);
     match message.with_heartbeat(work, renew_lease).await {
@@ -311,6 +316,7 @@ async fn record_failure(
                 final_receive,
                 "ingestion failed for good; the document needs human review"
             );
+            metrics::failed_permanently();
             Outcome::Done
         }
         Ok(Some((attempts, _))) => Outcome::Retry {

@@ -9,7 +9,8 @@ use bytes::{Bytes, BytesMut};
 use docflow::extract::{DocumentType, Extraction, ExtractionRun, Extractor};
 use docflow::ids::IngestionId;
 use docflow::ocr::{FileKind, Transcription};
-use docflow::{Failure, Outcome};
+use docflow::telemetry::metrics;
+use docflow::{DiscardKind, Failure, Outcome};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -66,7 +67,7 @@ pub async fn unclaimed(pool: &PgPool, id: IngestionId, stale_after: Duration) ->
     .fetch_optional(pool)
     .await;
     match row {
-        Ok(None) => Outcome::discard(format!("unknown ingestion {id}")),
+        Ok(None) => Outcome::discard_as(DiscardKind::Unknown, format!("unknown ingestion {id}")),
         Ok(Some((status, stale_in))) if status == "in-progress" => {
             let until_stale = Duration::from_secs_f64(stale_in.unwrap_or(0.0).max(0.0));
             tracing::info!(
@@ -77,9 +78,10 @@ pub async fn unclaimed(pool: &PgPool, id: IngestionId, stale_after: Duration) ->
                 after: until_stale + LEASE_MARGIN,
             }
         }
-        Ok(Some((status, _))) => Outcome::discard(format!(
-            "ingestion {id} is already {status} (duplicate delivery)"
-        )),
+        Ok(Some((status, _))) => Outcome::discard_as(
+            DiscardKind::Duplicate,
+            format!("ingestion {id} is already {status} (duplicate delivery)"),
+        ),
         Err(e) => {
             tracing::error!(error.message = %e, error.cause_chain = ?e, "could not read why the ingestion was not claimable");
             Outcome::Release
@@ -184,6 +186,7 @@ pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
             let bytes = fetch_file(deps, &key).await?;
             let transcription =
                 crate::transcribe::transcribe(deps, claimed, kind, &key, bytes).await?;
+            count_transcription(&transcription);
             store_transcription(deps, id, &transcription).await?;
             transcription
         }
@@ -197,6 +200,7 @@ pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
 
     let run = extract(&deps.extractor, transcription.text).await?;
     if !run.extraction.passes_quality_gate() {
+        metrics::count(metrics::ingestion::QUALITY_GATE_FAILURES, 1);
         let reason = quality_gate_failure(&run.extraction);
         // An LLM may answer better next time; the rules extractor will not.
         return Err(if deps.extractor.is_deterministic() {
@@ -218,6 +222,22 @@ pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
     }
     tracing::info!(model = %run.model, document_type = kind.as_str(), "ingestion completed");
     Ok(())
+}
+
+/// A fresh transcription's metrics: its pages, the pages per provider that read them,
+/// and whether it took a preprocessing pass.
+fn count_transcription(transcription: &Transcription) {
+    let pages = transcription.pages.len() as u64;
+    metrics::count(metrics::ingestion::PAGES, pages);
+    metrics::count_by(
+        metrics::dimension::PROVIDER,
+        &transcription.provider,
+        metrics::ingestion::OCR_PAGES,
+        pages,
+    );
+    if transcription.preprocessed {
+        metrics::count(metrics::ingestion::PREPROCESSING_PASSES, 1);
+    }
 }
 
 /// Extraction; the rules extractor is CPU work and runs on the blocking pool.

@@ -27,7 +27,8 @@ use docflow::matching::{self, Document, MatchingConfig, MatchingError, error_cha
 use docflow::notify::{AdminNotice, Notifier, NotifySettings};
 use docflow::retry::{Classify, ReceivePolicy, RetryClass, TransientSchedule};
 use docflow::settings::process_env;
-use docflow::{BatchRuntime, Message, Outcome};
+use docflow::telemetry::metrics;
+use docflow::{BatchRuntime, DiscardKind, Message, Outcome};
 use lambda_runtime::LambdaEvent;
 use sqlx::PgPool;
 
@@ -78,31 +79,44 @@ impl Deps {
     }
 }
 
+/// This function's name in its metrics (`function` dimension) and batch span.
+pub const FUNCTION: &str = "matching";
+
 /// The Lambda handler: the batch runtime over [`process`].
 pub async fn handler(
     deps: &Deps,
     event: LambdaEvent<SqsEvent>,
 ) -> Result<SqsBatchResponse, lambda_runtime::Error> {
-    Ok(deps.runtime.run(event, |msg| process(deps, msg)).await?)
+    Ok(deps
+        .runtime
+        .run_as(FUNCTION, event, |msg| process(deps, msg))
+        .await?)
 }
 
 /// Handles one message; see the module docs for the outcomes.
 pub async fn process(deps: &Deps, msg: Message) -> Outcome {
     let id = match DocumentId::parse(&msg.body) {
         Ok(id) => id,
-        Err(e) => return Outcome::discard(e.to_string()),
+        Err(e) => return Outcome::discard_as(DiscardKind::NotAnId, e.to_string()),
     };
     msg.record_entity(&id);
+    msg.record_document(&id);
 
     let doc = match status::claim(&deps.pool, id.0, msg.sent_at).await {
-        Ok(Claim::Claimed(doc)) => doc,
+        Ok(Claim::Claimed(doc)) => {
+            msg.record_tenant(&doc.tenant_id);
+            doc
+        }
         Ok(Claim::Missing) => {
             tracing::warn!(document_id = %id, "document not found; nothing to match");
-            return Outcome::discard(format!("document {id} not found"));
+            return Outcome::discard_as(DiscardKind::Unknown, format!("document {id} not found"));
         }
         Ok(Claim::NoStructuredData) => {
             tracing::warn!(document_id = %id, "document has no structured data; nothing to match");
-            return Outcome::discard(format!("document {id} has no structured data"));
+            return Outcome::discard_as(
+                DiscardKind::Unprocessable,
+                format!("document {id} has no structured data"),
+            );
         }
         Ok(Claim::AlreadyFinished(finished)) => {
             if let Some(failed) = &finished.untold_failure {
@@ -110,10 +124,13 @@ pub async fn process(deps: &Deps, msg: Message) -> Outcome {
                 // died first, or every channel failed): this one tells them.
                 tell_admins(deps, &msg, id, failed).await;
             }
-            return Outcome::discard(format!(
-                "matching of document {id} already {} after this message was sent: a duplicate of finished work",
-                finished.status
-            ));
+            return Outcome::discard_as(
+                DiscardKind::Duplicate,
+                format!(
+                    "matching of document {id} already {} after this message was sent: a duplicate of finished work",
+                    finished.status
+                ),
+            );
         }
         Ok(Claim::UnknownType { label, attempt }) => {
             let error = MatchingError::UnknownType {
@@ -220,6 +237,7 @@ async fn fail_and_notify(
 ) -> bool {
     match status::fail(&deps.pool, id.0, attempt, error).await {
         Ok(Some(failed)) => {
+            metrics::failed_permanently();
             tell_admins(deps, msg, id, &failed).await;
             true
         }

@@ -31,6 +31,7 @@ use docflow::datev::{MaesnClient, MaesnConfig};
 use docflow::notify::{AdminNotice, Notifier, NotifySettings};
 use docflow::output::worker::poll_open_tasks;
 use docflow::settings::{Env, SettingsError, process_env};
+use docflow::telemetry::metrics::{MetricSet, MetricsSink};
 use lambda_runtime::LambdaEvent;
 use serde::Serialize;
 use sqlx::PgPool;
@@ -171,6 +172,40 @@ impl SweepReport {
     }
 }
 
+/// This function's name in its metrics (`function` dimension).
+pub const FUNCTION: &str = "sweeper";
+
+/// A sweep's metrics: per `kind`, stuck work found, re-sent and given up (and the
+/// function's totals, which the alarms watch); DATEV tasks polled, succeeded, failed;
+/// notices no channel took; failed steps.
+pub fn metric_set(report: &SweepReport) -> MetricSet {
+    use docflow::telemetry::metrics::{NOTIFICATIONS_FAILED, dimension, sweeper as m};
+    let mut set = MetricSet::new();
+    for metric in [m::FOUND, m::RESENT, m::GIVEN_UP] {
+        set.ensure(metric);
+    }
+    for (kind, r) in [
+        ("ingestion", &report.ingestion),
+        ("matching", &report.matching),
+        ("output", &report.output),
+    ] {
+        for (metric, n) in [
+            (m::FOUND, r.found),
+            (m::RESENT, r.resent),
+            (m::GIVEN_UP, r.given_up),
+        ] {
+            set.add(metric, n as f64);
+            set.add_by(dimension::KIND, kind, metric, n as f64);
+        }
+    }
+    set.add(m::TASKS_POLLED, report.tasks.polled as f64);
+    set.add(m::TASKS_SUCCEEDED, report.tasks.succeeded as f64);
+    set.add(m::TASKS_FAILED, report.tasks.failed as f64);
+    set.add(NOTIFICATIONS_FAILED, report.notices.undelivered as f64);
+    set.add(m::STEPS_FAILED, report.errors.len() as f64);
+    set
+}
+
 /// The Lambda handler for the EventBridge schedule (the event's content is not used).
 /// Fails the invocation when a step failed, after logging the report.
 pub async fn handler(
@@ -178,7 +213,14 @@ pub async fn handler(
     event: LambdaEvent<EventBridgeEvent<serde_json::Value>>,
 ) -> Result<SweepReport, lambda_runtime::Error> {
     let budget = budget_from_deadline(event.context.deadline);
-    let report = sweep(deps, budget).await?;
+    let span = tracing::info_span!(
+        "sweep",
+        function = FUNCTION,
+        request_id = %event.context.request_id,
+        xray_trace_id = event.context.xray_trace_id.as_deref(),
+    );
+    let report = tracing::Instrument::instrument(sweep(deps, budget), span).await?;
+    MetricsSink::stdout().emit(FUNCTION, &metric_set(&report));
     if report.errors.is_empty() {
         Ok(report)
     } else {
@@ -589,6 +631,36 @@ fn budget_from_deadline(deadline_ms: u64) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sweep_s_metrics_count_give_ups_per_kind_and_in_total() {
+        use docflow::telemetry::metrics::{dimension, sweeper as m};
+        let report = SweepReport {
+            ingestion: KindReport {
+                found: 3,
+                resent: 2,
+                given_up: 1,
+                send_failed: 0,
+            },
+            output: KindReport {
+                found: 1,
+                resent: 0,
+                given_up: 1,
+                send_failed: 0,
+            },
+            ..SweepReport::default()
+        };
+        let set = metric_set(&report);
+        assert_eq!(set.total(m::GIVEN_UP), 2.0, "the alarm's metric: all kinds");
+        assert_eq!(set.total_by(dimension::KIND, "ingestion", m::GIVEN_UP), 1.0);
+        assert_eq!(set.total_by(dimension::KIND, "output", m::GIVEN_UP), 1.0);
+        assert_eq!(set.total_by(dimension::KIND, "matching", m::GIVEN_UP), 0.0);
+        assert_eq!(set.total(m::RESENT), 2.0);
+        assert_eq!(set.total(m::FOUND), 4.0);
+        // Written even when nothing happened, so the graphs show 0 rather than gaps.
+        let quiet = metric_set(&SweepReport::default());
+        assert_eq!(quiet.values(None, m::GIVEN_UP), vec![0.0]);
+    }
 
     #[test]
     fn a_report_with_only_zeroes_found_nothing() {

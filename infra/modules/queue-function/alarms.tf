@@ -1,4 +1,4 @@
-# Four alarms per function, all to var.alarm_topic_arn (alarm and OK). The README's
+# Five alarms per function, all to var.alarm_topic_arn (alarm and OK). The README's
 # "Alarms" section says what each one means and what to do.
 
 resource "aws_cloudwatch_metric_alarm" "dlq_not_empty" {
@@ -75,6 +75,28 @@ resource "aws_cloudwatch_metric_alarm" "throttles" {
   namespace           = "AWS/Lambda"
   metric_name         = "Throttles"
   dimensions          = { FunctionName = aws_lambda_function.this.function_name }
+  statistic           = "Sum"
+  period              = 300
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = 0
+  treat_missing_data  = "notBreaching"
+
+  alarm_actions = [var.alarm_topic_arn]
+  ok_actions    = [var.alarm_topic_arn]
+
+  tags = var.tags
+}
+
+# From the EMF line the batch runtime writes per batch (docflow::telemetry::metrics):
+# work the function failed for good, recorded in the database and its message deleted.
+resource "aws_cloudwatch_metric_alarm" "permanent_failures" {
+  alarm_name        = "${local.function_name}-permanent-failures"
+  alarm_description = "${var.name} failed work for good (recorded in the database, message deleted): a document or export needs a human. docflow status; the function's logs (RecordsFailedPermanently, error lines) say why."
+
+  namespace           = var.metrics_namespace
+  metric_name         = "RecordsFailedPermanently"
+  dimensions          = { function = var.name }
   statistic           = "Sum"
   period              = 300
   evaluation_periods  = 1

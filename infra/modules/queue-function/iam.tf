@@ -46,6 +46,14 @@ data "aws_iam_policy_document" "permissions" {
     resources = ["${aws_cloudwatch_log_group.this.arn}:*"]
   }
 
+  # Active tracing: Lambda sends the invocation's segments with the function's role.
+  # X-Ray has no resource-level permissions for these two actions.
+  statement {
+    sid       = "WriteTraces"
+    actions   = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"]
+    resources = ["*"]
+  }
+
   # A tenant's secret is <prefix><tenant id>; Secrets Manager appends a random suffix to
   # the ARN, hence the trailing * (scoped to the prefix, never the whole account).
   dynamic "statement" {

@@ -30,6 +30,9 @@ locals {
       QUEUE_VISIBILITY_TIMEOUT_SECONDS = tostring(local.visibility_timeout_seconds)
 
       DATABASE_MAX_CONNECTIONS = tostring(var.database_max_connections)
+
+      # The namespace of the EMF metrics the batch runtime writes (docs/operations.md).
+      METRICS_NAMESPACE = var.metrics_namespace
     },
     local.uses_s3 ? { DOCUMENTS_BUCKET = var.documents_bucket_name } : {},
     { for env_name, queue in var.sends_to : env_name => queue.url },
@@ -130,8 +133,9 @@ resource "aws_lambda_function" "this" {
     security_group_ids = var.security_group_ids
   }
 
+  # X-Ray: Lambda samples and records each invocation; the trace id is on every log line.
   tracing_config {
-    mode = "PassThrough"
+    mode = "Active"
   }
 
   tags = var.tags

@@ -65,5 +65,6 @@ output "alarm_names" {
     aws_cloudwatch_metric_alarm.oldest_message_age.alarm_name,
     aws_cloudwatch_metric_alarm.errors.alarm_name,
     aws_cloudwatch_metric_alarm.throttles.alarm_name,
+    aws_cloudwatch_metric_alarm.permanent_failures.alarm_name,
   ]
 }

@@ -366,3 +366,9 @@ variable "errors_alarm_threshold" {
   type        = number
   default     = 0
 }
+
+variable "metrics_namespace" {
+  description = "CloudWatch namespace of the function's EMF metrics (METRICS_NAMESPACE); the metric alarms and the dashboard read it."
+  type        = string
+  default     = "docflow"
+}

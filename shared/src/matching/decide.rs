@@ -20,6 +20,7 @@ use uuid::Uuid;
 use super::score::{Evidence, Score};
 use super::{Confidence, DecidedBy, DocumentType, Thresholds};
 use crate::llm::{LlmClient, LlmError};
+use crate::telemetry::metrics;
 
 /// A candidate after scoring.
 #[derive(Debug, Clone)]
@@ -153,6 +154,16 @@ pub async fn decide(
             let (answer, completion) = llm
                 .complete_json::<LlmAnswer, _>(SYSTEM_PROMPT, &user, |a| validate(a, count))
                 .await?;
+            let by_outcome = |outcome: &str, n: usize| {
+                metrics::count_by(
+                    metrics::dimension::OUTCOME,
+                    outcome,
+                    metrics::matching::LLM_DECISIONS,
+                    n as u64,
+                )
+            };
+            by_outcome("match", answer.matches.len());
+            by_outcome("no_match", count.saturating_sub(answer.matches.len()));
             tracing::info!(
                 candidates = count,
                 matches = answer.matches.len(),

@@ -37,6 +37,7 @@ use crate::llm::{LlmClient, LlmError};
 pub use crate::retry::error_chain;
 use crate::retry::{Classify, RetryClass};
 use crate::settings::{Env, SettingsError};
+use crate::telemetry::metrics;
 
 pub use crate::document::{Confidence, DocumentType};
 
@@ -283,6 +284,7 @@ pub async fn match_document(
     let found = candidates::find_candidates(pool, &query, config.max_candidates)
         .await
         .map_err(db("search for candidates"))?;
+    metrics::count(metrics::matching::CANDIDATES_CONSIDERED, found.len() as u64);
 
     let source_side = score::Side {
         doc_type: doc.doc_type,
@@ -346,6 +348,8 @@ pub async fn match_document(
         .await
         .map_err(db("mark the document succeeded"))?;
     tx.commit().await.map_err(db("commit the matches"))?;
+    metrics::count(metrics::matching::CLUSTERS_MERGED, written.merged as u64);
+    metrics::count(metrics::matching::CLUSTERS_SPLIT, written.split as u64);
 
     tracing::info!(
         candidates = found.len(),

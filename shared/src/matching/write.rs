@@ -41,6 +41,10 @@ pub struct Written {
     pub cluster_id: Option<Uuid>,
     /// Documents whose cluster id changed.
     pub reassigned: usize,
+    /// Clusters that joined another (see [`cluster_changes`]).
+    pub merged: usize,
+    /// Parts split off a cluster.
+    pub split: usize,
 }
 
 #[derive(Debug, sqlx::FromRow)]
@@ -225,11 +229,39 @@ pub async fn write_matches(
         .await?;
     }
 
+    let (merged, split) = cluster_changes(&current, &assigned);
     Ok(Written {
         edges: decisions.len(),
         cluster_id: assigned.get(&document_id).copied().flatten(),
         reassigned: changed.len(),
+        merged,
+        split,
     })
+}
+
+/// How the clusters changed from `before` (document, cluster) to `after`: merged counts,
+/// per new cluster, the old clusters beyond the first that went into it; split counts,
+/// per old cluster, the new clusters beyond the first its members went to.
+pub fn cluster_changes(
+    before: &[(Uuid, Option<Uuid>)],
+    after: &HashMap<Uuid, Option<Uuid>>,
+) -> (usize, usize) {
+    use std::collections::{HashMap as Map, HashSet};
+    let mut old_into_new: Map<Uuid, HashSet<Uuid>> = Map::new();
+    let mut new_from_old: Map<Uuid, HashSet<Uuid>> = Map::new();
+    for (id, old) in before {
+        let new = after.get(id).copied().flatten();
+        if let (Some(old), Some(new)) = (old, new) {
+            old_into_new.entry(new).or_default().insert(*old);
+            new_from_old.entry(*old).or_default().insert(new);
+        }
+    }
+    let beyond_first = |sets: Map<Uuid, HashSet<Uuid>>| {
+        sets.values()
+            .map(|s| s.len().saturating_sub(1))
+            .sum::<usize>()
+    };
+    (beyond_first(old_into_new), beyond_first(new_from_old))
 }
 
 /// Whether a document of type `child` has at most one partner of type `parent`.
@@ -406,6 +438,25 @@ mod tests {
         assert_eq!(out[&d[1]], Some(fresh));
         assert_eq!(out[&d[2]], Some(fresh));
         assert_eq!(out[&d[3]], None);
+    }
+
+    #[test]
+    fn cluster_changes_count_merges_and_splits() {
+        let (a, b, c, d) = (
+            Uuid::new_v4(),
+            Uuid::new_v4(),
+            Uuid::new_v4(),
+            Uuid::new_v4(),
+        );
+        let (x, y, z) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        // a, b in x and c in y become one cluster x: one merge. d leaves z alone: nothing.
+        let before = [(a, Some(x)), (b, Some(x)), (c, Some(y)), (d, Some(z))];
+        let after = HashMap::from([(a, Some(x)), (b, Some(x)), (c, Some(x)), (d, None)]);
+        assert_eq!(cluster_changes(&before, &after), (1, 0));
+        // x splits into x and a fresh one.
+        let before = [(a, Some(x)), (b, Some(x)), (c, Some(x))];
+        let after = HashMap::from([(a, Some(x)), (b, Some(x)), (c, Some(y))]);
+        assert_eq!(cluster_changes(&before, &after), (0, 1));
     }
 
     #[test]

@@ -112,7 +112,13 @@ const ALLOWED_ACTIONS: &[&str] = &[
     "logs:PutLogEvents",
     "kms:Decrypt",
     "kms:GenerateDataKey",
+    "xray:PutTraceSegments",
+    "xray:PutTelemetryRecords",
 ];
+/// What X-Ray active tracing needs the role to grant (X-Ray takes only `"*"` for them).
+const TRACE_ACTIONS: &[&str] = &["xray:PutTraceSegments", "xray:PutTelemetryRecords"];
+/// The environment variable holding a function's EMF namespace.
+const METRICS_NAMESPACE_ENV: &str = docflow::telemetry::metrics::NAMESPACE_ENV;
 /// Managed policies a function's role may have: Lambda's VPC network interfaces only.
 const ALLOWED_MANAGED_POLICIES: &[&str] =
     &[":iam::aws:policy/service-role/AWSLambdaENIManagementAccess"];
@@ -152,6 +158,8 @@ pub fn check(infra: &Infra) -> Vec<String> {
         check_max_receive_count_is_one_variable(infra, instance, &mut found);
         check_queue_alarms(instance, &mut found);
     }
+    check_metric_alarms(infra, &mut found);
+    check_dashboard(infra, &mut found);
     found.0
 }
 
@@ -599,9 +607,201 @@ fn check_function(infra: &Infra, module: &Module, function: &Resource, found: &m
     check_errors_alarm(module, function, found);
     match role_policies(module, function) {
         Ok(statements) => {
+            check_tracing(module, function, &statements, found);
             check_permissions(infra, module, function, contract, &env, &statements, found)
         }
         Err(why) => found.add(module, function, why),
+    }
+}
+
+/// X-Ray active tracing, with the role allowed to send the segments.
+fn check_tracing(
+    module: &Module,
+    function: &Resource,
+    statements: &[Statement],
+    found: &mut Violations,
+) {
+    let mode = blocks(&function.body, "tracing_config")
+        .next()
+        .and_then(|b| attr(&b.body, "mode"));
+    if text(mode.as_ref()) != "Active" {
+        found.add(
+            module,
+            function,
+            "tracing_config.mode must be \"Active\" (X-Ray traces of every invocation)",
+        );
+    }
+    for action in TRACE_ACTIONS {
+        if !statements.iter().any(|s| s.grants(action)) {
+            found.add(
+                module,
+                function,
+                format!("active tracing needs {action}, which the role does not grant"),
+            );
+        }
+    }
+}
+
+// --- metrics: alarms and the dashboard over the EMF lines the code writes -------------------
+
+/// The alarms on docflow's own metrics every function must have: the metric (name from
+/// the code, `docflow::telemetry::metrics`) and the function's name as the code writes it
+/// in the `function` dimension (each crate's `FUNCTION`).
+pub fn metric_alarm_contract() -> Vec<(&'static str, &'static str)> {
+    use docflow::telemetry::metrics::{batch, output, sweeper as sweep};
+    vec![
+        (ingestion::FUNCTION, batch::RECORDS_FAILED_PERMANENTLY.name),
+        (matching::FUNCTION, batch::RECORDS_FAILED_PERMANENTLY.name),
+        (
+            document_output::FUNCTION,
+            batch::RECORDS_FAILED_PERMANENTLY.name,
+        ),
+        (document_output::FUNCTION, output::EXPORTS_IN_DOUBT.name),
+        (sweeper::FUNCTION, sweep::GIVEN_UP.name),
+    ]
+}
+
+/// Every Lambda function of `infra` with the namespace its code writes metrics to.
+fn metric_namespaces(infra: &Infra) -> Vec<(String, Option<String>)> {
+    infra
+        .modules()
+        .flat_map(|m| m.of_kind("aws_lambda_function"))
+        .map(|f| {
+            let namespace = environment(f)
+                .get(METRICS_NAMESPACE_ENV)
+                .map(|v| text(Some(v)));
+            (contract_name(f), namespace)
+        })
+        .collect()
+}
+
+fn check_metric_alarms(infra: &Infra, found: &mut Violations) {
+    let namespaces = metric_namespaces(infra);
+    let function_dimension = docflow::telemetry::metrics::dimension::FUNCTION;
+    for (function, metric) in metric_alarm_contract() {
+        let Some((_, namespace)) = namespaces.iter().find(|(name, _)| name == function) else {
+            continue; // check_every_function_exists reports it
+        };
+        let Some(namespace) = namespace else {
+            found.add_to(
+                function,
+                format!("sets no {METRICS_NAMESPACE_ENV}: its metrics' namespace is unknown"),
+            );
+            continue;
+        };
+        let wanted = Value::Object(Map::from_iter([(
+            function_dimension.to_owned(),
+            Value::from(function),
+        )]));
+        let alarm = infra
+            .modules()
+            .flat_map(|m| m.of_kind("aws_cloudwatch_metric_alarm"))
+            .find(|alarm| {
+                text(alarm.attr("namespace").as_ref()) == *namespace
+                    && text(alarm.attr("metric_name").as_ref()) == metric
+                    && alarm.attr("dimensions") == Some(wanted.clone())
+                    && !strings(alarm.attr("alarm_actions").as_ref()).is_empty()
+            });
+        match alarm {
+            None => found.add_to(
+                function,
+                format!(
+                    "no alarm with actions on {namespace} {metric} with exactly {{{function_dimension} = {function:?}}}, the metric the code writes"
+                ),
+            ),
+            Some(alarm) => {
+                let fires_on_first = number(alarm.attr("threshold").as_ref()) == Some(0.0)
+                    && text(alarm.attr("comparison_operator").as_ref()) == "GreaterThanThreshold"
+                    && text(alarm.attr("statistic").as_ref()) == "Sum";
+                if !fires_on_first {
+                    found.add_to(
+                        &alarm.address,
+                        format!("must fire on the first {metric} (Sum > 0)"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The dashboard: every graph of docflow's namespace shows a metric the code writes,
+/// with the dimensions the code writes it with.
+fn check_dashboard(infra: &Infra, found: &mut Violations) {
+    use docflow::telemetry::metrics::{ALL, dimension};
+    let dashboards: Vec<&Resource> = infra.root.of_kind("aws_cloudwatch_dashboard").collect();
+    let [dashboard] = dashboards.as_slice() else {
+        return found.add_to(
+            "root",
+            format!(
+                "expected one aws_cloudwatch_dashboard, found {}",
+                dashboards.len()
+            ),
+        );
+    };
+    let body: serde_json::Value = match dashboard
+        .attr("dashboard_body")
+        .and_then(|b| b.as_str().map(str::to_owned))
+        .map(|b| serde_json::from_str(&b))
+    {
+        Some(Ok(body)) => body,
+        _ => {
+            return found.add_to(&dashboard.address, "dashboard_body is not JSON");
+        }
+    };
+    let namespaces: BTreeSet<String> = metric_namespaces(infra)
+        .into_iter()
+        .filter_map(|(_, n)| n)
+        .collect();
+    let functions: BTreeSet<String> = metric_namespaces(infra)
+        .into_iter()
+        .map(|(f, _)| f)
+        .collect();
+    let widgets = body["widgets"].as_array().cloned().unwrap_or_default();
+    let mut ours = 0;
+    for widget in &widgets {
+        for line in widget["properties"]["metrics"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let parts: Vec<&str> = line
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(serde_json::Value::as_str)
+                .collect();
+            let Some((namespace, rest)) = parts.split_first() else {
+                continue;
+            };
+            if !namespaces.contains(*namespace) {
+                continue;
+            }
+            ours += 1;
+            let Some((metric, dims)) = rest.split_first() else {
+                continue;
+            };
+            if !ALL.iter().any(|m| m.name == *metric) {
+                found.add_to(
+                    &dashboard.address,
+                    format!("graphs {metric}, which the code does not write"),
+                );
+            }
+            let dims: Vec<(&str, &str)> = dims
+                .chunks(2)
+                .map(|c| (c[0], c.get(1).copied().unwrap_or("")))
+                .collect();
+            if dims != [(dimension::FUNCTION, dims.first().map_or("", |d| d.1))]
+                || !functions.contains(dims[0].1)
+            {
+                found.add_to(
+                    &dashboard.address,
+                    format!("graphs {metric} with dimensions {dims:?}; the code writes it per {} of a function", dimension::FUNCTION),
+                );
+            }
+        }
+    }
+    if ours == 0 {
+        found.add_to(&dashboard.address, "graphs none of docflow's own metrics");
     }
 }
 
