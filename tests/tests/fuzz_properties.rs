@@ -16,9 +16,14 @@ use proptest::prelude::*;
 use proptest::test_runner::Config;
 use serde_json::{Value, json};
 
+/// `cases` per property, or `PROPTEST_CASES` when set (a longer run without cargo fuzz:
+/// `PROPTEST_CASES=20000 cargo test --release -p docflow-tests --test fuzz_properties`).
 fn config(cases: u32) -> Config {
     Config {
-        cases,
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(cases),
         // Failures are reported with the shrunk input; nothing is written to the tree.
         failure_persistence: None,
         ..Config::default()
