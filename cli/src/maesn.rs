@@ -333,9 +333,11 @@ impl Create {
                 late = Some(faults.late_by);
             }
         }
-        state
-            .attempts
-            .push(attempt(if late.is_some() { "booked-late" } else { "booked" }));
+        state.attempts.push(attempt(if late.is_some() {
+            "booked-late"
+        } else {
+            "booked"
+        }));
         let task_id = uuid::Uuid::new_v4().to_string();
         if let Some(n) = &number
             && !state.booked.insert((company_id.clone(), n.clone()))

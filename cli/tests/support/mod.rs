@@ -13,7 +13,7 @@
 //! | worker crash after the claim | [`Faulty`], the runner's test-only `fault_injection` hook: the invocation is dropped once the claim is in the database, nothing is reported, the batch's visibility expires |
 //! | duplicate delivery | [`Faulty`]: a second copy of the message body is sent to the queue |
 //! | Maesn 503, Maesn answering after the client's timeout | the Maesn stand-in's `Faults` |
-//! | Postgres outage | [`PgProxy`]: the functions reach Postgres only through it; for a window it closes every connection and refuses new ones |
+//! | Postgres outage | [`TcpProxy`]: the functions reach Postgres only through it; for a window it closes every connection and refuses new ones |
 //!
 //! Time is scaled down: queue visibility 5 s, heartbeats 1 s, stale thresholds of a few
 //! seconds, the sweeper's thresholds to match. The functions' hard-coded SQS backoffs
@@ -92,6 +92,13 @@ pub struct Profile {
     pub max_drain: Duration,
     /// Concurrent batches per function.
     pub concurrency: usize,
+    /// Take the way to Slack down for 3 s in every 4 (notices fail with connection
+    /// errors and are retried, or told by a later delivery or sweep).
+    pub slack_outages: bool,
+    /// Count failures whose admin notice is not delivered yet as open work. The sweeper
+    /// tells an undelivered output-job notice only after 300 s (not scaled), so a run
+    /// with Slack outages cannot wait for them.
+    pub wait_for_notices: bool,
 }
 
 impl Profile {
@@ -122,6 +129,8 @@ impl Profile {
                     .unwrap_or(900),
             ),
             concurrency: 2,
+            slack_outages: false,
+            wait_for_notices: true,
         }
     }
 }
@@ -199,8 +208,9 @@ impl Intercept for TimeWarp {
 // ---------------------------------------------------------------------------------------
 // Postgres proxy
 
-/// A TCP proxy between the functions and Postgres that the soak can take down.
-pub struct PgProxy {
+/// A TCP proxy the soak can take down: between the functions and Postgres, and between
+/// the functions and Slack.
+pub struct TcpProxy {
     pub port: u16,
     down: AtomicBool,
     connections: Mutex<Vec<tokio::task::JoinHandle<()>>>,
@@ -209,18 +219,18 @@ pub struct PgProxy {
     pub accepted: AtomicU64,
 }
 
-impl PgProxy {
-    /// Listens on the first free port of 4720–4729 and forwards to `upstream`.
-    pub async fn start(upstream: (String, u16)) -> Arc<PgProxy> {
+impl TcpProxy {
+    /// Listens on the first free port of 4720–4739 and forwards to `upstream`.
+    pub async fn start(upstream: (String, u16)) -> Arc<TcpProxy> {
         let mut bound = None;
-        for port in 4720..4730 {
+        for port in 4720..4740 {
             if let Ok(listener) = TcpListener::bind(("127.0.0.1", port)).await {
                 bound = Some((listener, port));
                 break;
             }
         }
-        let (listener, port) = bound.expect("a free port in 4720-4729 for the Postgres proxy");
-        let proxy = Arc::new(PgProxy {
+        let (listener, port) = bound.expect("a free port in 4720-4739 for a proxy");
+        let proxy = Arc::new(TcpProxy {
             port,
             down: AtomicBool::new(false),
             connections: Mutex::new(Vec::new()),
@@ -273,8 +283,22 @@ impl PgProxy {
 // Documents and the LLM stand-in
 
 const WORDS: [&str; 16] = [
-    "Alpen", "Birke", "Cedar", "Delta", "Eiche", "Fjord", "Granit", "Hafen", "Iris", "Jade",
-    "Kiesel", "Lotus", "Mistral", "Nordlicht", "Opal", "Polar",
+    "Alpen",
+    "Birke",
+    "Cedar",
+    "Delta",
+    "Eiche",
+    "Fjord",
+    "Granit",
+    "Hafen",
+    "Iris",
+    "Jade",
+    "Kiesel",
+    "Lotus",
+    "Mistral",
+    "Nordlicht",
+    "Opal",
+    "Polar",
 ];
 
 fn supplier(i: usize) -> String {
@@ -362,7 +386,10 @@ fn extraction(invoice: bool, i: usize) -> Value {
 
 /// The document number the prompt is about: `(is_invoice, i)`.
 fn document_in(prompt: &str) -> Option<(bool, usize)> {
-    for (prefix, invoice) in [("Rechnungsnummer: SOAK-INV-", true), ("BESTELLUNG SOAK-PO-", false)] {
+    for (prefix, invoice) in [
+        ("Rechnungsnummer: SOAK-INV-", true),
+        ("BESTELLUNG SOAK-PO-", false),
+    ] {
         if let Some(at) = prompt.find(prefix) {
             let digits: String = prompt[at + prefix.len()..]
                 .chars()
@@ -426,7 +453,10 @@ impl Respond for Llm {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let c = &self.counts;
         c.calls.fetch_add(1, Ordering::SeqCst);
-        let key = request.headers.get("x-api-key").and_then(|v| v.to_str().ok());
+        let key = request
+            .headers
+            .get("x-api-key")
+            .and_then(|v| v.to_str().ok());
         if key != Some(self.key.as_str()) {
             c.wrong_key.fetch_add(1, Ordering::SeqCst);
             return anthropic_error(401, "authentication_error", "invalid x-api-key");
@@ -632,7 +662,8 @@ pub struct Soak {
     pub slack: MockServer,
     pub llm: Arc<LlmCounts>,
     pub deliveries: Arc<Deliveries>,
-    pub proxy: Arc<PgProxy>,
+    pub proxy: Arc<TcpProxy>,
+    pub slack_proxy: Arc<TcpProxy>,
     pub outage_at: Option<Duration>,
     pub idle_in_tx: IdleInTx,
     pub drained: bool,
@@ -789,35 +820,41 @@ async fn approve_ready(
 }
 
 /// Work not finished yet: open rows, invoices waiting for approval, untold failures.
-async fn open_work(pool: &PgPool) -> i64 {
-    sqlx::query_scalar(
+async fn open_work(pool: &PgPool, notices: bool) -> i64 {
+    let untold: i64 = if notices {
+        sqlx::query_scalar(
+            r#"SELECT (SELECT count(*) FROM document_output_job
+                        WHERE status = 'failed' AND admins_told_at IS NULL)
+                    + (SELECT count(*) FROM document
+                        WHERE matching_status = 'failed' AND matching_notified_at IS NULL)"#,
+        )
+        .fetch_one(pool)
+        .await
+        .unwrap_or(i64::MAX / 4)
+    } else {
+        0
+    };
+    untold
+        + sqlx::query_scalar::<_, i64>(
         r#"SELECT (SELECT count(*) FROM ingestion WHERE status = 'in-progress')
                 + (SELECT count(*) FROM document WHERE matching_status IN ('pending', 'in-progress'))
                 + (SELECT count(*) FROM document_output_job WHERE status IN ('pending', 'running'))
                 + (SELECT count(*) FROM ap_datev_export_audit
                     WHERE status IN ('requested', 'submitted', 'in_progress'))
-                + (SELECT count(*) FROM document_output_job
-                    WHERE status = 'failed' AND admins_told_at IS NULL)
-                + (SELECT count(*) FROM document
-                    WHERE matching_status = 'failed' AND matching_notified_at IS NULL)
                 + (SELECT count(*) FROM document d
                     WHERE d.type = 'invoice' AND d.matching_status = 'succeeded'
                       AND NOT EXISTS (SELECT 1 FROM ap_approval a WHERE a.document_id = d.id))"#,
     )
-    .fetch_one(pool)
-    .await
-    .unwrap_or(i64::MAX)
+        .fetch_one(pool)
+        .await
+        .unwrap_or(i64::MAX / 4)
 }
 
 /// Runs the soak: sets everything up, seeds, runs until drained (or `max_drain`).
 pub async fn run(profile: Profile) -> Soak {
     let secrets = Secrets::new();
     let (database, pool, db_options) = create_database().await;
-    let proxy = PgProxy::start((
-        db_options.get_host().to_owned(),
-        db_options.get_port(),
-    ))
-    .await;
+    let proxy = TcpProxy::start((db_options.get_host().to_owned(), db_options.get_port())).await;
     let function_db_url = format!(
         "postgres://postgres:{}@127.0.0.1:{}/{database}",
         secrets.db_password, proxy.port
@@ -855,6 +892,8 @@ pub async fn run(profile: Profile) -> Soak {
         .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
         .mount(&slack)
         .await;
+    let slack_address = slack.address();
+    let slack_proxy = TcpProxy::start((slack_address.ip().to_string(), slack_address.port())).await;
 
     // Queues, bucket, secret.
     let aws = aws().await;
@@ -879,7 +918,10 @@ pub async fn run(profile: Profile) -> Soak {
                 "database_url": function_db_url,
                 "anthropic_api_key": secrets.llm_key,
                 "maesn_api_key": secrets.maesn_key,
-                "slack_webhook_url": format!("{}/services/T000/B000/{}", slack.uri(), secrets.slack_token),
+                "slack_webhook_url": format!(
+                    "http://127.0.0.1:{}/services/T000/B000/{}",
+                    slack_proxy.port, secrets.slack_token
+                ),
             })
             .to_string(),
         )
@@ -965,7 +1007,10 @@ pub async fn run(profile: Profile) -> Soak {
             async move {
                 let (index, invoice) = (n / 2, n % 2 == 0);
                 let (name, text) = if invoice {
-                    (format!("{}.txt", invoice_number(index)), invoice_text(index))
+                    (
+                        format!("{}.txt", invoice_number(index)),
+                        invoice_text(index),
+                    )
                 } else {
                     (format!("{}.txt", po_number(index)), po_text(index))
                 };
@@ -1105,6 +1150,17 @@ pub async fn run(profile: Profile) -> Soak {
             proxy.set_down(false);
         })
     };
+    let slack_task = profile.slack_outages.then(|| {
+        let proxy = slack_proxy.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                proxy.set_down(true);
+                tokio::time::sleep(Duration::from_secs(3)).await;
+                proxy.set_down(false);
+            }
+        })
+    });
     // Drained: nothing open in the database and every queue empty, twice in a row.
     let drained_at = Arc::new(Mutex::new(None));
     let shutdown = {
@@ -1115,12 +1171,13 @@ pub async fn run(profile: Profile) -> Soak {
             drained_at.clone(),
         );
         let outage_task_done = outage_at.clone();
+        let notices = profile.wait_for_notices;
         async move {
             let mut quiet = 0;
             let mut last_print = Instant::now();
             loop {
                 tokio::time::sleep(Duration::from_secs(1)).await;
-                let open = open_work(&pool).await;
+                let open = open_work(&pool, notices).await;
                 let mut depth = 0;
                 for pair in [&queues.ingestion, &queues.matching, &queues.document_output] {
                     depth += docflow::local::depth(&sqs, &pair.url)
@@ -1150,6 +1207,10 @@ pub async fn run(profile: Profile) -> Soak {
     let report = runner.run(shutdown).await.expect("run");
     stop.store(true, Ordering::SeqCst);
     outage_task.abort();
+    if let Some(task) = slack_task {
+        task.abort();
+    }
+    slack_proxy.set_down(false);
     proxy.set_down(false);
     let _ = approver_task.await;
     let _ = sampler_task.await;
@@ -1169,6 +1230,7 @@ pub async fn run(profile: Profile) -> Soak {
         llm: llm_counts,
         deliveries,
         proxy,
+        slack_proxy,
         outage_at,
         idle_in_tx,
         drained,
@@ -1336,7 +1398,11 @@ pub async fn verify(soak: &Soak) -> Verdict {
     v.info("  permanent (400 context window)", n(&l.permanent));
     v.info("  malformed JSON", n(&l.malformed));
     v.info("  answered matching prompts", n(&l.matching));
-    v.check("  with a wrong API key", n(&l.wrong_key), n(&l.wrong_key) == 0);
+    v.check(
+        "  with a wrong API key",
+        n(&l.wrong_key),
+        n(&l.wrong_key) == 0,
+    );
     let d = &soak.deliveries;
     let delivered: u32 = d.per_body.lock().unwrap().values().sum();
     v.info("deliveries to the functions", delivered);
@@ -1374,6 +1440,12 @@ pub async fn verify(soak: &Soak) -> Verdict {
             ),
         );
     }
+    if p.slack_outages {
+        v.info(
+            "Slack connections refused (outages)",
+            n(&soak.slack_proxy.refused),
+        );
+    }
     v.info(
         "sweeps (failed)",
         format!("{} ({})", soak.report.sweeps, soak.report.sweep_errors),
@@ -1399,7 +1471,9 @@ pub async fn verify(soak: &Soak) -> Verdict {
             Some("failed") => {
                 *counts.entry("ingestion failed").or_default() += 1;
                 if !has_text(ing, "last_error") || row["needs_human_review"] != json!(true) {
-                    invisible.push(format!("{did}: ingestion failed without error or review flag"));
+                    invisible.push(format!(
+                        "{did}: ingestion failed without error or review flag"
+                    ));
                 }
             }
             other => open.push(format!("ingestion {other:?}")),
@@ -1444,7 +1518,9 @@ pub async fn verify(soak: &Soak) -> Verdict {
             .collect();
         let in_dlq = dlq_bodies["ingestion"].contains(&iid)
             || dlq_bodies["matching"].contains(&did)
-            || job_ids.iter().any(|j| dlq_bodies["document-output"].contains(j));
+            || job_ids
+                .iter()
+                .any(|j| dlq_bodies["document-output"].contains(j));
         let visible = has_text(ing, "last_error")
             || has_text(row, "matching_error")
             || jobs_of
@@ -1465,7 +1541,11 @@ pub async fn verify(soak: &Soak) -> Verdict {
     v.info("unfinished, in a DLQ, visible", in_dlq_visible);
     v.check("LOST", lost.len(), lost.is_empty());
     v.problems.extend(lost.iter().map(|l| format!("lost: {l}")));
-    v.check("failures without a visible error", invisible.len(), invisible.is_empty());
+    v.check(
+        "failures without a visible error",
+        invisible.len(),
+        invisible.is_empty(),
+    );
     v.problems.extend(invisible);
 
     // Exports: bookings per approved document.
@@ -1479,18 +1559,35 @@ pub async fn verify(soak: &Soak) -> Verdict {
         }
     }
     v.info("approved invoices", approved.len());
-    let dispatched = jobs.iter().filter(|j| s(j, "status") == Some("dispatched")).count();
-    let failed_jobs = jobs.iter().filter(|j| s(j, "status") == Some("failed")).count();
-    v.info("output jobs dispatched / failed", format!("{dispatched} / {failed_jobs}"));
+    let dispatched = jobs
+        .iter()
+        .filter(|j| s(j, "status") == Some("dispatched"))
+        .count();
+    let failed_jobs = jobs
+        .iter()
+        .filter(|j| s(j, "status") == Some("failed"))
+        .count();
+    v.info(
+        "output jobs dispatched / failed",
+        format!("{dispatched} / {failed_jobs}"),
+    );
     let duplicates: Vec<String> = booked
         .iter()
         .filter(|(_, c)| **c > 1)
         .map(|(doc, c)| format!("{doc} booked {c} times: {:?}", outcomes[doc]))
         .collect();
-    v.check("DUPLICATES (documents booked more than once)", duplicates.len(), duplicates.is_empty());
+    v.check(
+        "DUPLICATES (documents booked more than once)",
+        duplicates.len(),
+        duplicates.is_empty(),
+    );
     v.problems.extend(duplicates);
     let unapproved: Vec<&String> = booked.keys().filter(|d| !approved.contains(*d)).collect();
-    v.check("bookings of unapproved documents", unapproved.len(), unapproved.is_empty());
+    v.check(
+        "bookings of unapproved documents",
+        unapproved.len(),
+        unapproved.is_empty(),
+    );
     let mut clean = 0;
     let mut not_exactly_once = Vec::new();
     for doc in &approved {
@@ -1507,7 +1604,10 @@ pub async fn verify(soak: &Soak) -> Verdict {
                     && s(j, "last_error").is_some_and(|e| e.contains("doubt"))
             });
             if booked.get(doc).copied().unwrap_or(0) != 1 || !(dispatched || crashed_in_doubt) {
-                not_exactly_once.push(format!("{doc}: Maesn calls {seen:?}, jobs {:?}", jobs_of.get(doc)));
+                not_exactly_once.push(format!(
+                    "{doc}: Maesn calls {seen:?}, jobs {:?}",
+                    jobs_of.get(doc)
+                ));
             }
         }
     }
@@ -1526,11 +1626,14 @@ pub async fn verify(soak: &Soak) -> Verdict {
         }
         in_doubt += 1;
         let job_says = jobs_of.get(doc).into_iter().flatten().any(|j| {
-            s(j, "status") == Some("failed") && s(j, "last_error").is_some_and(|e| e.contains("doubt"))
+            s(j, "status") == Some("failed")
+                && s(j, "last_error").is_some_and(|e| e.contains("doubt"))
         });
-        let audit_says = audits_of.get(doc).into_iter().flatten().any(|a| {
-            s(a, "status") == Some("failed") && a["retryable"] == json!(false)
-        });
+        let audit_says = audits_of
+            .get(doc)
+            .into_iter()
+            .flatten()
+            .any(|a| s(a, "status") == Some("failed") && a["retryable"] == json!(false));
         if !(job_says && audit_says) {
             doubt_hidden.push(format!(
                 "{doc}: booked, answered late; jobs {:?} audits {:?}",
@@ -1603,15 +1706,21 @@ pub async fn verify(soak: &Soak) -> Verdict {
         let row = document_of[&did];
         let ing_attempts = ing["attempt_count"].as_i64().unwrap_or(0);
         let ing_deliveries = i64::from(d.of("ingestion", &iid));
-        if ing_attempts > ing_deliveries || (ing_deliveries == 0 && s(ing, "status") == Some("completed")) {
-            counters.push(format!("ingestion {iid}: attempt_count {ing_attempts}, deliveries {ing_deliveries}"));
+        if ing_attempts > ing_deliveries
+            || (ing_deliveries == 0 && s(ing, "status") == Some("completed"))
+        {
+            counters.push(format!(
+                "ingestion {iid}: attempt_count {ing_attempts}, deliveries {ing_deliveries}"
+            ));
         }
         let m_attempts = row["matching_attempts"].as_i64().unwrap_or(0);
         let m_deliveries = i64::from(d.of("matching", &did));
         if m_attempts > m_deliveries
             || (m_deliveries == 0 && s(row, "matching_status") == Some("succeeded"))
         {
-            counters.push(format!("matching {did}: matching_attempts {m_attempts}, deliveries {m_deliveries}"));
+            counters.push(format!(
+                "matching {did}: matching_attempts {m_attempts}, deliveries {m_deliveries}"
+            ));
         }
     }
     v.check(
@@ -1730,7 +1839,11 @@ pub async fn check_secrets(soak: &Soak, logs: &Arc<Mutex<Vec<u8>>>, v: &mut Verd
     v.info("log lines captured", lines);
     let errors = logs.matches("\"level\":\"ERROR\"").count();
     v.info("  of them errors", errors);
-    v.check("secret values found in logs, rows, notices, DLQs", leaks.len(), leaks.is_empty());
+    v.check(
+        "secret values found in logs, rows, notices, DLQs",
+        leaks.len(),
+        leaks.is_empty(),
+    );
     v.problems.extend(leaks);
     lines
 }
