@@ -53,7 +53,10 @@ pub struct Options {
 /// Test-only hook of [`Options`]: given a function's name and its invoker, returns the
 /// invoker the event-source mapping calls instead.
 #[derive(Clone)]
-pub struct FaultInjection(pub Arc<dyn Fn(&str, Arc<dyn Invoke>) -> Arc<dyn Invoke> + Send + Sync>);
+pub struct FaultInjection(pub Arc<WrapInvoke>);
+
+/// What [`FaultInjection`] holds: function name and invoker in, invoker out.
+pub type WrapInvoke = dyn Fn(&str, Arc<dyn Invoke>) -> Arc<dyn Invoke> + Send + Sync;
 
 impl std::fmt::Debug for FaultInjection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
