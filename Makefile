@@ -48,6 +48,14 @@ test: up
 demo: up
 	scripts/demo.sh
 
+## soak: 2,000 documents through the local pipeline with seeded faults (LLM, Maesn,
+## worker crashes, duplicates, a Postgres outage), then the invariants as a table;
+## SOAK_DOCUMENTS, SOAK_SEED (repeat a run), SOAK_MAX_SECONDS. `make test` runs 200.
+.PHONY: soak
+soak: up
+	SOAK_DOCUMENTS=$${SOAK_DOCUMENTS:-2000} SOAK_MAX_SECONDS=$${SOAK_MAX_SECONDS:-2400} \
+	  cargo test -p docflow-cli --test soak -- --nocapture
+
 ## package: release zips of every function with cargo-lambda, for ARCH (arm64 | x86_64)
 package:
 	scripts/package.sh $(ARCH)
