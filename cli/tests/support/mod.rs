@@ -19,7 +19,7 @@
 //! seconds, the sweeper's thresholds to match. The functions' hard-coded SQS backoffs
 //! (ingestion 30 s·2ⁿ, matching 300 s / 1800 s) are scaled by [`TimeWarp`], an SDK
 //! interceptor on the functions' SQS client: a `ChangeMessageVisibility` of 30 s or more
-//! is divided by 60 (at least 1 s); shorter ones (heartbeats, the output worker's
+//! is divided by 120 (at least 1 s); shorter ones (heartbeats, the output worker's
 //! configured backoffs) are left as they are. Nothing in the functions changes.
 
 // Two test binaries include this module, each using part of it.
@@ -176,9 +176,12 @@ impl Secrets {
 #[derive(Debug)]
 struct TimeWarp;
 
+/// How much faster the hard-coded backoffs run.
+const WARP: i32 = 120;
+
 fn warp(seconds: i32) -> i32 {
     if seconds >= 30 {
-        (seconds / 60).max(1)
+        (seconds / WARP).max(1)
     } else {
         seconds
     }
@@ -959,10 +962,12 @@ pub async fn run(profile: Profile) -> Soak {
         // threshold the invoices that name no order go to the LLM, so matching meets
         // its faults too.
         ("MATCH_THRESHOLD", "0.95".into()),
-        ("SWEEP_INGESTION_AFTER_SECONDS", "20".into()),
-        ("SWEEP_MATCHING_AFTER_SECONDS", "45".into()),
-        ("SWEEP_OUTPUT_PENDING_AFTER_SECONDS", "20".into()),
-        ("SWEEP_OUTPUT_RUNNING_AFTER_SECONDS", "20".into()),
+        // The sweeper's thresholds as its defaults derive them (visibility + the longest
+        // backoff + a margin), at the time warp's scale.
+        ("SWEEP_INGESTION_AFTER_SECONDS", "12".into()),
+        ("SWEEP_MATCHING_AFTER_SECONDS", "25".into()),
+        ("SWEEP_OUTPUT_PENDING_AFTER_SECONDS", "12".into()),
+        ("SWEEP_OUTPUT_RUNNING_AFTER_SECONDS", "15".into()),
         ("SWEEP_UNDELIVERED_AFTER_SECONDS", "120".into()),
         ("SWEEP_TIME_RESERVE_MS", "1000".into()),
         (
