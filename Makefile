@@ -53,8 +53,7 @@ demo: up
 ## SOAK_DOCUMENTS, SOAK_SEED (repeat a run), SOAK_MAX_SECONDS. `make test` runs 200.
 .PHONY: soak
 soak: up
-	SOAK_DOCUMENTS=$${SOAK_DOCUMENTS:-2000} SOAK_MAX_SECONDS=$${SOAK_MAX_SECONDS:-2400} \
-	  cargo test -p docflow-cli --test soak -- --nocapture
+	scripts/soak.sh
 
 ## package: release zips of every function with cargo-lambda, for ARCH (arm64 | x86_64)
 package:
