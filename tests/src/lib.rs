@@ -2,6 +2,7 @@
 //! Lambda events built from real received messages, text PDFs.
 
 pub mod aws_calls;
+pub mod fuzz_targets;
 pub mod ingestion_harness;
 pub mod llm;
 pub mod pdf;
