@@ -48,6 +48,13 @@ test: up
 demo: up
 	scripts/demo.sh
 
+## soak: 2,000 documents through the local pipeline with seeded faults (LLM, Maesn,
+## worker crashes, duplicates, a Postgres outage), then the invariants as a table;
+## SOAK_DOCUMENTS, SOAK_SEED (repeat a run), SOAK_MAX_SECONDS. `make test` runs 200.
+.PHONY: soak
+soak: up
+	scripts/soak.sh
+
 ## package: release zips of every function with cargo-lambda, for ARCH (arm64 | x86_64)
 package:
 	scripts/package.sh $(ARCH)

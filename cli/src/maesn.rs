@@ -34,6 +34,31 @@ pub struct Options {
     /// Where the stand-in keeps what it was sent, so a restarted stand-in still knows
     /// the tasks of earlier runs (as Maesn would); `None`: in memory only.
     pub state_file: Option<std::path::PathBuf>,
+    /// Seeded faults on booking proposals (the soak); `None`: Maesn behaves.
+    pub faults: Option<Faults>,
+}
+
+/// Faults the stand-in injects into booking proposals that passed its checks, drawn
+/// from a seeded generator (the draw order follows the order requests arrive).
+#[derive(Debug, Clone)]
+pub struct Faults {
+    pub seed: u64,
+    /// Share answered `503 Service Unavailable`: nothing booked (a passing refusal).
+    pub unavailable: f64,
+    /// Share booked and then answered only after `late_by`: a caller whose timeout is
+    /// shorter gives up after Maesn received the request (the export is in doubt).
+    pub answer_late: f64,
+    pub late_by: std::time::Duration,
+}
+
+/// What the stand-in did with one booking proposal request.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct Attempt {
+    /// The proposal's `id` (docflow sends the document id), when the body had one.
+    pub document_id: Option<String>,
+    /// `booked`, `booked-late` (booked, answer delayed), `unavailable` (503), or
+    /// `refused` (401/400/429).
+    pub outcome: String,
 }
 
 impl Default for Options {
@@ -43,6 +68,7 @@ impl Default for Options {
             polls_until_done: 1,
             rate_limit_once: HashSet::new(),
             state_file: None,
+            faults: None,
         }
     }
 }
@@ -74,6 +100,12 @@ struct State {
     /// (company, number) pairs already answered with a rate limit.
     rate_limited: HashSet<(String, String)>,
     refused: u32,
+    /// Every booking proposal request, in arrival order.
+    #[serde(default)]
+    attempts: Vec<Attempt>,
+    /// The fault generator's state (splitmix64).
+    #[serde(skip)]
+    fault_state: Option<u64>,
 }
 
 /// A running stand-in. Dropping it stops the server.
@@ -142,9 +174,14 @@ impl StandIn {
         self.state.lock().expect("state").exports.clone()
     }
 
-    /// Requests answered with an error status (401/400/429).
+    /// Requests answered with an error status (401/400/429, and injected 503s).
     pub fn refused(&self) -> u32 {
         self.state.lock().expect("state").refused
+    }
+
+    /// Every booking proposal request and what the stand-in did with it.
+    pub fn attempts(&self) -> Vec<Attempt> {
+        self.state.lock().expect("state").attempts.clone()
     }
 }
 
@@ -202,9 +239,17 @@ struct Create {
 impl Respond for Create {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let mut state = self.state.lock().expect("state");
+        let recorded = state.attempts.len();
         let response = self.create(&mut state, request);
         if response.is_err() {
             state.refused += 1;
+        }
+        if state.attempts.len() == recorded {
+            // Refused before the proposal was read (credentials, body).
+            state.attempts.push(Attempt {
+                document_id: None,
+                outcome: "refused".into(),
+            });
         }
         save(&state, &self.options);
         response.unwrap_or_else(|e| *e)
@@ -255,15 +300,44 @@ impl Create {
             .get("number")
             .and_then(Value::as_str)
             .map(str::to_owned);
+        let document_id = proposal
+            .get("id")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let attempt = |outcome: &str| Attempt {
+            document_id: document_id.clone(),
+            outcome: outcome.to_owned(),
+        };
         if let Some(n) = &number
             && self.options.rate_limit_once.contains(n)
             && state.rate_limited.insert((company_id.clone(), n.clone()))
         {
+            state.attempts.push(attempt("refused"));
             return Err(Box::new(
                 error(429, "TOO_MANY_REQUESTS", "rate limit exceeded, retry later")
                     .insert_header("Retry-After", "1"),
             ));
         }
+        let mut late = None;
+        if let Some(faults) = &self.options.faults {
+            let draw = next_unit(state.fault_state.get_or_insert(faults.seed));
+            if draw < faults.unavailable {
+                state.attempts.push(attempt("unavailable"));
+                return Err(refuse(
+                    503,
+                    "SERVICE_UNAVAILABLE",
+                    "service temporarily unavailable",
+                ));
+            }
+            if draw < faults.unavailable + faults.answer_late {
+                late = Some(faults.late_by);
+            }
+        }
+        state.attempts.push(attempt(if late.is_some() {
+            "booked-late"
+        } else {
+            "booked"
+        }));
         let task_id = uuid::Uuid::new_v4().to_string();
         if let Some(n) = &number
             && !state.booked.insert((company_id.clone(), n.clone()))
@@ -272,10 +346,7 @@ impl Create {
         }
         state.exports.push(Export {
             task_id: task_id.clone(),
-            document_id: proposal
-                .get("id")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+            document_id,
             number,
             company_id,
             booking_type,
@@ -283,8 +354,12 @@ impl Create {
             file_bytes: file.body.len(),
             status: "IN_PROGRESS".into(),
         });
-        Ok(ResponseTemplate::new(200)
-            .set_body_json(json!({ "meta": meta(), "data": { "taskId": task_id } })))
+        let response = ResponseTemplate::new(200)
+            .set_body_json(json!({ "meta": meta(), "data": { "taskId": task_id } }));
+        Ok(match late {
+            Some(delay) => response.set_delay(delay),
+            None => response,
+        })
     }
 }
 
@@ -333,6 +408,16 @@ impl Respond for Task {
             "data": { "id": task_id, "type": "BOOKING_PROPOSAL", "status": status, "information": information }
         }))
     }
+}
+
+/// A uniform draw in [0, 1) from a splitmix64 state (no generator crate needed).
+fn next_unit(state: &mut u64) -> f64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// Writes the state to the state file, if there is one (best effort: a stand-in that

@@ -716,6 +716,7 @@ async fn local_run(args: RunArgs) -> anyhow::Result<()> {
             schedule_every: Duration::from_secs(args.sweep_every.max(1)),
             ..docflow::local::RunOptions::default()
         },
+        fault_injection: None,
     };
     let runner = run::build(&local, &options)
         .await?

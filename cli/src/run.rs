@@ -44,6 +44,23 @@ pub struct Options {
     /// Run the sweeper (on `run.schedule_every`, and when idle).
     pub sweeper: bool,
     pub run: RunOptions,
+    /// Test-only: wraps each function's invoker (the soak injects worker crashes and
+    /// duplicate deliveries here). `None` everywhere else.
+    pub fault_injection: Option<FaultInjection>,
+}
+
+/// Test-only hook of [`Options`]: given a function's name and its invoker, returns the
+/// invoker the event-source mapping calls instead.
+#[derive(Clone)]
+pub struct FaultInjection(pub Arc<WrapInvoke>);
+
+/// What [`FaultInjection`] holds: function name and invoker in, invoker out.
+pub type WrapInvoke = dyn Fn(&str, Arc<dyn Invoke>) -> Arc<dyn Invoke> + Send + Sync;
+
+impl std::fmt::Debug for FaultInjection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FaultInjection(..)")
+    }
 }
 
 impl Default for Options {
@@ -57,6 +74,7 @@ impl Default for Options {
             via: None,
             sweeper: true,
             run: RunOptions::default(),
+            fault_injection: None,
         }
     }
 }
@@ -119,7 +137,12 @@ pub async fn build(local: &Local, options: &Options) -> anyhow::Result<Runner> {
             name: name.clone(),
             mapping,
             dlq_url: Some(pair.dlq_url.clone()),
-            function: function(local, name, options.via.as_deref()).await?,
+            function: match &options.fault_injection {
+                Some(FaultInjection(wrap)) => {
+                    wrap(name, function(local, name, options.via.as_deref()).await?)
+                }
+                None => function(local, name, options.via.as_deref()).await?,
+            },
             function_arn: format!("arn:aws:lambda:{region}:123456789012:function:{name}"),
             max_concurrency: options.concurrency,
             timeout: options.timeout.unwrap_or_else(|| default_timeout(name)),

@@ -308,7 +308,8 @@ impl Local {
             llm: self.llm().await?,
             notifier: self.notifier().await?,
             receive_policy: self.settings.receive_policy,
-            config: docflow::matching::MatchingConfig::default(),
+            config: docflow::matching::MatchingConfig::from_env(&self.env())
+                .context("invalid MATCH_* settings")?,
         })
     }
 
