@@ -930,3 +930,55 @@ async fn an_older_delivery_s_error_never_lands_on_the_attempt_a_newer_delivery_h
         Some("boom")
     );
 }
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_duplicate_meeting_a_failure_whose_notice_is_being_sent_does_not_tell_again(
+    pool: PgPool,
+) {
+    // Arrange: a delivery recorded the failure and is telling the admins (its claim is
+    // fresh, no channel has answered yet).
+    let slack = slack_server().await;
+    let llm = MockServer::start().await;
+    let (inv, _) = ambiguous_invoice(&pool).await;
+    let deps = deps(&pool, Some(llm_client(&llm)), slack_notifier(&slack)).await;
+    // The message, sent before the failure: its duplicates are duplicates of finished work.
+    let event = valid_event_for(inv);
+    let Ok(Claim::Claimed(doc)) = status::claim(&pool, inv, None).await else {
+        panic!("claimed");
+    };
+    let failed = status::fail(&pool, inv, Attempt::Claimed(doc.matching_attempts), "boom")
+        .await
+        .unwrap()
+        .expect("recorded");
+
+    // Act: a duplicate of the message arrives meanwhile.
+    let response = matching::handler(&deps, lambda_event(event.clone(), None))
+        .await
+        .unwrap();
+
+    // Assert: discarded, and the telling left to the delivery that claimed it.
+    assert!(response.batch_item_failures.is_empty());
+    assert!(slack_bodies(&slack).await.is_empty(), "no second notice");
+    assert!(!state(&pool, inv).await.notified);
+
+    // When that delivery died (its claim older than the grace), the next one tells, once.
+    sqlx::query(
+        "UPDATE document SET matching_notice_claimed_at = now() - interval '301 seconds' WHERE id = $1",
+    )
+    .bind(inv)
+    .execute(&pool)
+    .await
+    .unwrap();
+    for _ in 0..2 {
+        matching::handler(&deps, lambda_event(event.clone(), None))
+            .await
+            .unwrap();
+    }
+    assert_eq!(slack_bodies(&slack).await.len(), 1);
+    assert!(state(&pool, inv).await.notified);
+    assert!(
+        status::mark_notified(&pool, inv, failed.failed_at)
+            .await
+            .unwrap()
+    );
+}

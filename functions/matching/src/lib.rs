@@ -122,7 +122,7 @@ pub async fn process(deps: &Deps, msg: Message) -> Outcome {
             if let Some(failed) = &finished.untold_failure {
                 // The delivery that recorded this failure did not reach the admins (it
                 // died first, or every channel failed): this one tells them.
-                tell_admins(deps, &msg, id, failed).await;
+                tell_admins(deps, &msg, id, failed, Notice::Untold).await;
             }
             return Outcome::discard_as(
                 DiscardKind::Duplicate,
@@ -238,7 +238,7 @@ async fn fail_and_notify(
     match status::fail(&deps.pool, id.0, attempt, error).await {
         Ok(Some(failed)) => {
             metrics::failed_permanently();
-            tell_admins(deps, msg, id, &failed).await;
+            tell_admins(deps, msg, id, &failed, Notice::Claimed).await;
             true
         }
         Ok(None) => {
@@ -262,7 +262,40 @@ async fn fail_and_notify(
 
 /// Notifies the admins of a recorded failure within the invocation's time, and records
 /// `matching_notified_at` when a channel delivered.
-async fn tell_admins(deps: &Deps, msg: &Message, id: DocumentId, failed: &status::Failed) {
+/// Whose notice a delivery is about to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Notice {
+    /// Its own: [`status::fail`] claimed the notice with the failure.
+    Claimed,
+    /// An earlier delivery's, found untold: taken over only if still unclaimed (or its
+    /// claimer died), so a duplicate meeting a live notifier does not tell twice.
+    Untold,
+}
+
+async fn tell_admins(
+    deps: &Deps,
+    msg: &Message,
+    id: DocumentId,
+    failed: &status::Failed,
+    whose: Notice,
+) {
+    if whose == Notice::Untold {
+        match status::claim_notice(&deps.pool, id.0, failed.failed_at).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::info!(document_id = %id, "another delivery is telling the admins");
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(
+                    error.message = %e,
+                    error.cause_chain = ?e,
+                    "could not claim the untold notice; a later delivery tells the admins"
+                );
+                return;
+            }
+        }
+    }
     let notice = AdminNotice {
         title: FAILURE_TITLE.to_owned(),
         document_id: id.0,
@@ -277,6 +310,14 @@ async fn tell_admins(deps: &Deps, msg: &Message, id: DocumentId, failed: &status
         .map(|left| tokio::time::Instant::now() + left.saturating_sub(NOTIFY_MARGIN));
     let delivery = deps.notifier.notify_until(&notice, deadline).await;
     if !delivery.delivered() {
+        // No channel took it: the next delivery may tell at once.
+        if let Err(e) = status::release_notice(&deps.pool, id.0, failed.failed_at).await {
+            tracing::warn!(
+                error.message = %e,
+                error.cause_chain = ?e,
+                "could not release the notice; a delivery after the claim's grace tells the admins"
+            );
+        }
         return;
     }
     match status::mark_notified(&deps.pool, id.0, failed.failed_at).await {

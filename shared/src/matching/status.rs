@@ -110,7 +110,10 @@ pub async fn claim(
         r#"
         SELECT d.structured_data IS NOT NULL AS has_data,
                d.matching_status,
-               d.matching_notified_at IS NULL AS untold,
+               d.matching_notified_at IS NULL
+                   AND (d.matching_notice_claimed_at IS NULL
+                        OR d.matching_notice_claimed_at < now() - make_interval(secs => $2))
+                   AS untold,
                d.tenant_id,
                t.name AS tenant_name,
                d.matching_attempts,
@@ -123,6 +126,7 @@ pub async fn claim(
         "#,
     )
     .bind(id)
+    .bind(NOTICE_CLAIM_GRACE.as_secs_f64())
     .fetch_optional(pool)
     .await?;
     Ok(match row {
@@ -248,6 +252,7 @@ pub async fn fail(
                matching_error       = $2,
                matching_failed_at   = now(),
                matching_notified_at = NULL,
+               matching_notice_claimed_at = now(),
                updated_at           = now()
           FROM tenant AS t
          WHERE d.id = $1
@@ -275,6 +280,62 @@ impl Attempt {
             Attempt::Unclaimed => None,
         }
     }
+}
+
+/// How long a claim on a failure's notice holds: longer than any delivery spends
+/// notifying (bounded by its invocation, at most the function's 120 s timeout), so only
+/// the claim of a delivery that died is taken over.
+pub const NOTICE_CLAIM_GRACE: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Takes over the untold notice of the failure of `failed_at` (no claim, or a stale
+/// one); returns whether this delivery now tells the admins.
+pub async fn claim_notice(
+    pool: &PgPool,
+    id: Uuid,
+    failed_at: DateTime<Utc>,
+) -> Result<bool, sqlx::Error> {
+    let claimed = sqlx::query(
+        r#"
+        UPDATE document
+           SET matching_notice_claimed_at = now()
+         WHERE id = $1
+           AND matching_status = 'failed'
+           AND matching_failed_at = $2
+           AND matching_notified_at IS NULL
+           AND (matching_notice_claimed_at IS NULL
+                OR matching_notice_claimed_at < now() - make_interval(secs => $3))
+        "#,
+    )
+    .bind(id)
+    .bind(failed_at)
+    .bind(NOTICE_CLAIM_GRACE.as_secs_f64())
+    .execute(pool)
+    .await?
+    .rows_affected();
+    Ok(claimed == 1)
+}
+
+/// Gives up this delivery's claim on the notice of `failed_at` when no channel took
+/// it, so the next delivery tells the admins at once.
+pub async fn release_notice(
+    pool: &PgPool,
+    id: Uuid,
+    failed_at: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        r#"
+        UPDATE document
+           SET matching_notice_claimed_at = NULL
+         WHERE id = $1
+           AND matching_failed_at = $2
+           AND matching_notified_at IS NULL
+        "#,
+    )
+    .bind(id)
+    .bind(failed_at)
+    .execute(pool)
+    .await?;
+    Ok(())
 }
 
 /// Records that the admins were told about the failure of `failed_at` (a later failure
