@@ -17,7 +17,7 @@ ARCH ?= arm64
 
 VENV := .venv
 
-.PHONY: up down test demo package deploy-local lint venv
+.PHONY: up down test demo package deploy-local lint venv fuzz
 
 $(VENV)/.installed: requirements-dev.txt
 	python3 -m venv $(VENV)
@@ -61,3 +61,11 @@ deploy-local: venv
 lint:
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
+
+## fuzz: the long, coverage-guided run of one fuzz target with cargo fuzz on the stable
+## toolchain (docs/reliability.md); FUZZ_TARGET (default rules_pdf), FUZZ_SECONDS (3600)
+FUZZ_TARGET ?= rules_pdf
+FUZZ_SECONDS ?= 3600
+fuzz:
+	command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run $(FUZZ_TARGET) -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096

@@ -26,10 +26,7 @@ pub const FUNCTIONS: [&str; 3] = ["ingestion", "matching", "document-output"];
 
 /// Each function's timeout in AWS (infra/main.tf): the local deadline too.
 pub fn default_timeout(function: &str) -> Duration {
-    Duration::from_secs(match function {
-        "ingestion" => 300,
-        _ => 120,
-    })
+    docflow::local::function_timeout(function)
 }
 
 /// How `local run` maps queues to functions.

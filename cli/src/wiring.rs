@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use aws_config::SdkConfig;
@@ -115,6 +116,9 @@ pub struct Local {
     /// `local run` prints its summary from them ([`crate::run::metrics_summary`]).
     pub metrics: MetricsSink,
     pub metric_lines: Captured,
+    /// The real visibility timeout of each function's source queue, by function: its
+    /// batch runtime's `QUEUE_VISIBILITY_TIMEOUT_SECONDS`, as Terraform sets it in AWS.
+    visibility: HashMap<&'static str, Duration>,
     overrides: HashMap<String, String>,
 }
 
@@ -156,16 +160,27 @@ impl Local {
             "DOCFLOW_SECRET_ID",
             docflow::local::SECRET_ID.to_owned(),
         );
-        for (var, pair) in [
-            ("INGESTION_QUEUE_VISIBILITY_SECONDS", &queues.ingestion),
-            ("MATCHING_QUEUE_VISIBILITY_SECONDS", &queues.matching),
+        let mut visibility = HashMap::new();
+        for (function, var, pair) in [
             (
+                "ingestion",
+                "INGESTION_QUEUE_VISIBILITY_SECONDS",
+                &queues.ingestion,
+            ),
+            (
+                "matching",
+                "MATCHING_QUEUE_VISIBILITY_SECONDS",
+                &queues.matching,
+            ),
+            (
+                "document-output",
                 "DOCUMENT_OUTPUT_QUEUE_VISIBILITY_SECONDS",
                 &queues.document_output,
             ),
         ] {
             let seconds = visibility_seconds(&sqs, &pair.url).await?;
             set_default(&mut overrides, var, seconds.to_string());
+            visibility.insert(function, Duration::from_secs(seconds));
         }
         let per_instance: u32 = from_process("DATABASE_MAX_CONNECTIONS")
             .and_then(|v| v.parse().ok())
@@ -206,6 +221,7 @@ impl Local {
             secrets,
             queues,
             pool,
+            visibility,
             overrides,
         })
     }
@@ -246,10 +262,17 @@ impl Local {
         self.pool(4).await
     }
 
-    async fn common(&self) -> anyhow::Result<(PgPool, BatchRuntime)> {
+    /// The settings as `function` sees them in AWS: its own source queue's visibility.
+    pub fn settings_of(&self, function: &str) -> Settings {
+        let mut settings = self.settings.clone();
+        settings.batch.queue_visibility = self.visibility.get(function).copied();
+        settings
+    }
+
+    async fn common(&self, function: &str) -> anyhow::Result<(PgPool, BatchRuntime)> {
         Ok((
             self.pool(self.settings.database_max_connections).await?,
-            BatchRuntime::new(self.sqs.clone(), self.settings.batch)
+            BatchRuntime::new(self.sqs.clone(), self.settings_of(function).batch)
                 .with_metrics(self.metrics.clone()),
         ))
     }
@@ -264,7 +287,7 @@ impl Local {
     pub async fn ingestion(&self) -> anyhow::Result<ingestion::Deps> {
         let mut deps = ingestion::Deps::build(
             &self.env(),
-            &self.settings,
+            &self.settings_of("ingestion"),
             &self.aws,
             self.pool(self.settings.database_max_connections).await?,
             self.sqs.clone(),
@@ -278,7 +301,7 @@ impl Local {
 
     /// As `matching::Deps::from_env`.
     pub async fn matching(&self) -> anyhow::Result<matching::Deps> {
-        let (pool, runtime) = self.common().await?;
+        let (pool, runtime) = self.common("matching").await?;
         Ok(matching::Deps {
             pool,
             runtime,
@@ -292,7 +315,7 @@ impl Local {
     /// As `document_output::Deps::from_env`.
     pub async fn document_output(&self) -> anyhow::Result<document_output::Deps> {
         let env = self.env();
-        let (pool, runtime) = self.common().await?;
+        let (pool, runtime) = self.common("document-output").await?;
         let maesn_config = MaesnConfig::from_env(&env)?;
         Ok(document_output::Deps {
             pool,

@@ -379,12 +379,14 @@ impl MaesnClient {
             })
     }
 
-    async fn send<T: for<'de> Deserialize<'de>>(
+    /// Sends one request with both keys; returns the status, the body and the parsed
+    /// `Retry-After` for [`read_created_task`] / [`read_task_state`] to read.
+    async fn send(
         &self,
         operation: &'static str,
         request: reqwest::RequestBuilder,
         account: &DatevAccount,
-    ) -> Result<T, DatevError> {
+    ) -> Result<(u16, String, Option<Duration>), DatevError> {
         // Both keys before the request: a secret that cannot be read is a refusal.
         let api_key = self.api_key().await?;
         let account_key = self.account_key(account.tenant_id).await?;
@@ -410,33 +412,90 @@ impl MaesnClient {
             crate::telemetry::metrics::output::MAESN_LATENCY,
             started.elapsed(),
         );
-        if !status.is_success() {
-            return Err(DatevError::Status {
-                operation,
-                status: status.as_u16(),
-                body: body.chars().take(500).collect(),
-                retry_after,
-            });
-        }
-        let envelope: Envelope<T> =
-            serde_json::from_str(&body).map_err(|e| DatevError::UnexpectedBody {
-                operation,
-                reason: format!("not the JSON envelope {{meta, data}}: {e}"),
-            })?;
-        envelope.data.ok_or(DatevError::UnexpectedBody {
+        Ok((status.as_u16(), body, retry_after))
+    }
+}
+
+/// Reads one Maesn answer (status and body, the `Retry-After` already parsed): a
+/// non-2xx status is [`DatevError::Status`] (body cut to 500 characters), a 2xx body that
+/// is not the `{meta, data}` envelope of `T` is [`DatevError::UnexpectedBody`].
+fn read_answer<T: for<'de> Deserialize<'de>>(
+    operation: &'static str,
+    status: u16,
+    body: &str,
+    retry_after: Option<Duration>,
+) -> Result<T, DatevError> {
+    if !(200..300).contains(&status) {
+        return Err(DatevError::Status {
             operation,
-            reason: "no `data` object".into(),
+            status,
+            body: body.chars().take(500).collect(),
+            retry_after,
+        });
+    }
+    let envelope: Envelope<T> =
+        serde_json::from_str(body).map_err(|e| DatevError::UnexpectedBody {
+            operation,
+            reason: format!("not the JSON envelope {{meta, data}}: {e}"),
+        })?;
+    envelope.data.ok_or(DatevError::UnexpectedBody {
+        operation,
+        reason: "no `data` object".into(),
+    })
+}
+
+/// Maesn's answer to `POST /accounting/bookingProposals/async`: the task id, or why the
+/// answer is not one. Pure (what the connector and the fuzz targets call).
+pub fn read_created_task(
+    status: u16,
+    body: &str,
+    retry_after: Option<Duration>,
+) -> Result<String, DatevError> {
+    let created: CreatedTask = read_answer(CREATE, status, body, retry_after)?;
+    created
+        .task_id
+        .filter(|id| !id.trim().is_empty())
+        .ok_or(DatevError::UnexpectedBody {
+            operation: CREATE,
+            reason: "no `data.taskId`".into(),
         })
+}
+
+/// Maesn's answer to `GET /accounting/asyncTask/{id}`: the task's state, or why the answer
+/// is not one (an unknown status is [`DatevError::UnexpectedBody`]). Pure.
+pub fn read_task_state(
+    status: u16,
+    body: &str,
+    retry_after: Option<Duration>,
+) -> Result<TaskState, DatevError> {
+    let info: TaskInfo = read_answer(TASK, status, body, retry_after)?;
+    let information = info
+        .information
+        .into_iter()
+        .filter_map(|i| i.message)
+        .collect();
+    match info.status.as_deref() {
+        Some("SUCCESS" | "PARTIAL_SUCCESS" | "FINISHED") => {
+            Ok(TaskState::Succeeded { information })
+        }
+        Some("FAILED" | "CANCELLED_SUCCESSFULLY") => Ok(TaskState::Failed { information }),
+        Some("OPEN" | "IN_PROGRESS" | "CANCEL_FAILED") => Ok(TaskState::InProgress),
+        other => Err(DatevError::UnexpectedBody {
+            operation: TASK,
+            reason: format!("unknown task status {other:?}"),
+        }),
     }
 }
 
 /// `Retry-After` as delay-seconds or an HTTP date (a date in the past is no wait).
 fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let value = headers
-        .get(reqwest::header::RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim();
+    parse_retry_after(headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?)
+}
+
+/// A `Retry-After` value: delay-seconds or an HTTP date (a date in the past is no wait);
+/// `None` when it is neither.
+pub fn parse_retry_after(value: &str) -> Option<Duration> {
+    let value = value.trim();
     if let Ok(seconds) = value.parse::<u64>() {
         return Some(Duration::from_secs(seconds));
     }
@@ -485,16 +544,10 @@ impl DatevConnector for MaesnClient {
             .part("folderManagement", json_part(&p.folder_management))
             .part("files", file);
         let url = format!("{}/accounting/bookingProposals/async", self.base_url);
-        let created: CreatedTask = self
+        let (status, body, retry_after) = self
             .send(CREATE, self.http.post(url).multipart(form), &p.account)
             .await?;
-        created
-            .task_id
-            .filter(|id| !id.trim().is_empty())
-            .ok_or(DatevError::UnexpectedBody {
-                operation: CREATE,
-                reason: "no `data.taskId`".into(),
-            })
+        read_created_task(status, &body, retry_after)
     }
 
     async fn async_task(
@@ -513,23 +566,8 @@ impl DatevConnector for MaesnClient {
             self.base_url,
             path_segment(task_id)
         );
-        let info: TaskInfo = self.send(TASK, self.http.get(url), account).await?;
-        let information = info
-            .information
-            .into_iter()
-            .filter_map(|i| i.message)
-            .collect();
-        match info.status.as_deref() {
-            Some("SUCCESS" | "PARTIAL_SUCCESS" | "FINISHED") => {
-                Ok(TaskState::Succeeded { information })
-            }
-            Some("FAILED" | "CANCELLED_SUCCESSFULLY") => Ok(TaskState::Failed { information }),
-            Some("OPEN" | "IN_PROGRESS" | "CANCEL_FAILED") => Ok(TaskState::InProgress),
-            other => Err(DatevError::UnexpectedBody {
-                operation: TASK,
-                reason: format!("unknown task status {other:?}"),
-            }),
-        }
+        let (status, body, retry_after) = self.send(TASK, self.http.get(url), account).await?;
+        read_task_state(status, &body, retry_after)
     }
 }
 

@@ -27,6 +27,20 @@ impl DocumentType {
         }
     }
 
+    /// The type of an enum label; `None` for a label this version does not know (the
+    /// application may add types to the database's enum before docflow learns them).
+    pub fn from_label(label: &str) -> Option<Self> {
+        [
+            DocumentType::Invoice,
+            DocumentType::PurchaseOrder,
+            DocumentType::DeliveryNote,
+            DocumentType::CreditNote,
+            DocumentType::Other,
+        ]
+        .into_iter()
+        .find(|t| t.as_str() == label)
+    }
+
     /// The types a document of this type can be linked to: invoice ↔ purchase order,
     /// invoice ↔ delivery note, purchase order ↔ delivery note, credit note ↔ the invoice
     /// it corrects. Other documents are not matched.

@@ -121,6 +121,8 @@ pub enum LlmError {
     NotJson { reason: String, preview: String },
     #[error("LLM answer failed schema validation: {0}")]
     Schema(String),
+    #[error("could not read the LLM API key from the secret")]
+    Key(#[source] crate::secrets::SecretError),
 }
 
 impl Classify for LlmError {
@@ -132,6 +134,7 @@ impl Classify for LlmError {
             LlmError::Envelope(_) | LlmError::NotJson { .. } | LlmError::Schema(_) => {
                 RetryClass::Transient
             }
+            LlmError::Key(e) => e.retry_class(),
         }
     }
 }
@@ -153,8 +156,22 @@ pub struct LlmClient {
     base_url: String,
     model: String,
     max_tokens: u32,
-    api_key: Option<SecretString>,
+    key: Key,
     retry: RetryPolicy,
+}
+
+/// Where the API key comes from.
+#[derive(Debug, Clone)]
+enum Key {
+    /// Given once (the CLI, tests), or none (a local server without authentication).
+    Fixed(Option<SecretString>),
+    /// Read from the secret on each call (cached by the store's TTL), so a rotated key
+    /// is picked up; a refused key makes the store fetch the secret again once.
+    Secret {
+        store: SecretStore,
+        name: &'static str,
+        required: bool,
+    },
 }
 
 impl LlmClient {
@@ -176,7 +193,7 @@ impl LlmClient {
             base_url: settings.base_url.clone(),
             model: settings.model.clone(),
             max_tokens: settings.max_tokens,
-            api_key,
+            key: Key::Fixed(api_key),
             retry: settings.retry,
         }))
     }
@@ -189,29 +206,68 @@ impl LlmClient {
         settings: &LlmSettings,
         secrets: &SecretStore,
     ) -> anyhow::Result<Option<Self>> {
-        let api_key = match settings.api_key_name() {
-            Some(key) if settings.provider == Some(Provider::Anthropic) => {
-                Some(secrets.get(key).await?)
-            }
-            Some(key) => secrets.get_optional(key).await?,
-            None => None,
+        let client = LlmClient::new(settings, None)?;
+        let (Some(mut client), Some(name)) = (client, settings.api_key_name()) else {
+            return Ok(None);
         };
-        Ok(LlmClient::new(settings, api_key)?)
+        let required = settings.provider == Some(Provider::Anthropic);
+        // Read now, so a missing key fails the cold start; then on every call.
+        if required {
+            secrets.get(name).await?;
+        } else {
+            secrets.get_optional(name).await?;
+        }
+        client.key = Key::Secret {
+            store: secrets.clone(),
+            name,
+            required,
+        };
+        Ok(Some(client))
+    }
+
+    /// The API key to send now.
+    async fn api_key(&self) -> Result<Option<SecretString>, LlmError> {
+        match &self.key {
+            Key::Fixed(key) => Ok(key.clone()),
+            Key::Secret {
+                store,
+                name,
+                required: true,
+            } => store.get(name).await.map(Some).map_err(LlmError::Key),
+            Key::Secret { store, name, .. } => {
+                store.get_optional(name).await.map_err(LlmError::Key)
+            }
+        }
     }
 
     pub fn model(&self) -> &str {
         &self.model
     }
 
-    /// One call, no retry. Counted in the current batch's metrics per provider: tokens
-    /// and latency of an answer, or a failed call.
-    pub async fn complete(&self, system: &str, user: &str) -> Result<Completion, LlmError> {
+    /// One call, no retry — except that a key the provider refuses (401/403) is read
+    /// from the secret again, and the call repeated once if the key there changed (it
+    /// was rotated since it was cached). A key still refused is a permanent error.
+    ///
+    /// Boxed: it erases the future's type, which keeps the futures of callers that nest
+    /// it deeply (matching's decision inside the batch runtime) within the compiler's
+    /// layout depth.
+    pub fn complete<'a>(
+        &'a self,
+        system: &'a str,
+        user: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<Completion, LlmError>> {
+        Box::pin(self.complete_counted(system, user))
+    }
+
+    /// Counted in the current batch's metrics per provider: tokens and latency of an
+    /// answer, or a failed call.
+    async fn complete_counted(&self, system: &str, user: &str) -> Result<Completion, LlmError> {
         let provider = match self.provider {
             Provider::Anthropic => "anthropic",
             Provider::OpenAi => "openai",
         };
         let started = std::time::Instant::now();
-        let result = self.call(system, user).await;
+        let result = self.complete_refreshing(system, user).await;
         let by = |metric, value: f64| {
             metrics::record_by(metrics::dimension::PROVIDER, provider, metric, value)
         };
@@ -229,7 +285,46 @@ impl LlmClient {
         result
     }
 
-    async fn call(&self, system: &str, user: &str) -> Result<Completion, LlmError> {
+    async fn complete_refreshing(&self, system: &str, user: &str) -> Result<Completion, LlmError> {
+        let key = self.api_key().await?;
+        match self.complete_with(system, user, key.as_ref()).await {
+            Err(
+                refused @ LlmError::Status {
+                    status: 401 | 403, ..
+                },
+            ) if self.refresh_key().await => {
+                let fresh = self.api_key().await?;
+                let changed = match (&key, &fresh) {
+                    (Some(a), Some(b)) => a.expose_secret() != b.expose_secret(),
+                    (a, b) => a.is_some() != b.is_some(),
+                };
+                if !changed {
+                    tracing::error!("the LLM refuses the API key in the secret");
+                    return Err(refused);
+                }
+                tracing::warn!(
+                    "the LLM refused its API key; retrying once with the key now in the secret"
+                );
+                self.complete_with(system, user, fresh.as_ref()).await
+            }
+            other => other,
+        }
+    }
+
+    /// Forgets the cached secret (when the key comes from one and was not just fetched).
+    async fn refresh_key(&self) -> bool {
+        match &self.key {
+            Key::Secret { store, .. } => store.refresh().await,
+            Key::Fixed(_) => false,
+        }
+    }
+
+    async fn complete_with(
+        &self,
+        system: &str,
+        user: &str,
+        api_key: Option<&SecretString>,
+    ) -> Result<Completion, LlmError> {
         let (url, body) = match self.provider {
             Provider::Anthropic => (
                 format!("{}/v1/messages", self.base_url),
@@ -255,7 +350,7 @@ impl LlmClient {
             ),
         };
         let mut request = self.http.post(&url).json(&body);
-        request = match (self.provider, &self.api_key) {
+        request = match (self.provider, api_key) {
             (Provider::Anthropic, Some(key)) => request
                 .header("x-api-key", key.expose_secret())
                 .header("anthropic-version", "2023-06-01"),
@@ -278,43 +373,7 @@ impl LlmClient {
                 LlmError::Status { status, body }
             });
         }
-        let envelope: Value = serde_json::from_str(&text)
-            .map_err(|e| LlmError::Envelope(format!("not JSON: {e}")))?;
-        self.read_envelope(&envelope)
-    }
-
-    fn read_envelope(&self, envelope: &Value) -> Result<Completion, LlmError> {
-        let model = envelope["model"].as_str().unwrap_or(&self.model).to_owned();
-        let tokens = |v: &Value| v.as_i64().unwrap_or(0) as i32;
-        match self.provider {
-            Provider::Anthropic => {
-                let text: String = envelope["content"]
-                    .as_array()
-                    .ok_or_else(|| LlmError::Envelope("no content array".into()))?
-                    .iter()
-                    .filter(|block| block["type"] == "text")
-                    .filter_map(|block| block["text"].as_str())
-                    .collect();
-                Ok(Completion {
-                    text,
-                    input_tokens: tokens(&envelope["usage"]["input_tokens"]),
-                    output_tokens: tokens(&envelope["usage"]["output_tokens"]),
-                    model,
-                })
-            }
-            Provider::OpenAi => {
-                let text = envelope["choices"][0]["message"]["content"]
-                    .as_str()
-                    .ok_or_else(|| LlmError::Envelope("no choices[0].message.content".into()))?
-                    .to_owned();
-                Ok(Completion {
-                    text,
-                    input_tokens: tokens(&envelope["usage"]["prompt_tokens"]),
-                    output_tokens: tokens(&envelope["usage"]["completion_tokens"]),
-                    model,
-                })
-            }
-        }
+        read_envelope(self.provider, &self.model, &text)
     }
 
     /// Asks for a JSON answer, parses it into `T` and validates it, retrying transient
@@ -339,6 +398,54 @@ impl LlmClient {
                 Ok((value, completion))
             })
             .await
+    }
+}
+
+/// Reads a successful (2xx) response body of `provider`'s API into a [`Completion`]:
+/// Anthropic's `content` text blocks, or OpenAI's `choices[0].message.content`;
+/// `fallback_model` when the answer names no model. Anything else is
+/// [`LlmError::Envelope`] (transient). Never panics, whatever the body (the fuzz targets
+/// hold it to that).
+pub fn read_envelope(
+    provider: Provider,
+    fallback_model: &str,
+    body: &str,
+) -> Result<Completion, LlmError> {
+    let envelope: Value =
+        serde_json::from_str(body).map_err(|e| LlmError::Envelope(format!("not JSON: {e}")))?;
+    let model = envelope["model"]
+        .as_str()
+        .unwrap_or(fallback_model)
+        .to_owned();
+    let tokens = |v: &Value| v.as_i64().unwrap_or(0) as i32;
+    match provider {
+        Provider::Anthropic => {
+            let text: String = envelope["content"]
+                .as_array()
+                .ok_or_else(|| LlmError::Envelope("no content array".into()))?
+                .iter()
+                .filter(|block| block["type"] == "text")
+                .filter_map(|block| block["text"].as_str())
+                .collect();
+            Ok(Completion {
+                text,
+                input_tokens: tokens(&envelope["usage"]["input_tokens"]),
+                output_tokens: tokens(&envelope["usage"]["output_tokens"]),
+                model,
+            })
+        }
+        Provider::OpenAi => {
+            let text = envelope["choices"][0]["message"]["content"]
+                .as_str()
+                .ok_or_else(|| LlmError::Envelope("no choices[0].message.content".into()))?
+                .to_owned();
+            Ok(Completion {
+                text,
+                input_tokens: tokens(&envelope["usage"]["prompt_tokens"]),
+                output_tokens: tokens(&envelope["usage"]["completion_tokens"]),
+                model,
+            })
+        }
     }
 }
 

@@ -41,6 +41,25 @@ pub const QUEUES: [&str; 3] = [
     "docflow-matching",
     "docflow-document-output",
 ];
+/// Each queue-triggered function's timeout in AWS (infra/main.tf `timeout_seconds`):
+/// locally the deadline of each invocation too.
+pub fn function_timeout(function: &str) -> Duration {
+    Duration::from_secs(match function {
+        "ingestion" => 300,
+        _ => 120,
+    })
+}
+
+/// The visibility timeout a local source queue gets: 6 × its function's timeout, as
+/// infra/modules/queue-function sets it in AWS (AWS's guidance for SQS event sources).
+/// A default 60 s would equal the heartbeat interval (`HEARTBEAT_SECONDS`, 60): a
+/// message would reappear at the very moment its first heartbeat extends it, and a run
+/// longer than a minute would be delivered twice.
+pub fn source_visibility(queue: &str) -> Duration {
+    let function = queue.strip_prefix("docflow-").unwrap_or(queue);
+    6 * function_timeout(function)
+}
+
 /// The local documents bucket.
 pub const DOCUMENTS_BUCKET: &str = "docflow-documents";
 /// The local secret.
@@ -191,6 +210,7 @@ pub async fn provision(
     for name in QUEUES {
         let spec = QueueSpec {
             max_receive_count,
+            visibility_timeout: source_visibility(name),
             ..QueueSpec::default()
         };
         queues.insert(name, ensure_queue_with_dlq(&sqs, name, spec).await?);

@@ -34,7 +34,10 @@ use tokio::sync::Semaphore;
 
 use crate::retry::{Classify, RetryClass};
 
-pub use preprocess::{MAX_IMAGE_ALLOC, MAX_IMAGE_SIDE, preprocess_image, preprocess_pdf};
+pub use preprocess::{
+    MAX_IMAGE_ALLOC, MAX_IMAGE_SIDE, PreprocessedImage, TEXTRACT_MAX_SIDE, TEXTRACT_SYNC_MAX_BYTES,
+    preprocess_image, preprocess_pdf,
+};
 pub use textract::{TEXTRACT_AWS_ACTIONS, Textract};
 
 /// A file type the pipeline accepts, from the S3 key's extension.
@@ -186,6 +189,11 @@ pub enum OcrError {
     NeedsOcr { what: String },
     #[error("the PDF could not be read: {0}")]
     BadPdf(String),
+    #[error(
+        "the PDF is encrypted with a password; docflow reads only PDFs that open without one \
+         (ask the sender for an unprotected copy)"
+    )]
+    Encrypted,
     #[error("the image could not be decoded")]
     BadImage(#[source] image::ImageError),
     #[error("the file is too large to process: {what}")]
@@ -216,6 +224,7 @@ impl Classify for OcrError {
             | OcrError::Unsupported { .. }
             | OcrError::NeedsOcr { .. }
             | OcrError::BadPdf(_)
+            | OcrError::Encrypted
             | OcrError::BadImage(_)
             | OcrError::TooLarge { .. } => RetryClass::Permanent,
             OcrError::Textract { class, .. } => *class,
@@ -251,7 +260,6 @@ pub async fn text_layer(pdf: Bytes) -> Result<Vec<String>, OcrError> {
         // pdf-extract panics on some malformed files; a panic is a bad PDF, not a crash.
         std::panic::catch_unwind(|| pdf_layout::extract_pages(&pdf))
             .map_err(|_| OcrError::BadPdf("the PDF parser gave up on this file".into()))?
-            .map_err(|e| OcrError::BadPdf(e.to_string()))
     })
     .await?
 }

@@ -61,14 +61,15 @@ impl Classify for SecretError {
 
 type Values = Arc<HashMap<String, SecretString>>;
 
-/// The cached secret. Cheap to share behind `&`; concurrent callers after expiry wait
-/// for one fetch.
-#[derive(Debug)]
+/// The cached secret. Cheap to clone (clones share the cache); concurrent callers after
+/// expiry wait for one fetch.
+#[derive(Debug, Clone)]
 pub struct SecretStore {
     client: aws_sdk_secretsmanager::Client,
     secret_id: String,
     ttl: Duration,
-    cache: Mutex<Option<(Instant, Values)>>,
+    refresh_min_age: Duration,
+    cache: Arc<Mutex<Option<(Instant, Values)>>>,
 }
 
 impl SecretStore {
@@ -81,7 +82,8 @@ impl SecretStore {
             client,
             secret_id: secret_id.into(),
             ttl,
-            cache: Mutex::new(None),
+            refresh_min_age: Duration::from_secs(10),
+            cache: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -110,6 +112,28 @@ impl SecretStore {
     /// features such as a Slack webhook).
     pub async fn get_optional(&self, key: &str) -> Result<Option<SecretString>, SecretError> {
         Ok(self.values().await?.get(key).cloned())
+    }
+
+    /// How old a cached value must be before [`SecretStore::refresh`] forgets it
+    /// (default 10 s).
+    pub fn with_refresh_min_age(mut self, min_age: Duration) -> Self {
+        self.refresh_min_age = min_age;
+        self
+    }
+
+    /// Forgets the cached value unless it was fetched moments ago, so the next read
+    /// fetches it again: for a caller whose credential was just refused (rotated since
+    /// it was cached). Returns whether it was forgotten; the minimum age keeps a key
+    /// that is simply wrong from costing a fetch per call.
+    pub async fn refresh(&self) -> bool {
+        let mut cache = self.cache.lock().await;
+        match cache.as_ref() {
+            Some((fetched_at, _)) if fetched_at.elapsed() >= self.refresh_min_age => {
+                *cache = None;
+                true
+            }
+            _ => false,
+        }
     }
 
     async fn values(&self) -> Result<Values, SecretError> {

@@ -1030,3 +1030,149 @@ async fn the_rules_extractor_reads_a_two_page_invoice_with_thousands_separators(
     assert_eq!(data["currency"], "EUR");
     assert_eq!(data["line_items"][0]["unit_price"], 12450.0);
 }
+
+/// Review finding: the LLM API key was read from the secret once, at cold start
+/// (`LlmClient::from_secret`), and kept for the instance's life. After the key is
+/// rotated (old key revoked), every warm instance gets HTTP 401, which is classified
+/// permanent: each ingestion it touches is failed for good and its message deleted.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_rotated_llm_key_is_read_again_instead_of_failing_ingestions_for_good(pool: PgPool) {
+    let mut h = harness(pool, Ocr::Native).await;
+    let secrets = aws_sdk_secretsmanager::Client::new(&h.aws);
+    let secret_id = unique("docflow-test/rotation");
+    secrets
+        .create_secret()
+        .name(&secret_id)
+        .secret_string(json!({ "anthropic_api_key": "sk-ant-old" }).to_string())
+        .send()
+        .await
+        .unwrap();
+    // The secret is cached for 1 s only (DESIGN: "fetched once per cold start and
+    // cached with a TTL").
+    let store =
+        docflow::secrets::SecretStore::new(secrets.clone(), &secret_id, Duration::from_secs(1));
+    let settings = LlmSettings {
+        provider: Some(Provider::Anthropic),
+        model: "claude-test-1".into(),
+        base_url: h.llm.uri(),
+        timeout: Duration::from_secs(5),
+        max_tokens: 2048,
+        retry: RetryPolicy::with_base_delay(Duration::from_millis(5)),
+    };
+    let client = LlmClient::from_secret(&settings, &store)
+        .await
+        .unwrap()
+        .unwrap();
+    h.deps.extractor = Extractor::Llm(client);
+    // Warm instance; then the key is rotated and the old one revoked.
+    secrets
+        .put_secret_value()
+        .secret_id(&secret_id)
+        .secret_string(json!({ "anthropic_api_key": "sk-ant-new" }).to_string())
+        .send()
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .and(header("x-api-key", "sk-ant-new"))
+        .respond_with(anthropic_text(&invoice_json().to_string()))
+        .with_priority(1)
+        .mount(&h.llm)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(anthropic_error(
+            401,
+            "authentication_error",
+            "invalid x-api-key",
+        ))
+        .with_priority(2)
+        .mount(&h.llm)
+        .await;
+    let id = Uuid::new_v4();
+    h.seed(id, "pdf", Some(invoice_pdf())).await;
+
+    let (_, response) = h.deliver(id).await;
+
+    let row = h.ingestion(id).await;
+    assert_ne!(
+        row.status,
+        "failed",
+        "failed for good by a key rotation (deleted: {}): {:?}",
+        response.batch_item_failures.is_empty(),
+        row.last_error
+    );
+}
+
+/// The same within the secret's TTL: the cached key is refused (401), the store fetches
+/// the secret again and the call is repeated once with the rotated key.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_refused_llm_key_is_fetched_again_and_the_rotated_one_used(pool: PgPool) {
+    let mut h = harness(pool, Ocr::Native).await;
+    let secrets = aws_sdk_secretsmanager::Client::new(&h.aws);
+    let secret_id = unique("docflow-test/rotation");
+    secrets
+        .create_secret()
+        .name(&secret_id)
+        .secret_string(json!({ "anthropic_api_key": "sk-ant-old" }).to_string())
+        .send()
+        .await
+        .unwrap();
+    // The secret is cached for 1 s only (DESIGN: "fetched once per cold start and
+    // cached with a TTL").
+    let store =
+        docflow::secrets::SecretStore::new(secrets.clone(), &secret_id, Duration::from_secs(300))
+            .with_refresh_min_age(Duration::ZERO);
+    let settings = LlmSettings {
+        provider: Some(Provider::Anthropic),
+        model: "claude-test-1".into(),
+        base_url: h.llm.uri(),
+        timeout: Duration::from_secs(5),
+        max_tokens: 2048,
+        retry: RetryPolicy::with_base_delay(Duration::from_millis(5)),
+    };
+    let client = LlmClient::from_secret(&settings, &store)
+        .await
+        .unwrap()
+        .unwrap();
+    h.deps.extractor = Extractor::Llm(client);
+    // Warm instance; then the key is rotated and the old one revoked.
+    secrets
+        .put_secret_value()
+        .secret_id(&secret_id)
+        .secret_string(json!({ "anthropic_api_key": "sk-ant-new" }).to_string())
+        .send()
+        .await
+        .unwrap();
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .and(header("x-api-key", "sk-ant-new"))
+        .respond_with(anthropic_text(&invoice_json().to_string()))
+        .with_priority(1)
+        .mount(&h.llm)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(anthropic_error(
+            401,
+            "authentication_error",
+            "invalid x-api-key",
+        ))
+        .with_priority(2)
+        .mount(&h.llm)
+        .await;
+    let id = Uuid::new_v4();
+    h.seed(id, "pdf", Some(invoice_pdf())).await;
+
+    let (_, response) = h.deliver(id).await;
+
+    let row = h.ingestion(id).await;
+    assert_ne!(
+        row.status,
+        "failed",
+        "failed for good by a key rotation (deleted: {}): {:?}",
+        response.batch_item_failures.is_empty(),
+        row.last_error
+    );
+}

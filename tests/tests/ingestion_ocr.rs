@@ -196,6 +196,54 @@ async fn low_quality_triggers_exactly_one_preprocessing_pass(pool: PgPool) {
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_preprocessed_image_textract_refuses_keeps_the_first_reading(pool: PgPool) {
+    let textract = MockServer::start().await;
+    let h = harness(pool, Ocr::Textract(textract.uri())).await;
+    let id = Uuid::new_v4();
+    let document_id = h.seed(id, "png", Some(tiny_png(180))).await;
+    let original = format!("documents/{document_id}.png");
+    // The original reads poorly; the preprocessed image is refused (its size, say).
+    textract_call(DETECT)
+        .and(body_partial_json(
+            json!({"Document": {"S3Object": {"Name": original}}}),
+        ))
+        .respond_with(textract_ok(
+            &["Rechnunq Nr RE-1", "Gesamtbetraq 119,00"],
+            41.0,
+        ))
+        .expect(1)
+        .mount(&textract)
+        .await;
+    textract_call(DETECT)
+        .and(body_partial_json(json!({"Document": {"S3Object": {
+            "Name": format!("ingestions/{id}/preprocessed.png")
+        }}})))
+        .respond_with(textract_error(
+            400,
+            "DocumentTooLargeException",
+            "Document size exceeds the maximum allowed size",
+        ))
+        .expect(1)
+        .mount(&textract)
+        .await;
+    llm_answers_with_an_invoice(&h).await;
+
+    let (_, response) = h.deliver(id).await;
+
+    assert!(response.batch_item_failures.is_empty());
+    let row = h.ingestion(id).await;
+    assert_eq!(row.status, "completed", "read once already: not failed");
+    assert_eq!(
+        row.preprocessed_file_path, None,
+        "the first reading was kept"
+    );
+    assert!(
+        prompt(&h).await.contains("Rechnunq Nr RE-1"),
+        "the LLM got the first reading"
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn an_image_without_an_ocr_engine_fails_permanently_saying_what_is_missing(pool: PgPool) {
     let h = harness(pool, Ocr::Native).await;
     let id = Uuid::new_v4();

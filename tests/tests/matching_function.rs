@@ -9,6 +9,7 @@ use std::time::Duration;
 use aws_lambda_events::event::sqs::SqsEvent;
 use docflow::local::QueueSpec;
 use docflow::matching::DocumentType;
+use docflow::matching::status::{self, Attempt, Claim};
 use docflow_tests::llm::anthropic_text;
 use docflow_tests::{fresh_queue, lambda_event, mapping, poll_n, send, sqs, visible_bodies};
 use matching_support::*;
@@ -828,4 +829,104 @@ async fn a_recorded_failure_no_one_was_told_about_is_told_by_the_next_delivery(p
         "three failed attempts, one delivered"
     );
     assert!(state(&pool, inv).await.notified);
+}
+
+/// Runs the handler on a new message for `inv` up to its (gated) LLM call, lets
+/// `meanwhile` act as a newer delivery, then lets the LLM answer; returns the
+/// handler's batch item failures.
+async fn older_delivery_around<F: std::future::Future<Output = ()>>(
+    deps: &matching::Deps,
+    gate: &Gate,
+    inv: Uuid,
+    meanwhile: F,
+) -> usize {
+    let older = matching::handler(deps, lambda_event(valid_event_for(inv), None));
+    let newer = async {
+        gate.arrived().await;
+        meanwhile.await;
+        gate.open();
+    };
+    let (response, ()) = tokio::join!(older, newer);
+    response.unwrap().batch_item_failures.len()
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_permanent_error_of_an_older_delivery_never_overwrites_a_newer_delivery_s_success(
+    pool: PgPool,
+) {
+    // Arrange: the LLM refuses the older delivery's prompt for good, once let through.
+    let llm = MockServer::start().await;
+    let gate = Gate::answering(context_window_exceeded());
+    messages().respond_with(gate.clone()).mount(&llm).await;
+    let slack = slack_server().await;
+    let (inv, _) = ambiguous_invoice(&pool).await;
+    let deps = deps(&pool, Some(llm_client(&llm)), slack_notifier(&slack)).await;
+
+    // Act: while the older delivery (attempt 1) waits on the LLM, a newer delivery
+    // (a duplicate, a sweeper re-send) claims the document as attempt 2 and succeeds.
+    let failures = older_delivery_around(&deps, &gate, inv, async {
+        let Ok(Claim::Claimed(doc)) = status::claim(&pool, inv, None).await else {
+            panic!("the newer delivery claims the document");
+        };
+        assert_eq!(doc.matching_attempts, 2);
+        let mut conn = pool.acquire().await.unwrap();
+        status::succeed(&mut conn, inv).await.unwrap();
+    })
+    .await;
+
+    // Assert: the older delivery's permanent error is not recorded and tells no one.
+    assert_eq!(failures, 0, "its message is finished (Done), not retried");
+    let s = state(&pool, inv).await;
+    assert_eq!(s.matching_status.as_deref(), Some("succeeded"));
+    assert_eq!(s.matching_error, None);
+    assert!(!s.failed);
+    assert!(
+        slack_bodies(&slack).await.is_empty(),
+        "no one is told of a failure that did not happen"
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn an_older_delivery_s_error_never_lands_on_the_attempt_a_newer_delivery_holds(pool: PgPool) {
+    // Arrange: the LLM refuses the older delivery's prompt for good, once let through.
+    let llm = MockServer::start().await;
+    let gate = Gate::answering(context_window_exceeded());
+    messages().respond_with(gate.clone()).mount(&llm).await;
+    let slack = slack_server().await;
+    let (inv, _) = ambiguous_invoice(&pool).await;
+    let deps = deps(&pool, Some(llm_client(&llm)), slack_notifier(&slack)).await;
+
+    // Act: a newer delivery claims the document (attempt 2) and is still working.
+    older_delivery_around(&deps, &gate, inv, async {
+        let claim = status::claim(&pool, inv, None).await.unwrap();
+        assert!(matches!(claim, Claim::Claimed(_)), "{claim:?}");
+    })
+    .await;
+
+    // Assert: the live attempt stays in progress, unmarked; no one is notified.
+    let s = state(&pool, inv).await;
+    assert_eq!(s.matching_status.as_deref(), Some("in-progress"));
+    assert_eq!(s.matching_attempts, 2);
+    assert_eq!(s.matching_error, None);
+    assert!(!s.failed);
+    assert!(slack_bodies(&slack).await.is_empty());
+
+    // The newer delivery's own error is recorded: it owns the document.
+    let Ok(Claim::Claimed(doc)) = status::claim(&pool, inv, None).await else {
+        panic!("claimed again");
+    };
+    let failed = status::fail(&pool, inv, Attempt::Claimed(doc.matching_attempts), "boom")
+        .await
+        .unwrap();
+    assert!(failed.is_some(), "the owning attempt records its failure");
+    assert!(
+        !status::record_error(&pool, inv, Attempt::Claimed(doc.matching_attempts), "late")
+            .await
+            .unwrap(),
+        "an error after the outcome is recorded does not overwrite it"
+    );
+    assert_eq!(
+        state(&pool, inv).await.matching_error.as_deref(),
+        Some("boom")
+    );
 }

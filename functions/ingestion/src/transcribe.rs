@@ -12,15 +12,16 @@ use bytes::Bytes;
 use docflow::Failure;
 use docflow::ids::IngestionId;
 use docflow::ocr::{
-    FileKind, OcrError, PageText, Textract, Transcription, has_usable_text, preprocess_image,
-    preprocess_pdf, text_layer,
+    FileKind, OcrError, PageText, TEXTRACT_SYNC_MAX_BYTES, Textract, Transcription,
+    has_usable_text, preprocess_image, preprocess_pdf, text_layer,
 };
+use docflow::retry::Classify as _;
 
 use crate::Deps;
 
 /// The largest document Textract's synchronous API takes (10 MB); larger single pages
 /// go through the asynchronous job too.
-const SYNC_MAX_BYTES: usize = 10 * 1000 * 1000;
+const SYNC_MAX_BYTES: usize = TEXTRACT_SYNC_MAX_BYTES;
 use crate::pipeline::{Claimed, forget_ocr_job, put, store_ocr_job, stored_ocr_job};
 
 /// Transcribes the file stored at `key` whose bytes are `bytes`.
@@ -74,15 +75,33 @@ async fn image(
         quality = first.quality,
         "low OCR quality; preprocessing the image once"
     );
-    let improved = preprocess_image(bytes).await.map_err(classified)?;
-    let preprocessed = format!("ingestions/{}/preprocessed.png", IngestionId(claimed.id));
-    put(deps, &preprocessed, improved, "image/png").await?;
-    let mut second = Transcription::from_pages(
-        "textract",
-        ocr.detect(bucket, &preprocessed)
-            .await
-            .map_err(classified)?,
+    let Some(improved) = preprocess_image(bytes).await.map_err(classified)? else {
+        tracing::warn!(
+            "the preprocessed image would exceed what Textract reads synchronously; keeping the first reading"
+        );
+        return Ok(first);
+    };
+    let preprocessed = format!(
+        "ingestions/{}/preprocessed.{}",
+        IngestionId(claimed.id),
+        improved.extension()
     );
+    let content_type = improved.content_type();
+    put(deps, &preprocessed, improved.bytes, content_type).await?;
+    let pages = match ocr.detect(bucket, &preprocessed).await {
+        Ok(pages) => pages,
+        // The first reading stands: a refusal of the second (a limit, a format Textract
+        // rejects) must not fail a document that was read once already.
+        Err(e) if !e.is_transient() => {
+            tracing::warn!(
+                error.message = %e,
+                "Textract refused the preprocessed image; keeping the first reading"
+            );
+            return Ok(first);
+        }
+        Err(e) => return Err(classified(e)),
+    };
+    let mut second = Transcription::from_pages("textract", pages);
     second.preprocessed = true;
     second.preprocessed_file_path = Some(preprocessed);
     Ok(second)
@@ -141,7 +160,18 @@ async fn pdf(
     let preprocessed = format!("ingestions/{}/preprocessed.pdf", IngestionId(claimed.id));
     let size = improved.len();
     put(deps, &preprocessed, improved, "application/pdf").await?;
-    let read = ocr_pdf(deps, claimed, ocr, &preprocessed, page_count, size).await?;
+    let read = match ocr_pdf(deps, claimed, ocr, &preprocessed, page_count, size).await {
+        Ok(read) => read,
+        // As for images: a refusal of the second reading keeps the first.
+        Err(Failure::Permanent(e)) => {
+            tracing::warn!(
+                error.message = %e,
+                "Textract refused the preprocessed PDF; keeping the first reading"
+            );
+            return Ok(first);
+        }
+        Err(e) => return Err(e),
+    };
     let mut second = merge(native.as_deref(), read);
     second.preprocessed = true;
     second.preprocessed_file_path = Some(preprocessed);

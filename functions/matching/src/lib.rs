@@ -22,7 +22,7 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use docflow::bootstrap::Common;
 use docflow::ids::DocumentId;
 use docflow::llm::{LlmClient, LlmSettings};
-use docflow::matching::status::{self, Claim};
+use docflow::matching::status::{self, Attempt, Claim};
 use docflow::matching::{self, Document, MatchingConfig, MatchingError, error_chain};
 use docflow::notify::{AdminNotice, Notifier, NotifySettings};
 use docflow::retry::{Classify, ReceivePolicy, RetryClass, TransientSchedule};
@@ -132,15 +132,23 @@ pub async fn process(deps: &Deps, msg: Message) -> Outcome {
                 ),
             );
         }
+        Ok(Claim::UnknownType { label, attempt }) => {
+            let error = MatchingError::UnknownType {
+                document_id: id.0,
+                label,
+            };
+            return on_failure(deps, &msg, id, Attempt::Claimed(attempt), error).await;
+        }
         Err(source) => {
             let error = MatchingError::Database {
                 step: "claim the document",
                 document_id: id.0,
                 source,
             };
-            return on_failure(deps, &msg, id, error).await;
+            return on_failure(deps, &msg, id, Attempt::Unclaimed, error).await;
         }
     };
+    let attempt = Attempt::Claimed(doc.matching_attempts);
 
     let result = match msg.within_deadline(FAILURE_RESERVE, run(deps, &doc)).await {
         Ok(result) => result,
@@ -151,7 +159,7 @@ pub async fn process(deps: &Deps, msg: Message) -> Outcome {
     };
     match result {
         Ok(()) => Outcome::Done,
-        Err(error) => on_failure(deps, &msg, id, error).await,
+        Err(error) => on_failure(deps, &msg, id, attempt, error).await,
     }
 }
 
@@ -162,7 +170,13 @@ async fn run(deps: &Deps, doc: &Document) -> Result<(), MatchingError> {
         .map(|_| ())
 }
 
-async fn on_failure(deps: &Deps, msg: &Message, id: DocumentId, error: MatchingError) -> Outcome {
+async fn on_failure(
+    deps: &Deps,
+    msg: &Message,
+    id: DocumentId,
+    attempt: Attempt,
+    error: MatchingError,
+) -> Outcome {
     let class = error.retry_class();
     let text = error_chain(&error);
     tracing::error!(
@@ -178,19 +192,26 @@ async fn on_failure(deps: &Deps, msg: &Message, id: DocumentId, error: MatchingE
         deps.receive_policy.matching_schedule(msg.receive_count),
     ) {
         (RetryClass::Transient, TransientSchedule::RetryAfter(after)) => {
-            if let Err(e) = status::record_error(&deps.pool, id.0, &text).await {
-                tracing::warn!(error.message = %e, error.cause_chain = ?e, "could not record the error");
+            match status::record_error(&deps.pool, id.0, attempt, &text).await {
+                Ok(true) => {}
+                Ok(false) => tracing::info!(
+                    document_id = %id,
+                    "a newer delivery owns or finished this document; its error is not recorded"
+                ),
+                Err(e) => {
+                    tracing::warn!(error.message = %e, error.cause_chain = ?e, "could not record the error")
+                }
             }
             Outcome::Retry { after }
         }
         (RetryClass::Transient, TransientSchedule::Final) => {
             // Recorded or not, the redrive policy moves the message to the DLQ on the next
             // receive; unrecorded, the document stays `in-progress` for the sweeper.
-            fail_and_notify(deps, msg, id, &text).await;
+            fail_and_notify(deps, msg, id, attempt, &text).await;
             Outcome::Release
         }
         (RetryClass::Permanent, _) => {
-            if fail_and_notify(deps, msg, id, &text).await {
+            if fail_and_notify(deps, msg, id, attempt, &text).await {
                 Outcome::Done
             } else {
                 // Not recorded: keep the message so a later receive records and notifies.
@@ -203,15 +224,29 @@ async fn on_failure(deps: &Deps, msg: &Message, id: DocumentId, error: MatchingE
 /// Marks the document failed and, once that is recorded, notifies the admins; returns
 /// whether the failure was recorded. An unrecorded failure notifies no one: the message
 /// is kept, and the delivery that records the failure notifies — once.
-async fn fail_and_notify(deps: &Deps, msg: &Message, id: DocumentId, error: &str) -> bool {
-    match status::fail(&deps.pool, id.0, error).await {
+///
+/// Only the delivery that owns the document records its failure: when a newer delivery
+/// claimed it since (a duplicate, a sweeper re-send) or it already finished, nothing is
+/// recorded and no one is notified — that delivery records its own outcome.
+async fn fail_and_notify(
+    deps: &Deps,
+    msg: &Message,
+    id: DocumentId,
+    attempt: Attempt,
+    error: &str,
+) -> bool {
+    match status::fail(&deps.pool, id.0, attempt, error).await {
         Ok(Some(failed)) => {
             metrics::failed_permanently();
             tell_admins(deps, msg, id, &failed).await;
             true
         }
         Ok(None) => {
-            tracing::warn!(document_id = %id, "document vanished before its failure was recorded");
+            tracing::warn!(
+                document_id = %id,
+                ?attempt,
+                "failure not recorded: the document is gone, finished, or owned by a newer delivery"
+            );
             true
         }
         Err(e) => {
@@ -231,7 +266,7 @@ async fn tell_admins(deps: &Deps, msg: &Message, id: DocumentId, failed: &status
     let notice = AdminNotice {
         title: FAILURE_TITLE.to_owned(),
         document_id: id.0,
-        document_type: Some(failed.doc_type.as_str().to_owned()),
+        document_type: Some(failed.doc_type.clone()),
         tenant_id: Some(failed.tenant_id),
         tenant_name: Some(failed.tenant_name.clone()),
         error: failed.error.clone(),

@@ -206,6 +206,12 @@ pub enum MatchingError {
         #[source]
         source: LlmError,
     },
+    /// The document's `type` is an enum label this version does not know (added to the
+    /// database after it was built): permanent, no retry makes it known.
+    #[error(
+        "document {document_id} has type {label:?}, which this version of docflow does not know how to match"
+    )]
+    UnknownType { document_id: Uuid, label: String },
     /// The invocation's time ran out mid-run (a slow LLM, a long lock wait): transient,
     /// the next delivery starts over.
     #[error("matching document {document_id} did not finish in the invocation's time")]
@@ -221,6 +227,7 @@ impl Classify for MatchingError {
         match self {
             MatchingError::Database { source, .. } => source.retry_class(),
             MatchingError::Llm { source, .. } => source.retry_class(),
+            MatchingError::UnknownType { .. } => RetryClass::Permanent,
             MatchingError::OutOfTime { .. } => RetryClass::Transient,
         }
     }

@@ -24,6 +24,9 @@ pub enum Claim {
     /// Matching already finished (`succeeded` or `failed`) after the message was sent: a
     /// duplicate or late delivery, a sweeper re-send or a DLQ redrive of finished work.
     AlreadyFinished(Finished),
+    /// Claimed (`in-progress`, attempts incremented), but its `type` is an enum label this
+    /// version does not know: it cannot be matched, and retrying will not change that.
+    UnknownType { label: String, attempt: i32 },
 }
 
 /// A document whose matching finished after the message was sent.
@@ -46,7 +49,18 @@ pub async fn claim(
     id: Uuid,
     sent_at: Option<DateTime<Utc>>,
 ) -> Result<Claim, sqlx::Error> {
-    let claimed = sqlx::query_as::<_, Document>(
+    /// The claimed row, its type as text: an enum label added after this version was
+    /// built must not make the row unreadable (a decode error, retried until the DLQ).
+    #[derive(sqlx::FromRow)]
+    struct ClaimedRow {
+        id: Uuid,
+        tenant_id: Uuid,
+        doc_type: String,
+        structured_data: serde_json::Value,
+        cluster_id: Option<Uuid>,
+        matching_attempts: i32,
+    }
+    let claimed = sqlx::query_as::<_, ClaimedRow>(
         r#"
         UPDATE document
            SET matching_status   = 'in-progress',
@@ -57,15 +71,28 @@ pub async fn claim(
            AND NOT ($2::timestamptz IS NOT NULL AND (
                    (matching_status = 'succeeded' AND COALESCE(matching_succeeded_at >= $2, false))
                 OR (matching_status = 'failed' AND COALESCE(matching_failed_at >= $2, false))))
-        RETURNING id, tenant_id, type AS doc_type, structured_data, cluster_id, matching_attempts
+        RETURNING id, tenant_id, type::text AS doc_type, structured_data, cluster_id, matching_attempts
         "#,
     )
     .bind(id)
     .bind(sent_at)
     .fetch_optional(pool)
     .await?;
-    if let Some(doc) = claimed {
-        return Ok(Claim::Claimed(doc));
+    if let Some(row) = claimed {
+        let Some(doc_type) = DocumentType::from_label(&row.doc_type) else {
+            return Ok(Claim::UnknownType {
+                label: row.doc_type,
+                attempt: row.matching_attempts,
+            });
+        };
+        return Ok(Claim::Claimed(Document {
+            id: row.id,
+            tenant_id: row.tenant_id,
+            doc_type,
+            structured_data: row.structured_data,
+            cluster_id: row.cluster_id,
+            matching_attempts: row.matching_attempts,
+        }));
     }
     #[derive(sqlx::FromRow)]
     struct Row {
@@ -75,7 +102,7 @@ pub async fn claim(
         tenant_id: Uuid,
         tenant_name: String,
         matching_attempts: i32,
-        doc_type: DocumentType,
+        doc_type: String,
         matching_failed_at: Option<DateTime<Utc>>,
         matching_error: Option<String>,
     }
@@ -87,7 +114,7 @@ pub async fn claim(
                d.tenant_id,
                t.name AS tenant_name,
                d.matching_attempts,
-               d.type AS doc_type,
+               d.type::text AS doc_type,
                d.matching_failed_at,
                d.matching_error
           FROM document d
@@ -185,16 +212,35 @@ pub struct Failed {
     pub tenant_id: Uuid,
     pub tenant_name: String,
     pub matching_attempts: i32,
-    pub doc_type: DocumentType,
+    /// The document type's enum label (as text: also one this version does not know).
+    pub doc_type: String,
     /// The failure's time: [`mark_notified`] names the failure by it.
     pub failed_at: DateTime<Utc>,
     /// `matching_error`.
     pub error: String,
 }
 
-/// Marks the document `failed` with the error and the time, no admin told yet; `None`
-/// when it does not exist.
-pub async fn fail(pool: &PgPool, id: Uuid, error: &str) -> Result<Option<Failed>, sqlx::Error> {
+/// Which delivery records an outcome: the one that claimed the document (its
+/// `matching_attempts` after the claim), or one whose claim itself failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attempt {
+    /// Claimed as this attempt: it may record only while the document is still
+    /// `in-progress` under this attempt. A later delivery that claimed it since (a
+    /// duplicate, a sweeper re-send) owns it now, and an outcome already recorded stays.
+    Claimed(i32),
+    /// The claim failed (the database): it may record only while matching is unfinished.
+    Unclaimed,
+}
+
+/// Marks the document `failed` with the error and the time, no admin told yet — only
+/// while `attempt` still owns it (see [`Attempt`]); `None` when it does not exist or
+/// another delivery owns or finished it (then that delivery records its own outcome).
+pub async fn fail(
+    pool: &PgPool,
+    id: Uuid,
+    attempt: Attempt,
+    error: &str,
+) -> Result<Option<Failed>, sqlx::Error> {
     sqlx::query_as::<_, Failed>(
         r#"
         UPDATE document AS d
@@ -206,14 +252,29 @@ pub async fn fail(pool: &PgPool, id: Uuid, error: &str) -> Result<Option<Failed>
           FROM tenant AS t
          WHERE d.id = $1
            AND t.id = d.tenant_id
-        RETURNING d.tenant_id, t.name AS tenant_name, d.matching_attempts, d.type AS doc_type,
+           AND CASE WHEN $3::int IS NULL
+                    THEN d.matching_status IS DISTINCT FROM 'succeeded'
+                         AND d.matching_status IS DISTINCT FROM 'failed'
+                    ELSE d.matching_status = 'in-progress' AND d.matching_attempts = $3
+               END
+        RETURNING d.tenant_id, t.name AS tenant_name, d.matching_attempts, d.type::text AS doc_type,
                   d.matching_failed_at AS failed_at, d.matching_error AS error
         "#,
     )
     .bind(id)
     .bind(error)
+    .bind(attempt.claimed())
     .fetch_optional(pool)
     .await
+}
+
+impl Attempt {
+    fn claimed(self) -> Option<i32> {
+        match self {
+            Attempt::Claimed(n) => Some(n),
+            Attempt::Unclaimed => None,
+        }
+    }
 }
 
 /// Records that the admins were told about the failure of `failed_at` (a later failure
@@ -241,12 +302,32 @@ pub async fn mark_notified(
 }
 
 /// Records the error of a transient failure that will be retried; the status stays
-/// `in-progress` until the retry ends it.
-pub async fn record_error(pool: &PgPool, id: Uuid, error: &str) -> Result<(), sqlx::Error> {
-    sqlx::query(r#"UPDATE document SET matching_error = $2 WHERE id = $1"#)
-        .bind(id)
-        .bind(error)
-        .execute(pool)
-        .await?;
-    Ok(())
+/// `in-progress` until the retry ends it. Like [`fail`], only while `attempt` owns the
+/// document: a late error of an older delivery never lands on a finished document or
+/// on a newer attempt's row. Returns whether it recorded.
+pub async fn record_error(
+    pool: &PgPool,
+    id: Uuid,
+    attempt: Attempt,
+    error: &str,
+) -> Result<bool, sqlx::Error> {
+    let recorded = sqlx::query(
+        r#"
+        UPDATE document
+           SET matching_error = $2
+         WHERE id = $1
+           AND CASE WHEN $3::int IS NULL
+                    THEN matching_status IS DISTINCT FROM 'succeeded'
+                         AND matching_status IS DISTINCT FROM 'failed'
+                    ELSE matching_status = 'in-progress' AND matching_attempts = $3
+               END
+        "#,
+    )
+    .bind(id)
+    .bind(error)
+    .bind(attempt.claimed())
+    .execute(pool)
+    .await?
+    .rows_affected();
+    Ok(recorded == 1)
 }

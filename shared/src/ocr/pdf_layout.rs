@@ -6,6 +6,8 @@
 
 use pdf_extract::{MediaBox, OutputDev, OutputError, Transform};
 
+use super::OcrError;
+
 #[derive(Debug, Clone)]
 struct Glyph {
     x: f64,
@@ -135,10 +137,16 @@ impl OutputDev for LayoutText {
     }
 }
 
-/// The pages of a PDF as layout-preserving text.
-pub fn extract_pages(bytes: &[u8]) -> Result<Vec<String>, OutputError> {
-    let document = pdf_extract::Document::load_mem(bytes)?;
+/// The pages of a PDF as layout-preserving text. A PDF still encrypted after loading (the
+/// parser opens those whose user password is empty) is [`OcrError::Encrypted`]: its
+/// content streams are ciphertext, and reading them anyway would hand random glyphs on.
+pub fn extract_pages(bytes: &[u8]) -> Result<Vec<String>, OcrError> {
+    let bad = |e: OutputError| OcrError::BadPdf(e.to_string());
+    let document = pdf_extract::Document::load_mem(bytes).map_err(|e| bad(e.into()))?;
+    if document.is_encrypted() {
+        return Err(OcrError::Encrypted);
+    }
     let mut layout = LayoutText::default();
-    pdf_extract::output_doc(&document, &mut layout)?;
+    pdf_extract::output_doc(&document, &mut layout).map_err(bad)?;
     Ok(layout.into_pages())
 }

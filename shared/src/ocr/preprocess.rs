@@ -65,18 +65,102 @@ fn enhance(mut gray: GrayImage) -> GrayImage {
     image::imageops::unsharpen(&gray, 1.0, 5)
 }
 
-/// Improves a poor image (PNG or JPEG) once; returns PNG bytes. Runs on the blocking
-/// pool. An image beyond the limits is [`OcrError::TooLarge`] (permanent).
-pub async fn preprocess_image(bytes: Bytes) -> Result<Vec<u8>, OcrError> {
+/// The most bytes Textract's synchronous `DetectDocumentText` reads (10 MB), and the
+/// longest side it accepts (10,000 px): AWS's documented limits for the synchronous API.
+pub const TEXTRACT_SYNC_MAX_BYTES: usize = 10 * 1000 * 1000;
+pub const TEXTRACT_MAX_SIDE: u32 = 10_000;
+
+/// A preprocessed image, encoded so Textract's synchronous API takes it.
+#[derive(Debug, Clone)]
+pub struct PreprocessedImage {
+    pub bytes: Vec<u8>,
+    /// PNG (lossless) when that fits, otherwise JPEG.
+    pub format: ImageFormat,
+}
+
+impl PreprocessedImage {
+    pub fn extension(&self) -> &'static str {
+        if self.format == ImageFormat::Png {
+            "png"
+        } else {
+            "jpg"
+        }
+    }
+
+    pub fn content_type(&self) -> &'static str {
+        if self.format == ImageFormat::Png {
+            "image/png"
+        } else {
+            "image/jpeg"
+        }
+    }
+}
+
+/// Improves a poor image (PNG or JPEG) once, within what Textract's synchronous API
+/// reads: scaled down to [`TEXTRACT_MAX_SIDE`] when larger, stored as PNG, or as JPEG
+/// when the PNG would exceed [`TEXTRACT_SYNC_MAX_BYTES`] (a grayscale PNG of a 600 dpi
+/// scan easily does). `None` when even the JPEG would: the caller keeps its first
+/// reading. Runs on the blocking pool. An image beyond the decoding limits is
+/// [`OcrError::TooLarge`] (permanent).
+pub async fn preprocess_image(bytes: Bytes) -> Result<Option<PreprocessedImage>, OcrError> {
     on_cpu(move || {
-        let improved = enhance(decode(&bytes, None)?);
-        let mut out = Cursor::new(Vec::new());
-        improved
-            .write_to(&mut out, ImageFormat::Png)
-            .map_err(OcrError::BadImage)?;
-        Ok(out.into_inner())
+        fit_for_textract(
+            enhance(within_side(decode(&bytes, None)?)),
+            TEXTRACT_SYNC_MAX_BYTES,
+        )
     })
     .await?
+}
+
+/// Scales an image whose longer side exceeds [`TEXTRACT_MAX_SIDE`] down to it.
+fn within_side(gray: GrayImage) -> GrayImage {
+    let (w, h) = gray.dimensions();
+    let longest = w.max(h);
+    if longest <= TEXTRACT_MAX_SIDE {
+        return gray;
+    }
+    let scale = f64::from(TEXTRACT_MAX_SIDE) / f64::from(longest);
+    let size = |side: u32| ((f64::from(side) * scale).round() as u32).clamp(1, TEXTRACT_MAX_SIDE);
+    image::imageops::resize(
+        &gray,
+        size(w),
+        size(h),
+        image::imageops::FilterType::Triangle,
+    )
+}
+
+/// PNG when it fits in `max_bytes`, else JPEG (quality 90) when that fits, else `None`.
+fn fit_for_textract(
+    gray: GrayImage,
+    max_bytes: usize,
+) -> Result<Option<PreprocessedImage>, OcrError> {
+    let mut png = Cursor::new(Vec::new());
+    gray.write_to(&mut png, ImageFormat::Png)
+        .map_err(OcrError::BadImage)?;
+    let png = png.into_inner();
+    if png.len() <= max_bytes {
+        return Ok(Some(PreprocessedImage {
+            bytes: png,
+            format: ImageFormat::Png,
+        }));
+    }
+    let mut jpeg = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 90)
+        .encode_image(&gray)
+        .map_err(OcrError::BadImage)?;
+    if jpeg.len() <= max_bytes {
+        return Ok(Some(PreprocessedImage {
+            bytes: jpeg,
+            format: ImageFormat::Jpeg,
+        }));
+    }
+    tracing::info!(
+        png_bytes = png.len(),
+        jpeg_bytes = jpeg.len(),
+        max_bytes,
+        "the preprocessed image exceeds what Textract reads synchronously"
+    );
+    Ok(None)
 }
 
 /// Improves a poor scanned PDF once: every page image stored as JPEG (`DCTDecode`, what
@@ -153,9 +237,10 @@ mod tests {
             p.0[0] = 100 + (x as u8) * 5; // a washed-out 100..135 range
         }
 
-        let out = preprocess_image(png(&img)).await.unwrap();
+        let out = preprocess_image(png(&img)).await.unwrap().expect("fits");
 
-        let result = image::load_from_memory(&out).unwrap().to_luma8();
+        assert_eq!(out.format, ImageFormat::Png, "a small image stays lossless");
+        let result = image::load_from_memory(&out.bytes).unwrap().to_luma8();
         let (lo, hi) = result
             .pixels()
             .fold((255u8, 0u8), |(lo, hi), p| (lo.min(p.0[0]), hi.max(p.0[0])));
@@ -210,5 +295,44 @@ mod tests {
             .unwrap_err();
         assert!(matches!(err, OcrError::TooLarge { .. }), "{err:?}");
         assert!(!crate::retry::Classify::is_transient(&err));
+    }
+
+    /// Gray noise: what compresses worst, losslessly.
+    fn noise(width: u32, height: u32) -> GrayImage {
+        let mut state = 0x2545_f491_u32;
+        GrayImage::from_fn(width, height, |_, _| {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            image::Luma([(state >> 24) as u8])
+        })
+    }
+
+    #[test]
+    fn an_image_whose_png_is_too_large_for_textract_is_stored_as_jpeg_or_not_at_all() {
+        let img = noise(400, 400);
+        let png_len = png(&img).len();
+        let fits_as_jpeg = fit_for_textract(img.clone(), png_len - 1).unwrap().unwrap();
+        assert_eq!(fits_as_jpeg.format, ImageFormat::Jpeg);
+        assert!(fits_as_jpeg.bytes.len() < png_len);
+        assert_eq!(
+            image::load_from_memory(&fits_as_jpeg.bytes)
+                .unwrap()
+                .to_luma8()
+                .dimensions(),
+            (400, 400)
+        );
+        assert!(
+            fit_for_textract(img, 1_000).unwrap().is_none(),
+            "nothing fits in 1 kB"
+        );
+    }
+
+    #[test]
+    fn an_image_longer_than_textract_reads_is_scaled_down_to_its_limit() {
+        let scaled = within_side(GrayImage::new(TEXTRACT_MAX_SIDE + 2_000, 60));
+        assert_eq!(scaled.dimensions(), (TEXTRACT_MAX_SIDE, 50));
+        let kept = within_side(GrayImage::new(TEXTRACT_MAX_SIDE, 60));
+        assert_eq!(kept.dimensions(), (TEXTRACT_MAX_SIDE, 60));
     }
 }

@@ -275,15 +275,20 @@ pub fn credit_note(number: &str, invoice_number: &str, date: &str, total: f64) -
 pub struct Gate {
     arrived: std::sync::Arc<tokio::sync::Semaphore>,
     open: std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
-    answer: String,
+    answer: ResponseTemplate,
 }
 
 impl Gate {
     pub fn new(answer: &str) -> Self {
+        Gate::answering(docflow_tests::llm::anthropic_text(answer))
+    }
+
+    /// A gate that, once open, answers with `response` (an API error, say).
+    pub fn answering(response: ResponseTemplate) -> Self {
         Gate {
             arrived: std::sync::Arc::new(tokio::sync::Semaphore::new(0)),
             open: std::sync::Arc::default(),
-            answer: answer.to_owned(),
+            answer: response,
         }
     }
 
@@ -317,7 +322,7 @@ impl wiremock::Respond for Gate {
                 break;
             }
         }
-        docflow_tests::llm::anthropic_text(&self.answer)
+        self.answer.clone()
     }
 }
 
@@ -417,6 +422,12 @@ pub async fn moto_data() -> Value {
 
 /// How long from now an SQS message stays hidden, from moto's `visible_at`.
 pub async fn hidden_for(message_id: &str) -> Duration {
+    // The time of the question, not of moto's answer: the dump of every message of the
+    // shared emulator can take seconds, which are not time the message was hidden for.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as f64;
     let data = moto_data().await;
     let message = data["sqs"]["Message"]
         .as_array()
@@ -426,9 +437,5 @@ pub async fn hidden_for(message_id: &str) -> Duration {
         .unwrap_or_else(|| panic!("moto has no message {message_id}"))
         .clone();
     let visible_at_ms = message["visible_at"].as_f64().expect("visible_at");
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as f64;
     Duration::from_millis((visible_at_ms - now_ms).max(0.0) as u64)
 }
