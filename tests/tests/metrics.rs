@@ -439,3 +439,71 @@ async fn in_a_real_process_metrics_and_logs_are_separate_stdout_lines() {
         "every record line names its document"
     );
 }
+
+#[tokio::test]
+async fn llm_calls_count_tokens_latency_and_failures_per_provider() {
+    use docflow::llm::{LlmClient, LlmSettings, Provider};
+    use docflow::retry::RetryPolicy;
+    use wiremock::matchers::{body_string_contains, method, path};
+    use wiremock::{Mock, MockServer};
+
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .and(body_string_contains("answer me"))
+        .respond_with(docflow_tests::llm::anthropic_text("ok"))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .and(body_string_contains("fail me"))
+        .respond_with(docflow_tests::llm::anthropic_error(
+            401,
+            "authentication_error",
+            "bad key",
+        ))
+        .mount(&server)
+        .await;
+    let llm = LlmClient::new(
+        &LlmSettings {
+            provider: Some(Provider::Anthropic),
+            model: docflow_tests::llm::MODEL.to_owned(),
+            base_url: server.uri(),
+            timeout: Duration::from_secs(10),
+            max_tokens: 100,
+            retry: RetryPolicy::with_base_delay(Duration::from_millis(10)),
+        },
+        None,
+    )
+    .unwrap()
+    .unwrap();
+    let sqs = sqs().await;
+    let queue = fresh_queue(&sqs, "emf-llm", spec(false)).await;
+    for body in ["answer me", "answer me", "fail me"] {
+        send(&sqs, &queue.url, body).await;
+    }
+    let esm = mapping(&sqs, &queue.url).await;
+    let event = poll_n(&esm, 3).await;
+    let f = function();
+    let (runtime, captured) = runtime(BatchConfig::default(), &f).await;
+
+    let llm = &llm;
+    runtime
+        .run(lambda_event(event, None), |msg: Message| async move {
+            let _ = llm.complete("system", &msg.body).await;
+            Outcome::Done
+        })
+        .await
+        .unwrap();
+
+    let metrics = Metrics::of(&captured.lines());
+    let by = [
+        (dimension::FUNCTION, f.as_str()),
+        (dimension::PROVIDER, "anthropic"),
+    ];
+    assert_eq!(metrics.sum(metrics::llm::INPUT_TOKENS.name, &by), 2468.0);
+    assert_eq!(metrics.sum(metrics::llm::OUTPUT_TOKENS.name, &by), 642.0);
+    assert_eq!(metrics.values(metrics::llm::LATENCY.name, &by).len(), 2);
+    assert_eq!(metrics.unit(metrics::llm::LATENCY.name), "Milliseconds");
+    assert_eq!(metrics.sum(metrics::llm::CALLS_FAILED.name, &by), 1.0);
+}
