@@ -6,6 +6,7 @@ use tracing_subscriber::EnvFilter;
 /// Installs the JSON subscriber; the level comes from `RUST_LOG` (default `info`).
 /// Safe to call more than once (later calls are no-ops).
 pub fn init() {
+    crate::coldstart::start();
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
         .json()
@@ -15,4 +16,5 @@ pub fn init() {
         .with_target(false)
         .with_ansi(false)
         .try_init();
+    crate::coldstart::mark("tracing");
 }
