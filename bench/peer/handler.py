@@ -51,6 +51,16 @@ UPDATE document_output_job
         OR (status = 'running' AND updated_at < now() - make_interval(secs => %s)))
 RETURNING id, tenant_id, document_id, claim_token
 """
+PREVIOUS_AUDIT = """
+SELECT id, document_id, dispatch_job_id, status, task_id, error, retryable
+  FROM ap_datev_export_audit WHERE dispatch_job_id = %s ORDER BY created_at DESC
+"""
+ELIGIBLE = """
+SELECT document_is_approved(d.id) AS approved,
+       EXISTS (SELECT 1 FROM tenant_datev_integration i
+                WHERE i.tenant_id = d.tenant_id AND i.status = 'active') AS integrated
+  FROM document d WHERE d.id = %s
+"""
 CONTEXT = """
 SELECT d.file_path, d.file_name, d.mime_type, d.structured_data, i.company_id, i.config
   FROM document d
@@ -83,6 +93,12 @@ def record_handler(record: SQSRecord):
         logger.warning("job not claimable", extra={"job_id": job_id})
         return
     _, tenant_id, document_id, token = row
+    previous = _db.execute(PREVIOUS_AUDIT, (job_id,)).fetchall()
+    if previous:
+        raise RuntimeError("an earlier export attempt exists; not handled by the peer")
+    approved, integrated = _db.execute(ELIGIBLE, (document_id,)).fetchone()
+    if not (approved and integrated):
+        raise RuntimeError("document not eligible")
     ctx = _db.execute(CONTEXT, (document_id,)).fetchone()
     file_path, file_name, mime_type, data, company_id, config = ctx
     data = data or {}

@@ -13,9 +13,10 @@ mod rapi;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use tokio::io::AsyncBufReadExt;
@@ -178,6 +179,14 @@ struct Args {
     out: PathBuf,
     python: Option<PathBuf>,
     runs: usize,
+    /// Only the sections whose name contains this (for working on one).
+    only: Option<String>,
+}
+
+impl Args {
+    fn wants(&self, section: &str) -> bool {
+        self.only.as_deref().is_none_or(|o| section.contains(o))
+    }
 }
 
 fn args() -> anyhow::Result<Args> {
@@ -186,6 +195,7 @@ fn args() -> anyhow::Result<Args> {
         out: PathBuf::from("bench/results.json"),
         python: None,
         runs: 7,
+        only: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -195,6 +205,7 @@ fn args() -> anyhow::Result<Args> {
             "--out" => a.out = value()?.into(),
             "--python" => a.python = Some(value()?.into()),
             "--runs" => a.runs = value()?.parse()?,
+            "--only" => a.only = Some(value()?),
             other => anyhow::bail!(
                 "unknown argument {other}; usage: docflow-bench [--bins DIR] [--out FILE] [--python VENV_PYTHON] [--runs N]"
             ),
@@ -346,6 +357,7 @@ fn lambda_env(function: &str, runtime_api: &str) -> Vec<(String, String)> {
 /// stand-ins.
 struct Stack {
     pool: PgPool,
+    sqs: aws_sdk_sqs::Client,
     database_url: String,
     secret_id: String,
     bucket: String,
@@ -422,8 +434,27 @@ async fn start_ready(
 }
 
 impl Running {
-    async fn batch(&self, event: String) -> anyhow::Result<rapi::Answer> {
-        let answer = self.api.invoke(event, Duration::from_secs(120)).await?;
+    /// Stops the process and frees the stand-in's port.
+    async fn stop(self) {
+        self.proc.stop().await;
+        drop(self.api);
+        tokio::task::yield_now().await;
+    }
+
+    async fn batch(&self, queue: &RealQueue, bodies: &[String]) -> anyhow::Result<rapi::Answer> {
+        let t = Instant::now();
+        let event = queue.event(bodies).await?;
+        if std::env::var_os("BENCH_VERBOSE").is_some() {
+            eprintln!("   event of {} built in {:?}", bodies.len(), t.elapsed());
+        }
+        let answer = match self
+            .api
+            .invoke(serde_json::to_string(&event)?, Duration::from_secs(180))
+            .await
+        {
+            Ok(a) => a,
+            Err(e) => return Err(e.context(self.proc.tail())),
+        };
         anyhow::ensure!(answer.ok, "invocation failed: {}", answer.body);
         let response: Value = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
         let failures = response["batchItemFailures"].as_array().map_or(0, Vec::len);
@@ -433,39 +464,63 @@ impl Running {
             answer.body,
             self.proc.tail()
         );
+        let response: SqsBatchResponse = serde_json::from_str(&answer.body)?;
+        queue.esm.complete(&event, &response).await?;
+        if std::env::var_os("BENCH_VERBOSE").is_some() {
+            eprintln!("   batch of {} answered in {:?}", bodies.len(), answer.wall);
+        }
         Ok(answer)
     }
 }
 
-fn sqs_event(bodies: &[String], arn: &str) -> String {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_millis()
-        .to_string();
-    let records: Vec<Value> = bodies
-        .iter()
-        .map(|body| {
-            let id = Uuid::new_v4();
-            json!({
-                "messageId": id.to_string(),
-                "receiptHandle": format!("bench-{id}"),
-                "body": body,
-                "attributes": {
-                    "ApproximateReceiveCount": "1",
-                    "SentTimestamp": now,
-                    "SenderId": "AIDABENCH",
-                    "ApproximateFirstReceiveTimestamp": now
-                },
-                "messageAttributes": {},
-                "md5OfBody": "00000000000000000000000000000000",
-                "eventSource": "aws:sqs",
-                "eventSourceARN": arn,
-                "awsRegion": "eu-central-1"
-            })
+/// A real queue in moto: events are built from messages really received, with real
+/// receipt handles (the heartbeat's visibility changes need them), and completed the
+/// way Lambda does.
+struct RealQueue {
+    sqs: aws_sdk_sqs::Client,
+    url: String,
+    esm: docflow::local::EventSourceMapping,
+}
+
+impl RealQueue {
+    async fn fresh(sqs: &aws_sdk_sqs::Client, prefix: &str) -> anyhow::Result<Self> {
+        let pair = fresh_queue(
+            sqs,
+            prefix,
+            docflow::local::QueueSpec {
+                visibility_timeout: Duration::from_secs(1800),
+                ..Default::default()
+            },
+        )
+        .await;
+        Ok(RealQueue {
+            sqs: sqs.clone(),
+            esm: docflow::local::EventSourceMapping::new(sqs.clone(), &pair.url).await?,
+            url: pair.url,
         })
-        .collect();
-    json!({ "Records": records }).to_string()
+    }
+
+    async fn event(&self, bodies: &[String]) -> anyhow::Result<SqsEvent> {
+        for body in bodies {
+            docflow_tests::send(&self.sqs, &self.url, body).await;
+        }
+        let mut event = SqsEvent::default();
+        for _ in 0..20 {
+            if event.records.len() >= bodies.len() {
+                break;
+            }
+            if let Some(batch) = self.esm.poll().await? {
+                event.records.extend(batch.records);
+            }
+        }
+        anyhow::ensure!(
+            event.records.len() == bodies.len(),
+            "received {} of {} messages",
+            event.records.len(),
+            bodies.len()
+        );
+        Ok(event)
+    }
 }
 
 fn file_size(path: &Path) -> f64 {
@@ -514,7 +569,7 @@ async fn cold_starts(report: &mut Report, stack: &Stack, args: &Args) -> anyhow:
             if let Some((p, _)) = running.proc.phases() {
                 phases.entry(name).or_default().push(p);
             }
-            running.proc.stop().await;
+            running.stop().await;
         }
     }
     let hello_ready = median(ready[HELLO].clone());
@@ -699,19 +754,19 @@ async fn concurrency(
     let api = rapi::RuntimeApi::start(RUNTIME_API_PORT).await?;
     let env = stack.env("ingestion", &api.addr);
     let (fun, _) = start_ready(&args.bins.join("ingestion"), env, api).await?;
-    let arn = "arn:aws:sqs:eu-central-1:123456789012:bench-ingestion";
+    let queue = &RealQueue::fresh(&stack.sqs, "bench-ingestion").await?;
     // Warm: the first invocation opens the pool's connections and the HTTP clients'.
     let warm = seed_ingestions(stack, 10, "txt", INVOICE_TEXT.as_bytes()).await?;
-    fun.batch(sqs_event(&warm, arn)).await?;
+    fun.batch(queue, &warm).await?;
     let mut single = Vec::new();
     let mut batch = Vec::new();
     for _ in 0..3 {
         let one = seed_ingestions(stack, 1, "txt", INVOICE_TEXT.as_bytes()).await?;
-        single.push(ms(fun.batch(sqs_event(&one, arn)).await?.wall));
+        single.push(ms(fun.batch(queue, &one).await?.wall));
         let ten = seed_ingestions(stack, 10, "txt", INVOICE_TEXT.as_bytes()).await?;
-        batch.push(ms(fun.batch(sqs_event(&ten, arn)).await?.wall));
+        batch.push(ms(fun.batch(queue, &ten).await?.wall));
     }
-    fun.proc.stop().await;
+    fun.stop().await;
     let single_ms = median(single.clone());
     let batch_ms = median(batch.clone());
     report.plain(
@@ -755,13 +810,13 @@ async fn memory(report: &mut Report, stack: &Stack, args: &Args) -> anyhow::Resu
     let api = rapi::RuntimeApi::start(RUNTIME_API_PORT).await?;
     let env = stack.env("ingestion", &api.addr);
     let (fun, _) = start_ready(&args.bins.join("ingestion"), env, api).await?;
-    let arn = "arn:aws:sqs:eu-central-1:123456789012:bench-ingestion";
+    let queue = &RealQueue::fresh(&stack.sqs, "bench-ingestion").await?;
     let before = fun.proc.rss();
     let ids = seed_ingestions(stack, 10, "pdf", &pdf).await?;
-    let answer = fun.batch(sqs_event(&ids, arn)).await;
+    let answer = fun.batch(queue, &ids).await;
     let after = fun.proc.rss();
     let tail = fun.proc.tail();
-    fun.proc.stop().await;
+    fun.stop().await;
     let answer = answer.with_context(|| format!("ingestion of 10 large PDFs:\n{tail}"))?;
     report.plain(
         section,
@@ -843,7 +898,7 @@ async fn per_message(
     stack: &Stack,
     args: &Args,
     jobs: &OutputJobs,
-    arn: &str,
+    queue: &RealQueue,
 ) -> anyhow::Result<Value> {
     let section = "per-message overhead";
     let bin = args.bins.join("document-output");
@@ -857,11 +912,12 @@ async fn per_message(
     let api = rapi::RuntimeApi::start(RUNTIME_API_PORT).await?;
     let env = with_database_url(stack.env("document-output", &api.addr), &proxied);
     let (fun, _) = start_ready(&bin, env, api).await?;
-    fun.batch(sqs_event(&jobs.jobs(10).await?, arn)).await?;
+    eprintln!("   counting statements");
+    fun.batch(queue, &jobs.jobs(10).await?).await?;
     let setup = proxy.log.take();
-    fun.batch(sqs_event(&jobs.jobs(10).await?, arn)).await?;
+    fun.batch(queue, &jobs.jobs(10).await?).await?;
     let statements = proxy.log.take();
-    fun.proc.stop().await;
+    fun.stop().await;
     drop(proxy);
     let per_msg = statements.len() as f64 / 10.0;
     let mut distinct: Vec<(String, usize)> = Vec::new();
@@ -877,21 +933,19 @@ async fn per_message(
     let api = rapi::RuntimeApi::start(RUNTIME_API_PORT).await?;
     let env = with_database_url(stack.env("document-output", &api.addr), &stack.database_url);
     let (fun, _) = start_ready(&bin, env, api).await?;
-    fun.batch(sqs_event(&jobs.jobs(10).await?, arn)).await?;
+    fun.batch(queue, &jobs.jobs(10).await?).await?;
+    eprintln!("   timing");
     let mut singles = Vec::new();
     for _ in 0..10 {
-        singles.push(ms(fun
-            .batch(sqs_event(&jobs.jobs(1).await?, arn))
-            .await?
-            .wall));
+        singles.push(ms(fun.batch(queue, &jobs.jobs(1).await?).await?.wall));
     }
     let mut batch_total = 0.0;
     let batches = 5;
     for _ in 0..batches {
-        batch_total += ms(fun.batch(sqs_event(&jobs.jobs(10).await?, arn)).await?.wall);
+        batch_total += ms(fun.batch(queue, &jobs.jobs(10).await?).await?.wall);
     }
     let hwm = fun.proc.rss().1;
-    fun.proc.stop().await;
+    fun.stop().await;
     let single = median(singles.clone());
     let per_msg_in_batch = batch_total / (batches as f64 * 10.0);
     let rtt = pg_round_trip_ms(&stack.database_url)?;
@@ -954,13 +1008,17 @@ async fn peer(
     jobs: &OutputJobs,
     python: &Path,
     docflow: &Value,
-    arn: &str,
+    queue: &RealQueue,
 ) -> anyhow::Result<()> {
     let section = "peer (Python + Powertools)";
     let mut events = Vec::new();
-    events.push(sqs_event(&jobs.jobs(10).await?, arn));
+    events.push(serde_json::to_value(
+        queue.event(&jobs.jobs(10).await?).await?,
+    )?);
     for _ in 0..5 {
-        events.push(sqs_event(&jobs.jobs(10).await?, arn));
+        events.push(serde_json::to_value(
+            queue.event(&jobs.jobs(10).await?).await?,
+        )?);
     }
     let file = std::env::temp_dir()
         .join(unique("bench-peer-events"))
@@ -1069,6 +1127,7 @@ async fn main() -> anyhow::Result<()> {
     };
     let stack = Stack {
         pool: pool.clone(),
+        sqs: sqs.clone(),
         database_url: database_url.clone(),
         secret_id,
         bucket: output.bucket.clone(),
@@ -1080,31 +1139,37 @@ async fn main() -> anyhow::Result<()> {
         maesn_uri: maesn.uri(),
         credentials_prefix: output.credentials_prefix.clone(),
     };
-    let arn = output.queue.arn.clone();
+    let output_queue = RealQueue::fresh(&sqs, "bench-output").await?;
     let jobs = OutputJobs { env: output };
 
     let mut report = Report::default();
     let mut failures = Vec::new();
     eprintln!("== cold starts ({} runs each)", args.runs);
-    if let Err(e) = cold_starts(&mut report, &stack, &args).await {
+    if !args.wants("cold") {
+    } else if let Err(e) = cold_starts(&mut report, &stack, &args).await {
         failures.push(format!("cold start: {e:#}"));
     }
     eprintln!("== in-batch concurrency");
-    if let Err(e) = concurrency(&mut report, &stack, &args, llm_delay).await {
+    if !args.wants("concurrency") {
+    } else if let Err(e) = concurrency(&mut report, &stack, &args, llm_delay).await {
         failures.push(format!("concurrency: {e:#}"));
     }
     eprintln!("== per-message overhead");
-    let ours = match per_message(&mut report, &stack, &args, &jobs, &arn).await {
-        Ok(v) => Some(v),
-        Err(e) => {
-            failures.push(format!("per-message: {e:#}"));
-            None
+    let ours = if args.wants("message") || args.wants("peer") {
+        match per_message(&mut report, &stack, &args, &jobs, &output_queue).await {
+            Ok(v) => Some(v),
+            Err(e) => {
+                failures.push(format!("per-message: {e:#}"));
+                None
+            }
         }
+    } else {
+        None
     };
     match (&args.python, &ours) {
         (Some(python), Some(ours)) => {
             eprintln!("== peer");
-            if let Err(e) = peer(&mut report, &stack, &jobs, python, ours, &arn).await {
+            if let Err(e) = peer(&mut report, &stack, &jobs, python, ours, &output_queue).await {
                 failures.push(format!("peer: {e:#}"));
             }
         }
@@ -1113,7 +1178,8 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     eprintln!("== memory under load");
-    if let Err(e) = memory(&mut report, &stack, &args).await {
+    if !args.wants("memory") {
+    } else if let Err(e) = memory(&mut report, &stack, &args).await {
         failures.push(format!("memory: {e:#}"));
     }
 

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 #[derive(Clone, Default)]
 pub struct Log(Arc<Mutex<Vec<String>>>);
@@ -32,7 +32,7 @@ impl Drop for Proxy {
 
 impl Proxy {
     pub async fn start(port: u16, upstream: String) -> anyhow::Result<Self> {
-        let listener = TcpListener::bind(("127.0.0.1", port)).await?;
+        let listener = crate::rapi::bind(port).await?;
         let log = Log::default();
         let task = {
             let log = log.clone();

@@ -49,7 +49,7 @@ impl Drop for RuntimeApi {
 
 impl RuntimeApi {
     pub async fn start(port: u16) -> anyhow::Result<Self> {
-        let listener = TcpListener::bind(("127.0.0.1", port))
+        let listener = bind(port)
             .await
             .with_context(|| format!("bind the Runtime API stand-in on port {port}"))?;
         let state = Arc::new(State::default());
@@ -113,6 +113,20 @@ impl RuntimeApi {
             .await
             .context("the function did not answer in time")?
             .context("the function's connection closed")
+    }
+}
+
+/// Binds `port`, waiting for the previous stand-in on it (aborted, not yet dropped).
+pub async fn bind(port: u16) -> std::io::Result<TcpListener> {
+    let mut tries = 0;
+    loop {
+        match TcpListener::bind(("127.0.0.1", port)).await {
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && tries < 50 => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            other => return other,
+        }
     }
 }
 
