@@ -1034,6 +1034,10 @@ async fn peer(
         .env("DOCFLOW_SECRET_ID", &stack.secret_id)
         .env("AWS_ENDPOINT_URL", docflow_tests::endpoint())
         .env("POWERTOOLS_SERVICE_NAME", "bench-peer")
+        .env("AWS_REGION", "eu-central-1")
+        .env("AWS_DEFAULT_REGION", "eu-central-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
         .output()
         .await
         .context("run the Python peer")?;
