@@ -47,6 +47,9 @@ struct Row {
     met: Option<bool>,
 }
 
+/// A target's text and whether a ratio meets it.
+type Target = (&'static str, fn(f64) -> bool);
+
 #[derive(Default)]
 struct Report {
     rows: Vec<Row>,
@@ -77,7 +80,7 @@ impl Report {
         unit: &str,
         anchor: &str,
         anchor_value: f64,
-        target: Option<(&str, fn(f64) -> bool)>,
+        target: Option<Target>,
     ) {
         let ratio = if anchor_value > 0.0 {
             Some(value / anchor_value)
@@ -817,7 +820,9 @@ async fn memory(report: &mut Report, stack: &Stack, args: &Args) -> anyhow::Resu
     let after = fun.proc.rss();
     let tail = fun.proc.tail();
     fun.stop().await;
-    let answer = answer.with_context(|| format!("ingestion of 10 large PDFs:\n{tail}"))?;
+    let _ = tail;
+    let finished = answer.is_ok();
+    let wall = answer.map(|a| ms(a.wall)).unwrap_or(f64::NAN);
     report.plain(
         section,
         "ingestion: 10 × PDF, each",
@@ -826,21 +831,20 @@ async fn memory(report: &mut Report, stack: &Stack, args: &Args) -> anyhow::Resu
     );
     report.limit(
         section,
-        "ingestion: peak RSS (VmHWM) over the batch",
+        if finished {
+            "ingestion: peak RSS (VmHWM) over the batch"
+        } else {
+            "ingestion: peak RSS (VmHWM) until the harness gave up waiting (batch unfinished after 180 s)"
+        },
         after.1,
         "MB",
         "≤ 128 MB",
         after.1 <= 128.0,
     );
-    report.plain(
-        section,
-        "ingestion: the batch's wall time",
-        ms(answer.wall),
-        "ms",
-    );
+    report.plain(section, "ingestion: the batch's wall time", wall, "ms");
     report.details.insert(
         "memory".into(),
-        json!({ "pdf_bytes": pdf.len(), "rss_before_mb": before.0, "hwm_after_mb": after.1, "wall_ms": ms(answer.wall) }),
+        json!({ "pdf_bytes": pdf.len(), "rss_before_mb": before.0, "hwm_after_mb": after.1, "wall_ms": wall, "finished": finished }),
     );
     Ok(())
 }
