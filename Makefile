@@ -17,7 +17,7 @@ ARCH ?= arm64
 
 VENV := .venv
 
-.PHONY: up down test demo package deploy-local lint venv fuzz
+.PHONY: up down test demo package deploy-local lint venv fuzz bench
 
 $(VENV)/.installed: requirements-dev.txt
 	python3 -m venv $(VENV)
@@ -63,6 +63,20 @@ package:
 ## (DEPLOY_KEEP=1 leaves that emulator running to look at it)
 deploy-local: venv
 	scripts/deploy-local.sh $(if $(DEPLOY_KEEP),--keep)
+
+## bench: performance against anchors measured in the same run (docs/performance.md):
+## release builds of the functions and of a hello-world lambda_runtime anchor, the
+## Python peer in .venv, then a markdown table on stdout and bench/results.json.
+## Never part of `make test`; never fails on a number.
+BENCH_TARGET = $${CARGO_TARGET_DIR:-target}
+bench: up $(VENV)/.bench-installed
+	cargo build --release -p ingestion -p matching -p document-output -p sweeper -p bench-hello
+	cargo build --quiet -p docflow-bench
+	$(BENCH_TARGET)/debug/docflow-bench --bins $(BENCH_TARGET)/release --python $(VENV)/bin/python --out bench/results.json
+
+$(VENV)/.bench-installed: $(VENV)/.installed bench/peer/requirements.txt
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r bench/peer/requirements.txt
+	touch $@
 
 ## lint: what CI's reviewers hold the code to
 lint:

@@ -27,13 +27,16 @@ impl Common {
     /// reports an init error and retries the cold start.
     pub async fn from_env() -> anyhow::Result<Self> {
         let settings = Settings::from_process_env().context("invalid settings")?;
+        crate::coldstart::mark("settings");
         let aws = crate::aws::load().await;
+        crate::coldstart::mark("aws_config");
         let sqs = aws_sdk_sqs::Client::new(&aws);
         let secrets = SecretStore::new(
             aws_sdk_secretsmanager::Client::new(&aws),
             settings.secret_id.clone(),
             settings.secret_ttl,
         );
+        crate::coldstart::mark("sdk_clients");
         let database_url = match &settings.database_url {
             Some(url) => url.clone(),
             None => secrets
@@ -41,8 +44,10 @@ impl Common {
                 .await
                 .context("no DATABASE_URL and no database_url in the secret")?,
         };
+        crate::coldstart::mark("secret_fetch");
         let pool = crate::db::lazy_pool(&database_url, settings.database_max_connections)?;
         let runtime = BatchRuntime::new(sqs.clone(), settings.batch);
+        crate::coldstart::mark("pool");
         Ok(Common {
             settings,
             aws,

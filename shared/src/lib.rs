@@ -4,12 +4,13 @@
 //! - [`retry`]: the transient/permanent taxonomy and the retry schedules;
 //! - [`settings`], [`secrets`], [`db`], [`aws`], [`telemetry`]: cold-start wiring;
 //! - [`ids`]: message bodies parsed into ids;
-//! - [`bootstrap`]: the cold-start wiring every `main.rs` calls;
+//! - [`bootstrap`]: the cold-start wiring every `main.rs` calls; [`coldstart`]: its timing;
 //! - [`llm`], [`matching`], [`notify`], [`output`], [`datev`]: domain logic and adapters;
 //! - [`local`]: the local stack and event-source mapping used by the CLI and tests.
 
 pub mod aws;
 pub mod bootstrap;
+pub mod coldstart;
 pub mod datev;
 pub mod db;
 pub mod document;

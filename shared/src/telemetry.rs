@@ -35,6 +35,8 @@ where
 /// Installs the JSON subscriber; the level comes from `RUST_LOG` (default `info`).
 /// Safe to call more than once (later calls are no-ops).
 pub fn init() {
+    crate::coldstart::start();
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let _ = tracing::subscriber::set_global_default(subscriber(filter, std::io::stdout));
+    crate::coldstart::mark("tracing");
 }

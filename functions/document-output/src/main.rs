@@ -7,5 +7,6 @@ use lambda_runtime::{Error, run, service_fn};
 async fn main() -> Result<(), Error> {
     docflow::telemetry::init();
     let deps = Deps::from_env().await?;
+    docflow::coldstart::report();
     run(service_fn(|event| handler(&deps, event))).await
 }

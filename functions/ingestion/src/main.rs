@@ -4,5 +4,6 @@ use lambda_runtime::{Error, run, service_fn};
 async fn main() -> Result<(), Error> {
     docflow::telemetry::init();
     let deps = ingestion::Deps::from_env().await?;
+    docflow::coldstart::report();
     run(service_fn(|event| ingestion::handler(&deps, event))).await
 }

@@ -7,5 +7,6 @@ use matching::{Deps, handler};
 async fn main() -> Result<(), lambda_runtime::Error> {
     docflow::telemetry::init();
     let deps = Deps::from_env().await?;
+    docflow::coldstart::report();
     run(service_fn(|event| handler(&deps, event))).await
 }

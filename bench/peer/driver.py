@@ -1,0 +1,48 @@
+"""BENCHMARK PEER DRIVER, NEVER SHIPPED: runs handler.lambda_handler in process on the
+SQS events in argv[1] (a JSON list; the first one warms up), then prints one JSON line:
+time per message and the process's peak RSS."""
+
+import json
+import resource
+import sys
+import time
+import uuid
+
+
+class Context:
+    function_name = "bench-peer"
+    memory_limit_in_mb = 512
+    invoked_function_arn = "arn:aws:lambda:eu-central-1:123456789012:function:bench-peer"
+    aws_request_id = str(uuid.uuid4())
+
+    @staticmethod
+    def get_remaining_time_in_millis():
+        return 300_000
+
+
+started = time.perf_counter()
+import handler  # noqa: E402  (the cold start: imports, clients, connection)
+
+init_ms = (time.perf_counter() - started) * 1000
+events = json.load(open(sys.argv[1]))
+warm, measured = events[0], events[1:]
+result = handler.lambda_handler(warm, Context())
+assert not result["batchItemFailures"], result
+messages = 0
+started = time.perf_counter()
+for event in measured:
+    result = handler.lambda_handler(event, Context())
+    assert not result["batchItemFailures"], result
+    messages += len(event["Records"])
+elapsed = (time.perf_counter() - started) * 1000
+print(
+    json.dumps(
+        {
+            "per_message_ms": elapsed / messages,
+            "messages": messages,
+            "init_ms": init_ms,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "python": sys.version.split()[0],
+        }
+    )
+)

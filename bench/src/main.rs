@@ -1,0 +1,1229 @@
+//! `make bench`: docflow's performance, measured side by side in one run against anchors
+//! measured the same way in the same run, printed as a markdown table and written to
+//! `bench/results.json` with the machine it ran on. Benchmarks are not tests: nothing
+//! here fails on a number (targets are reported as met or not).
+//!
+//! Every function runs as its release binary, exactly as Lambda runs it: a process
+//! whose `lambda_runtime` talks to a Runtime API (the stand-in in [`rapi`]), against the
+//! shared Postgres, moto, and local stand-ins for the LLM and Maesn.
+
+mod pgcount;
+mod rapi;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use tokio::io::AsyncBufReadExt;
+use tokio::process::{Child, Command};
+use uuid::Uuid;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer};
+
+use docflow_tests::{fresh_queue, unique};
+
+/// Ports of this harness (the Runtime API stand-in, the counting Postgres proxy).
+const RUNTIME_API_PORT: u16 = 4741;
+const PG_PROXY_PORT: u16 = 4742;
+const FUNCTIONS: [&str; 4] = ["ingestion", "matching", "document-output", "sweeper"];
+const HELLO: &str = "bench-hello";
+
+#[derive(Debug, Clone, serde::Serialize)]
+struct Row {
+    section: String,
+    measure: String,
+    value: f64,
+    unit: String,
+    /// The anchor this value is compared with, measured in the same run.
+    anchor: Option<String>,
+    anchor_value: Option<f64>,
+    ratio: Option<f64>,
+    target: Option<String>,
+    met: Option<bool>,
+}
+
+/// A target's text and whether a ratio meets it.
+type Target = (&'static str, fn(f64) -> bool);
+
+#[derive(Default)]
+struct Report {
+    rows: Vec<Row>,
+    details: serde_json::Map<String, Value>,
+}
+
+impl Report {
+    fn plain(&mut self, section: &str, measure: &str, value: f64, unit: &str) {
+        self.rows.push(Row {
+            section: section.into(),
+            measure: measure.into(),
+            value,
+            unit: unit.into(),
+            anchor: None,
+            anchor_value: None,
+            ratio: None,
+            target: None,
+            met: None,
+        });
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn against(
+        &mut self,
+        section: &str,
+        measure: &str,
+        value: f64,
+        unit: &str,
+        anchor: &str,
+        anchor_value: f64,
+        target: Option<Target>,
+    ) {
+        let ratio = if anchor_value > 0.0 {
+            Some(value / anchor_value)
+        } else {
+            None
+        };
+        self.rows.push(Row {
+            section: section.into(),
+            measure: measure.into(),
+            value,
+            unit: unit.into(),
+            anchor: Some(anchor.into()),
+            anchor_value: Some(anchor_value),
+            ratio,
+            target: target.map(|(t, _)| t.to_owned()),
+            met: target.and_then(|(_, ok)| ratio.map(ok)),
+        });
+    }
+
+    fn limit(
+        &mut self,
+        section: &str,
+        measure: &str,
+        value: f64,
+        unit: &str,
+        target: &str,
+        ok: bool,
+    ) {
+        self.rows.push(Row {
+            section: section.into(),
+            measure: measure.into(),
+            value,
+            unit: unit.into(),
+            anchor: None,
+            anchor_value: None,
+            ratio: None,
+            target: Some(target.into()),
+            met: Some(ok),
+        });
+    }
+
+    fn markdown(&self) -> String {
+        let mut out = String::from(
+            "| section | measure | value | anchor (same run) | ratio | target | met |\n|---|---|---:|---|---:|---|---|\n",
+        );
+        for r in &self.rows {
+            out.push_str(&format!(
+                "| {} | {} | {} {} | {} | {} | {} | {} |\n",
+                r.section,
+                r.measure,
+                fmt(r.value),
+                r.unit,
+                match (&r.anchor, r.anchor_value) {
+                    (Some(a), Some(v)) => format!("{a}: {} {}", fmt(v), r.unit),
+                    _ => String::new(),
+                },
+                r.ratio.map(|x| format!("{x:.2}×")).unwrap_or_default(),
+                r.target.clone().unwrap_or_default(),
+                match r.met {
+                    Some(true) => "yes",
+                    Some(false) => "**no**",
+                    None => "",
+                },
+            ));
+        }
+        out
+    }
+}
+
+fn fmt(x: f64) -> String {
+    if x.abs() >= 100.0 {
+        format!("{x:.0}")
+    } else if x.abs() >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    xs.sort_by(|a, b| a.total_cmp(b));
+    let n = xs.len();
+    if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+struct Args {
+    bins: PathBuf,
+    out: PathBuf,
+    python: Option<PathBuf>,
+    runs: usize,
+    /// Only the sections whose name contains this (for working on one).
+    only: Option<String>,
+}
+
+impl Args {
+    fn wants(&self, section: &str) -> bool {
+        self.only.as_deref().is_none_or(|o| section.contains(o))
+    }
+}
+
+fn args() -> anyhow::Result<Args> {
+    let mut a = Args {
+        bins: PathBuf::from("target/release"),
+        out: PathBuf::from("bench/results.json"),
+        python: None,
+        runs: 7,
+        only: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().with_context(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--bins" => a.bins = value()?.into(),
+            "--out" => a.out = value()?.into(),
+            "--python" => a.python = Some(value()?.into()),
+            "--runs" => a.runs = value()?.parse()?,
+            "--only" => a.only = Some(value()?),
+            other => anyhow::bail!(
+                "unknown argument {other}; usage: docflow-bench [--bins DIR] [--out FILE] [--python VENV_PYTHON] [--runs N]"
+            ),
+        }
+    }
+    Ok(a)
+}
+
+fn machine() -> Value {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_owned())
+        .unwrap_or_else(|| "unknown".into());
+    let cores = cpuinfo
+        .lines()
+        .filter(|l| l.starts_with("processor"))
+        .count();
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .unwrap_or_default()
+        .trim()
+        .to_owned();
+    let mem_kb: u64 = std::fs::read_to_string("/proc/meminfo")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("MemTotal"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    json!({
+        "cpu_model": model,
+        "cores": cores,
+        "kernel": kernel,
+        "memory_mb": mem_kb / 1024,
+        "arch": std::env::consts::ARCH,
+        "load_average_at_start": load.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
+    })
+}
+
+/// A function process: its child and every line it printed.
+struct Proc {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Proc {
+    fn spawn(bin: &Path, env: &[(String, String)]) -> anyhow::Result<Self> {
+        let mut cmd = Command::new(bin);
+        cmd.env_clear()
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("start {}", bin.display()))?;
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        if let Some(out) = child.stdout.take() {
+            let lines = lines.clone();
+            tokio::spawn(async move {
+                let mut reader = tokio::io::BufReader::new(out).lines();
+                while let Ok(Some(l)) = reader.next_line().await {
+                    lines.lock().unwrap().push(l);
+                }
+            });
+        }
+        if let Some(err) = child.stderr.take() {
+            let lines = lines.clone();
+            tokio::spawn(async move {
+                let mut reader = tokio::io::BufReader::new(err).lines();
+                while let Ok(Some(l)) = reader.next_line().await {
+                    lines.lock().unwrap().push(l);
+                }
+            });
+        }
+        Ok(Proc { child, lines })
+    }
+
+    /// (VmRSS, VmHWM) in MB.
+    fn rss(&self) -> (f64, f64) {
+        let pid = self.child.id().unwrap_or(0);
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let field = |name: &str| -> f64 {
+            status
+                .lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(f64::NAN)
+                / 1024.0
+        };
+        (field("VmRSS:"), field("VmHWM:"))
+    }
+
+    /// The `cold start` log line's phases (µs) and total.
+    fn phases(&self) -> Option<(Vec<(String, f64)>, f64)> {
+        let lines = self.lines.lock().unwrap();
+        let line = lines.iter().find(|l| l.contains("\"cold start\""))?;
+        let v: Value = serde_json::from_str(line).ok()?;
+        let fields = &v["fields"];
+        let phases: Value = serde_json::from_str(fields["phases_us"].as_str()?).ok()?;
+        let list = phases
+            .as_object()?
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_f64().unwrap_or(0.0)))
+            .collect();
+        Some((list, fields["total_us"].as_f64().unwrap_or(0.0)))
+    }
+
+    fn tail(&self) -> String {
+        let lines = self.lines.lock().unwrap();
+        lines[lines.len().saturating_sub(8)..].join("\n")
+    }
+
+    async fn stop(mut self) {
+        let _ = self.child.kill().await;
+    }
+}
+
+/// The Lambda service's own variables, as it sets them for a function process.
+fn lambda_env(function: &str, runtime_api: &str) -> Vec<(String, String)> {
+    [
+        ("AWS_LAMBDA_RUNTIME_API", runtime_api.to_owned()),
+        ("AWS_LAMBDA_FUNCTION_NAME", format!("bench-{function}")),
+        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "512".into()),
+        ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST".into()),
+        ("AWS_LAMBDA_LOG_STREAM_NAME", "bench".into()),
+        (
+            "AWS_LAMBDA_LOG_GROUP_NAME",
+            format!("/aws/lambda/bench-{function}"),
+        ),
+        ("AWS_REGION", "eu-central-1".into()),
+        ("AWS_DEFAULT_REGION", "eu-central-1".into()),
+        ("AWS_ACCESS_KEY_ID", "test".into()),
+        ("AWS_SECRET_ACCESS_KEY", "test".into()),
+        ("AWS_ENDPOINT_URL", docflow_tests::endpoint()),
+        ("RUST_LOG", "info".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
+/// What the functions' settings point at: the bench's secret, queues, bucket and
+/// stand-ins.
+struct Stack {
+    pool: PgPool,
+    sqs: aws_sdk_sqs::Client,
+    database_url: String,
+    secret_id: String,
+    bucket: String,
+    s3: aws_sdk_s3::Client,
+    matching_url: String,
+    ingestion_url: String,
+    output_url: String,
+    llm: MockServer,
+    maesn_uri: String,
+    credentials_prefix: String,
+}
+
+impl Stack {
+    /// The settings Terraform gives `function` (DATABASE_URL comes from the secret).
+    fn env(&self, function: &str, runtime_api: &str) -> Vec<(String, String)> {
+        let mut env = lambda_env(function, runtime_api);
+        let mut set = |k: &str, v: &str| env.push((k.to_owned(), v.to_owned()));
+        set("DOCFLOW_SECRET_ID", &self.secret_id);
+        set("MAX_RECEIVE_COUNT", "3");
+        set("DOCUMENTS_BUCKET", &self.bucket);
+        set("QUEUE_VISIBILITY_TIMEOUT_SECONDS", "1800");
+        match function {
+            "ingestion" => {
+                set("LLM_PROVIDER", "anthropic");
+                set("LLM_BASE_URL", &self.llm.uri());
+                set("LLM_TIMEOUT_SECONDS", "60");
+                set("OCR_PROVIDER", "native");
+                set("MATCHING_QUEUE_URL", &self.matching_url);
+            }
+            "matching" => {
+                set("LLM_PROVIDER", "anthropic");
+                set("LLM_BASE_URL", &self.llm.uri());
+                set("LLM_TIMEOUT_SECONDS", "30");
+            }
+            "document-output" => {
+                set("MAESN_BASE_URL", &self.maesn_uri);
+                set("DATEV_CREDENTIALS_PREFIX", &self.credentials_prefix);
+            }
+            "sweeper" => {
+                set("INGESTION_QUEUE_URL", &self.ingestion_url);
+                set("MATCHING_QUEUE_URL", &self.matching_url);
+                set("DOCUMENT_OUTPUT_QUEUE_URL", &self.output_url);
+                set("MAESN_BASE_URL", &self.maesn_uri);
+                set("DATEV_CREDENTIALS_PREFIX", &self.credentials_prefix);
+            }
+            _ => {}
+        }
+        env
+    }
+}
+
+/// A function process started and ready for events.
+struct Running {
+    proc: Proc,
+    api: rapi::RuntimeApi,
+}
+
+async fn start_ready(
+    bin: &Path,
+    env: Vec<(String, String)>,
+    api: rapi::RuntimeApi,
+) -> anyhow::Result<(Running, Duration)> {
+    let started = Instant::now();
+    let proc = Proc::spawn(bin, &env)?;
+    match api.ready(Duration::from_secs(20)).await {
+        Ok(at) => Ok((Running { proc, api }, at.duration_since(started))),
+        Err(e) => {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let tail = proc.tail();
+            proc.stop().await;
+            Err(e.context(format!("{} did not start:\n{tail}", bin.display())))
+        }
+    }
+}
+
+impl Running {
+    /// Stops the process and frees the stand-in's port.
+    async fn stop(self) {
+        self.proc.stop().await;
+        drop(self.api);
+        tokio::task::yield_now().await;
+    }
+
+    async fn batch(&self, queue: &RealQueue, bodies: &[String]) -> anyhow::Result<rapi::Answer> {
+        let t = Instant::now();
+        let event = queue.event(bodies).await?;
+        if std::env::var_os("BENCH_VERBOSE").is_some() {
+            eprintln!("   event of {} built in {:?}", bodies.len(), t.elapsed());
+        }
+        let answer = match self
+            .api
+            .invoke(serde_json::to_string(&event)?, Duration::from_secs(180))
+            .await
+        {
+            Ok(a) => a,
+            Err(e) => return Err(e.context(self.proc.tail())),
+        };
+        anyhow::ensure!(answer.ok, "invocation failed: {}", answer.body);
+        let response: Value = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
+        let failures = response["batchItemFailures"].as_array().map_or(0, Vec::len);
+        anyhow::ensure!(
+            failures == 0,
+            "{failures} records failed: {}\n{}",
+            answer.body,
+            self.proc.tail()
+        );
+        let response: SqsBatchResponse = serde_json::from_str(&answer.body)?;
+        queue.esm.complete(&event, &response).await?;
+        if std::env::var_os("BENCH_VERBOSE").is_some() {
+            eprintln!("   batch of {} answered in {:?}", bodies.len(), answer.wall);
+        }
+        Ok(answer)
+    }
+}
+
+/// A real queue in moto: events are built from messages really received, with real
+/// receipt handles (the heartbeat's visibility changes need them), and completed the
+/// way Lambda does.
+struct RealQueue {
+    sqs: aws_sdk_sqs::Client,
+    url: String,
+    esm: docflow::local::EventSourceMapping,
+}
+
+impl RealQueue {
+    async fn fresh(sqs: &aws_sdk_sqs::Client, prefix: &str) -> anyhow::Result<Self> {
+        let pair = fresh_queue(
+            sqs,
+            prefix,
+            docflow::local::QueueSpec {
+                visibility_timeout: Duration::from_secs(1800),
+                ..Default::default()
+            },
+        )
+        .await;
+        Ok(RealQueue {
+            sqs: sqs.clone(),
+            esm: docflow::local::EventSourceMapping::new(sqs.clone(), &pair.url).await?,
+            url: pair.url,
+        })
+    }
+
+    async fn event(&self, bodies: &[String]) -> anyhow::Result<SqsEvent> {
+        for body in bodies {
+            docflow_tests::send(&self.sqs, &self.url, body).await;
+        }
+        let mut event = SqsEvent::default();
+        for _ in 0..20 {
+            if event.records.len() >= bodies.len() {
+                break;
+            }
+            if let Some(batch) = self.esm.poll().await? {
+                event.records.extend(batch.records);
+            }
+        }
+        anyhow::ensure!(
+            event.records.len() == bodies.len(),
+            "received {} of {} messages",
+            event.records.len(),
+            bodies.len()
+        );
+        Ok(event)
+    }
+}
+
+fn file_size(path: &Path) -> f64 {
+    std::fs::metadata(path).map_or(f64::NAN, |m| m.len() as f64)
+}
+
+/// Zips `bin` as `bootstrap` (what cargo-lambda's `--output-format zip` produces).
+fn zip_size(bin: &Path, dir: &Path) -> anyhow::Result<f64> {
+    let staging = dir.join(bin.file_name().context("binary name")?);
+    std::fs::create_dir_all(&staging)?;
+    std::fs::copy(bin, staging.join("bootstrap"))?;
+    let zip = staging.join("bootstrap.zip");
+    let _ = std::fs::remove_file(&zip);
+    let status = std::process::Command::new("zip")
+        .arg("-q9j")
+        .arg(&zip)
+        .arg(staging.join("bootstrap"))
+        .status()
+        .context("run zip")?;
+    anyhow::ensure!(status.success(), "zip failed");
+    Ok(file_size(&zip))
+}
+
+// ---------------------------------------------------------------- cold start
+
+async fn cold_starts(report: &mut Report, stack: &Stack, args: &Args) -> anyhow::Result<()> {
+    let section = "cold start";
+    let zip_dir = std::env::temp_dir().join(unique("docflow-bench-zip"));
+    let mut ready: std::collections::HashMap<&str, Vec<f64>> = Default::default();
+    let mut phases: std::collections::HashMap<&str, Vec<Vec<(String, f64)>>> = Default::default();
+    let mut rss: std::collections::HashMap<&str, Vec<f64>> = Default::default();
+    let all: Vec<&str> = std::iter::once(HELLO).chain(FUNCTIONS).collect();
+    // Interleaved, so drift in the machine's load touches every binary alike.
+    for _ in 0..args.runs {
+        for name in &all {
+            let api = rapi::RuntimeApi::start(RUNTIME_API_PORT).await?;
+            let env = if *name == HELLO {
+                lambda_env(name, &api.addr)
+            } else {
+                stack.env(name, &api.addr)
+            };
+            let (running, took) = start_ready(&args.bins.join(name), env, api).await?;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            rss.entry(name).or_default().push(running.proc.rss().0);
+            ready.entry(name).or_default().push(ms(took));
+            if let Some((p, _)) = running.proc.phases() {
+                phases.entry(name).or_default().push(p);
+            }
+            running.stop().await;
+        }
+    }
+    let hello_ready = median(ready[HELLO].clone());
+    let hello_rss = median(rss[HELLO].clone());
+    let hello_bin = args.bins.join(HELLO);
+    let hello_size = file_size(&hello_bin) / 1e6;
+    let hello_zip = zip_size(&hello_bin, &zip_dir)? / 1e6;
+    report.plain(
+        section,
+        "hello world: exec → first /next",
+        hello_ready,
+        "ms",
+    );
+    let mut detail = serde_json::Map::new();
+    for name in FUNCTIONS {
+        let total = median(ready[name].clone());
+        // Median of each phase across runs.
+        let runs = phases.get(name).cloned().unwrap_or_default();
+        let mut names: Vec<String> = runs
+            .first()
+            .map(|r| r.iter().map(|(k, _)| k.clone()).collect())
+            .unwrap_or_default();
+        names.dedup();
+        let mut breakdown = serde_json::Map::new();
+        let mut in_main = 0.0;
+        for phase in &names {
+            let values: Vec<f64> = runs
+                .iter()
+                .filter_map(|r| r.iter().find(|(k, _)| k == phase).map(|(_, v)| v / 1000.0))
+                .collect();
+            let m = median(values);
+            in_main += m;
+            breakdown.insert(phase.clone(), json!(m));
+        }
+        let secret = breakdown
+            .get("secret_fetch")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
+        breakdown.insert(
+            "exec_to_main_and_runtime".into(),
+            json!((total - in_main).max(0.0)),
+        );
+        let without_secret = total - secret;
+        report.against(
+            section,
+            &format!("{name}: exec → first /next, secret fetch excluded"),
+            without_secret,
+            "ms",
+            "hello world",
+            hello_ready,
+            Some(("≤ 2×", |r| r <= 2.0)),
+        );
+        report.plain(
+            section,
+            &format!("{name}: secret fetch (moto)"),
+            secret,
+            "ms",
+        );
+        let breakdown_text = breakdown
+            .iter()
+            .map(|(k, v)| format!("{k} {}", fmt(v.as_f64().unwrap_or(0.0))))
+            .collect::<Vec<_>>()
+            .join(", ");
+        report.plain(
+            section,
+            &format!("{name}: breakdown (ms) — {breakdown_text}"),
+            in_main,
+            "ms in main",
+        );
+        let bin = args.bins.join(name);
+        let size = file_size(&bin) / 1e6;
+        let zip = zip_size(&bin, &zip_dir)? / 1e6;
+        report.against(
+            section,
+            &format!("{name}: binary size"),
+            size,
+            "MB",
+            "hello world",
+            hello_size,
+            None,
+        );
+        report.limit(
+            section,
+            &format!("{name}: zip size"),
+            zip,
+            "MB",
+            "≤ 5 MB",
+            zip <= 5.0,
+        );
+        let idle = median(rss[name].clone());
+        report.against(
+            section,
+            &format!("{name}: idle RSS at ready"),
+            idle,
+            "MB",
+            "hello world",
+            hello_rss,
+            None,
+        );
+        detail.insert(
+            name.into(),
+            json!({
+                "ready_ms_runs": ready[name],
+                "ready_ms_median": total,
+                "phases_ms_median": breakdown,
+                "binary_mb": size,
+                "zip_mb": zip,
+                "idle_rss_mb": idle,
+            }),
+        );
+    }
+    detail.insert(
+        HELLO.into(),
+        json!({
+            "ready_ms_runs": ready[HELLO],
+            "ready_ms_median": hello_ready,
+            "binary_mb": hello_size,
+            "zip_mb": hello_zip,
+            "idle_rss_mb": hello_rss,
+        }),
+    );
+    report
+        .details
+        .insert("cold_start".into(), Value::Object(detail));
+    let _ = std::fs::remove_dir_all(&zip_dir);
+    Ok(())
+}
+
+// ---------------------------------------------------------------- ingestion
+
+/// `n` in-progress ingestions of documents whose file (`ext`) is `file`.
+async fn seed_ingestions(
+    stack: &Stack,
+    n: usize,
+    ext: &str,
+    file: &[u8],
+) -> anyhow::Result<Vec<String>> {
+    let tenant: Uuid = sqlx::query_scalar(
+        r#"WITH o AS (INSERT INTO organization (name) VALUES ('Bench Org') RETURNING id)
+           INSERT INTO tenant (organization_id, name) SELECT id, 'Bench GmbH' FROM o RETURNING id"#,
+    )
+    .fetch_one(&stack.pool)
+    .await?;
+    let mut ids = Vec::new();
+    for _ in 0..n {
+        let document_id = Uuid::new_v4();
+        let ingestion_id = Uuid::new_v4();
+        let key = format!("documents/{document_id}.{ext}");
+        sqlx::query("INSERT INTO document (id, tenant_id, file_path) VALUES ($1, $2, $3)")
+            .bind(document_id)
+            .bind(tenant)
+            .bind(&key)
+            .execute(&stack.pool)
+            .await?;
+        sqlx::query("INSERT INTO ingestion (id, document_id) VALUES ($1, $2)")
+            .bind(ingestion_id)
+            .bind(document_id)
+            .execute(&stack.pool)
+            .await?;
+        stack
+            .s3
+            .put_object()
+            .bucket(&stack.bucket)
+            .key(&key)
+            .body(file.to_vec().into())
+            .send()
+            .await?;
+        ids.push(ingestion_id.to_string());
+    }
+    Ok(ids)
+}
+
+const INVOICE_TEXT: &str = "Muster Bürobedarf GmbH\nRechnung RE-2014-0815\nDatum 07.05.2014\nDruckerpapier A4 10 x 10,00 EUR\nNetto 100,00 EUR\nUSt 19 % 19,00 EUR\nGesamt 119,00 EUR\nBestellung PO-4711\n";
+
+async fn concurrency(
+    report: &mut Report,
+    stack: &Stack,
+    args: &Args,
+    llm_delay: Duration,
+) -> anyhow::Result<()> {
+    let section = "in-batch concurrency";
+    let api = rapi::RuntimeApi::start(RUNTIME_API_PORT).await?;
+    let env = stack.env("ingestion", &api.addr);
+    let (fun, _) = start_ready(&args.bins.join("ingestion"), env, api).await?;
+    let queue = &RealQueue::fresh(&stack.sqs, "bench-ingestion").await?;
+    // Warm: the first invocation opens the pool's connections and the HTTP clients'.
+    let warm = seed_ingestions(stack, 10, "txt", INVOICE_TEXT.as_bytes()).await?;
+    fun.batch(queue, &warm).await?;
+    let mut single = Vec::new();
+    let mut batch = Vec::new();
+    for _ in 0..3 {
+        let one = seed_ingestions(stack, 1, "txt", INVOICE_TEXT.as_bytes()).await?;
+        single.push(ms(fun.batch(queue, &one).await?.wall));
+        let ten = seed_ingestions(stack, 10, "txt", INVOICE_TEXT.as_bytes()).await?;
+        batch.push(ms(fun.batch(queue, &ten).await?.wall));
+    }
+    fun.stop().await;
+    let single_ms = median(single.clone());
+    let batch_ms = median(batch.clone());
+    report.plain(
+        section,
+        &format!(
+            "ingestion: LLM stand-in answering after {} ms",
+            llm_delay.as_millis()
+        ),
+        llm_delay.as_secs_f64() * 1000.0,
+        "ms",
+    );
+    report.against(
+        section,
+        "ingestion: batch of 10, wall",
+        batch_ms,
+        "ms",
+        "batch of 1",
+        single_ms,
+        Some(("≤ 1.3×", |r| r <= 1.3)),
+    );
+    report.details.insert(
+        "concurrency".into(),
+        json!({ "single_ms_runs": single, "batch10_ms_runs": batch, "llm_delay_ms": llm_delay.as_millis() as u64 }),
+    );
+    Ok(())
+}
+
+/// A PDF of about `bytes` bytes of text pages.
+fn big_pdf(bytes: usize) -> Vec<u8> {
+    let line = "Pos 0001 Druckerpapier A4 80g 500 Blatt weiss   10 x 10,00 EUR   100,00 EUR";
+    let page: Vec<&str> = std::iter::repeat_n(line, 54).collect();
+    let one = docflow_tests::pdf::text_pdf(&[&page]).len();
+    let pages = (bytes / one.max(1)).max(1);
+    let all: Vec<&[&str]> = std::iter::repeat_n(page.as_slice(), pages).collect();
+    docflow_tests::pdf::text_pdf(&all)
+}
+
+async fn memory(report: &mut Report, stack: &Stack, args: &Args) -> anyhow::Result<()> {
+    let section = "memory under load";
+    let pdf = big_pdf(5_000_000);
+    let api = rapi::RuntimeApi::start(RUNTIME_API_PORT).await?;
+    let env = stack.env("ingestion", &api.addr);
+    let (fun, _) = start_ready(&args.bins.join("ingestion"), env, api).await?;
+    let queue = &RealQueue::fresh(&stack.sqs, "bench-ingestion").await?;
+    let before = fun.proc.rss();
+    let ids = seed_ingestions(stack, 10, "pdf", &pdf).await?;
+    let answer = fun.batch(queue, &ids).await;
+    let after = fun.proc.rss();
+    let tail = fun.proc.tail();
+    fun.stop().await;
+    let _ = tail;
+    let finished = answer.is_ok();
+    let wall = answer.map(|a| ms(a.wall)).unwrap_or(f64::NAN);
+    report.plain(
+        section,
+        "ingestion: 10 × PDF, each",
+        pdf.len() as f64 / 1e6,
+        "MB",
+    );
+    report.limit(
+        section,
+        if finished {
+            "ingestion: peak RSS (VmHWM) over the batch"
+        } else {
+            "ingestion: peak RSS (VmHWM) until the harness gave up waiting (batch unfinished after 180 s)"
+        },
+        after.1,
+        "MB",
+        "≤ 128 MB",
+        after.1 <= 128.0,
+    );
+    report.plain(section, "ingestion: the batch's wall time", wall, "ms");
+    report.details.insert(
+        "memory".into(),
+        json!({ "pdf_bytes": pdf.len(), "rss_before_mb": before.0, "hwm_after_mb": after.1, "wall_ms": wall, "finished": finished }),
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------- document output
+
+struct OutputJobs {
+    env: docflow_tests::output::OutputEnv,
+}
+
+impl OutputJobs {
+    async fn jobs(&self, n: usize) -> anyhow::Result<Vec<String>> {
+        let mut ids = Vec::new();
+        for _ in 0..n {
+            let doc = self.env.another_approved_document().await;
+            ids.push(self.env.insert_job(doc, "pending").await.to_string());
+        }
+        Ok(ids)
+    }
+}
+
+/// Loopback round trip of one prepared statement over one connection (pgbench, a C
+/// client, so the floor is not the harness's own speed).
+fn pg_round_trip_ms(database_url: &str) -> anyhow::Result<f64> {
+    let script = std::env::temp_dir()
+        .join(unique("bench-rtt"))
+        .with_extension("sql");
+    std::fs::write(&script, "SELECT 1;\n")?;
+    let out = std::process::Command::new("pgbench")
+        .args(["-n", "-M", "prepared", "-c", "1", "-t", "5000", "-f"])
+        .arg(&script)
+        .arg(database_url)
+        .output()
+        .context("run pgbench")?;
+    let _ = std::fs::remove_file(&script);
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix("latency average = "))
+        .and_then(|v| v.trim_end_matches(" ms").trim().parse().ok())
+        .with_context(|| {
+            format!(
+                "pgbench said: {text}{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+}
+
+fn with_database_url(mut env: Vec<(String, String)>, url: &str) -> Vec<(String, String)> {
+    env.push(("DATABASE_URL".into(), url.to_owned()));
+    env
+}
+
+async fn per_message(
+    report: &mut Report,
+    stack: &Stack,
+    args: &Args,
+    jobs: &OutputJobs,
+    queue: &RealQueue,
+) -> anyhow::Result<Value> {
+    let section = "per-message overhead";
+    let bin = args.bins.join("document-output");
+
+    // Statements per message: through the counting proxy.
+    let proxy = pgcount::Proxy::start(PG_PROXY_PORT, "127.0.0.1:5432".into()).await?;
+    let proxied = stack
+        .database_url
+        .replace("127.0.0.1:5432", &format!("127.0.0.1:{}", proxy.port))
+        + "?sslmode=disable";
+    let api = rapi::RuntimeApi::start(RUNTIME_API_PORT).await?;
+    let env = with_database_url(stack.env("document-output", &api.addr), &proxied);
+    let (fun, _) = start_ready(&bin, env, api).await?;
+    eprintln!("   counting statements");
+    fun.batch(queue, &jobs.jobs(10).await?).await?;
+    let setup = proxy.log.take();
+    fun.batch(queue, &jobs.jobs(10).await?).await?;
+    let statements = proxy.log.take();
+    fun.stop().await;
+    drop(proxy);
+    let per_msg = statements.len() as f64 / 10.0;
+    let mut distinct: Vec<(String, usize)> = Vec::new();
+    for s in &statements {
+        let s = s.split_whitespace().collect::<Vec<_>>().join(" ");
+        match distinct.iter_mut().find(|(k, _)| *k == s) {
+            Some((_, n)) => *n += 1,
+            None => distinct.push((s, 1)),
+        }
+    }
+
+    // Time per message: the release binary, warm, zero-latency stand-ins.
+    let api = rapi::RuntimeApi::start(RUNTIME_API_PORT).await?;
+    let env = with_database_url(stack.env("document-output", &api.addr), &stack.database_url);
+    let (fun, _) = start_ready(&bin, env, api).await?;
+    fun.batch(queue, &jobs.jobs(10).await?).await?;
+    eprintln!("   timing");
+    let mut singles = Vec::new();
+    for _ in 0..10 {
+        singles.push(ms(fun.batch(queue, &jobs.jobs(1).await?).await?.wall));
+    }
+    let mut batch_total = 0.0;
+    let batches = 5;
+    for _ in 0..batches {
+        batch_total += ms(fun.batch(queue, &jobs.jobs(10).await?).await?.wall);
+    }
+    let hwm = fun.proc.rss().1;
+    fun.stop().await;
+    let single = median(singles.clone());
+    let per_msg_in_batch = batch_total / (batches as f64 * 10.0);
+    let rtt = pg_round_trip_ms(&stack.database_url)?;
+    let floor = per_msg * rtt;
+
+    report.plain(
+        section,
+        "document-output: Postgres statements per message",
+        per_msg,
+        "statements",
+    );
+    report.plain(
+        section,
+        "loopback Postgres round trip (pgbench, prepared, 1 connection)",
+        rtt,
+        "ms",
+    );
+    report.against(
+        section,
+        "document-output: one message alone (batch of 1), wall",
+        single,
+        "ms",
+        "its statements × round trip",
+        floor,
+        Some(("≤ 1.5×", |r| r <= 1.5)),
+    );
+    report.plain(
+        section,
+        "document-output: per message in batches of 10",
+        per_msg_in_batch,
+        "ms",
+    );
+    report.plain(
+        section,
+        "document-output: messages/s in batches of 10 (one instance)",
+        1000.0 / per_msg_in_batch,
+        "msg/s",
+    );
+    report.details.insert(
+        "per_message".into(),
+        json!({
+            "function": "document-output",
+            "statements_per_message": per_msg,
+            "statements_in_one_batch_of_10": distinct.iter().map(|(s, n)| json!({"sql": s, "count": n})).collect::<Vec<_>>(),
+            "connection_setup_and_first_batch_statements": setup.len(),
+            "single_ms_runs": singles,
+            "per_message_in_batch_ms": per_msg_in_batch,
+            "pg_round_trip_ms": rtt,
+            "peak_rss_mb": hwm,
+        }),
+    );
+    Ok(json!({ "per_message_ms": per_msg_in_batch, "single_ms": single, "peak_rss_mb": hwm }))
+}
+
+// ---------------------------------------------------------------- peer
+
+async fn peer(
+    report: &mut Report,
+    stack: &Stack,
+    jobs: &OutputJobs,
+    python: &Path,
+    docflow: &Value,
+    queue: &RealQueue,
+) -> anyhow::Result<()> {
+    let section = "peer (Python + Powertools)";
+    let mut events = Vec::new();
+    events.push(serde_json::to_value(
+        queue.event(&jobs.jobs(10).await?).await?,
+    )?);
+    for _ in 0..5 {
+        events.push(serde_json::to_value(
+            queue.event(&jobs.jobs(10).await?).await?,
+        )?);
+    }
+    let file = std::env::temp_dir()
+        .join(unique("bench-peer-events"))
+        .with_extension("json");
+    std::fs::write(&file, serde_json::to_string(&events)?)?;
+    let out = Command::new(python)
+        .arg("bench/peer/driver.py")
+        .arg(&file)
+        .env("DATABASE_URL", &stack.database_url)
+        .env("MAESN_BASE_URL", &stack.maesn_uri)
+        .env("DATEV_CREDENTIALS_PREFIX", &stack.credentials_prefix)
+        .env("DOCUMENTS_BUCKET", &stack.bucket)
+        .env("DOCFLOW_SECRET_ID", &stack.secret_id)
+        .env("AWS_ENDPOINT_URL", docflow_tests::endpoint())
+        .env("POWERTOOLS_SERVICE_NAME", "bench-peer")
+        .env("AWS_REGION", "eu-central-1")
+        .env("AWS_DEFAULT_REGION", "eu-central-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .output()
+        .await
+        .context("run the Python peer")?;
+    let _ = std::fs::remove_file(&file);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let result: Value = text
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .with_context(|| {
+            format!(
+                "peer printed no result:\n{text}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })?;
+    let peer_ms = result["per_message_ms"].as_f64().unwrap_or(f64::NAN);
+    let peer_rss = result["peak_rss_mb"].as_f64().unwrap_or(f64::NAN);
+    let ours_ms = docflow["per_message_ms"].as_f64().unwrap_or(f64::NAN);
+    let ours_rss = docflow["peak_rss_mb"].as_f64().unwrap_or(f64::NAN);
+    report.against(
+        section,
+        "peer ÷ docflow, per message in batches of 10 (document-output)",
+        peer_ms,
+        "ms",
+        "docflow",
+        ours_ms,
+        Some(("≥ 5×", |r| r >= 5.0)),
+    );
+    report.against(
+        section,
+        "peer ÷ docflow, peak RSS",
+        peer_rss,
+        "MB",
+        "docflow",
+        ours_rss,
+        Some(("≥ 3×", |r| r >= 3.0)),
+    );
+    report.details.insert("peer".into(), result);
+    Ok(())
+}
+
+// ---------------------------------------------------------------- main
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = args()?;
+    let machine = machine();
+    let database_url = std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/docflow".into());
+    let pool = PgPool::connect(&database_url)
+        .await
+        .context("connect to Postgres (make up)")?;
+    let aws = docflow_tests::aws().await;
+    let sqs = aws_sdk_sqs::Client::new(&aws);
+    let s3 = docflow::aws::s3_client(&aws);
+    let secrets = aws_sdk_secretsmanager::Client::new(&aws);
+
+    // Document output's world (tenant, DATEV secret, bucket) doubles as everyone's.
+    let output = docflow_tests::output::setup(pool.clone()).await;
+    let maesn = docflow_cli::maesn::StandIn::start(docflow_cli::maesn::Options {
+        api_key: docflow_tests::output::API_KEY.to_owned(),
+        ..Default::default()
+    })
+    .await;
+    let llm = MockServer::start().await;
+    let llm_delay = Duration::from_millis(200);
+    let extraction = docflow_tests::ingestion_harness::invoice_json().to_string();
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(docflow_tests::llm::anthropic_text(&extraction).set_delay(llm_delay))
+        .mount(&llm)
+        .await;
+    let secret_id = unique("docflow-bench/app");
+    secrets
+        .create_secret()
+        .name(&secret_id)
+        .secret_string(
+            json!({
+                "database_url": database_url,
+                "anthropic_api_key": "sk-ant-bench",
+                "maesn_api_key": docflow_tests::output::API_KEY,
+            })
+            .to_string(),
+        )
+        .send()
+        .await
+        .context("create the bench secret in moto (make up)")?;
+    let queue = |prefix: &'static str| {
+        let sqs = sqs.clone();
+        async move { fresh_queue(&sqs, prefix, docflow::local::QueueSpec::default()).await }
+    };
+    let stack = Stack {
+        pool: pool.clone(),
+        sqs: sqs.clone(),
+        database_url: database_url.clone(),
+        secret_id,
+        bucket: output.bucket.clone(),
+        s3,
+        matching_url: queue("bench-matching").await.url,
+        ingestion_url: queue("bench-ingestion").await.url,
+        output_url: output.queue.url.clone(),
+        llm,
+        maesn_uri: maesn.uri(),
+        credentials_prefix: output.credentials_prefix.clone(),
+    };
+    let output_queue = RealQueue::fresh(&sqs, "bench-output").await?;
+    let jobs = OutputJobs { env: output };
+
+    let mut report = Report::default();
+    let mut failures = Vec::new();
+    eprintln!("== cold starts ({} runs each)", args.runs);
+    if !args.wants("cold") {
+    } else if let Err(e) = cold_starts(&mut report, &stack, &args).await {
+        failures.push(format!("cold start: {e:#}"));
+    }
+    eprintln!("== in-batch concurrency");
+    if !args.wants("concurrency") {
+    } else if let Err(e) = concurrency(&mut report, &stack, &args, llm_delay).await {
+        failures.push(format!("concurrency: {e:#}"));
+    }
+    eprintln!("== per-message overhead");
+    let ours = if args.wants("message") || args.wants("peer") {
+        match per_message(&mut report, &stack, &args, &jobs, &output_queue).await {
+            Ok(v) => Some(v),
+            Err(e) => {
+                failures.push(format!("per-message: {e:#}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    match (&args.python, &ours) {
+        (Some(python), Some(ours)) => {
+            eprintln!("== peer");
+            if let Err(e) = peer(&mut report, &stack, &jobs, python, ours, &output_queue).await {
+                failures.push(format!("peer: {e:#}"));
+            }
+        }
+        _ => {
+            failures.push("peer: not run (no --python, or docflow's own figure is missing)".into())
+        }
+    }
+    eprintln!("== memory under load");
+    if !args.wants("memory") {
+    } else if let Err(e) = memory(&mut report, &stack, &args).await {
+        failures.push(format!("memory: {e:#}"));
+    }
+
+    let table = report.markdown();
+    println!("{table}");
+    for f in &failures {
+        println!("- NOT MEASURED: {f}");
+    }
+    let results = json!({
+        "generated_at": chrono::Utc::now().to_rfc3339(),
+        "machine": &machine,
+        "build": {
+            "profile": "release (workspace [profile.release]: lto = true, codegen-units = 1, strip = true)",
+            "how": "cargo build --release (host x86_64), each binary zipped as bootstrap",
+        },
+        "rows": report.rows,
+        "details": report.details,
+        "not_measured": failures,
+    });
+    if let Some(dir) = args.out.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(&args.out, serde_json::to_string_pretty(&results)? + "\n")?;
+    // The same table for docs/performance.md.
+    let mut md = format!(
+        "Machine: {} ({} cores, {} MB), kernel {}, load average at start {}.\n\n{table}",
+        machine["cpu_model"].as_str().unwrap_or("?"),
+        machine["cores"],
+        machine["memory_mb"],
+        machine["kernel"].as_str().unwrap_or("?"),
+        machine["load_average_at_start"].as_str().unwrap_or("?"),
+    );
+    for f in &failures {
+        md.push_str(&format!("\n- NOT MEASURED: {f}"));
+    }
+    std::fs::write(args.out.with_extension("md"), md)?;
+    eprintln!("== wrote {}", args.out.display());
+    Ok(())
+}
