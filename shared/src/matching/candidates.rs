@@ -7,7 +7,7 @@
 //!
 //! | path | index |
 //! |---|---|
-//! | shared reference keys | `idx_document_tenant_references` (GIN on tenant, keys) |
+//! | shared reference keys | `idx_document_tenant_references` (GIN on `matching_tenant_keys(tenant, keys)`) |
 //! | same VAT id, nearest dates | `idx_document_vat_date` |
 //! | same IBAN, nearest dates | `idx_document_iban_date` |
 //! | similar name: the 5 nearest names of the tenant, then their nearest dates | `idx_matching_counterparty_trgm` (GiST KNN), `idx_document_counterparty_date` |
@@ -110,7 +110,8 @@ WITH by_reference AS (
     SELECT d.id, 0 AS path, abs(d.document_date - $8::date) AS distance
       FROM document d
      WHERE d.tenant_id = $1
-       AND d.normalized_references && $5::text[]
+       AND matching_tenant_keys(d.tenant_id, d.normalized_references)
+           && matching_tenant_keys($1, $5::text[])
        AND d.id <> $2
        AND d.type = ANY($3::text[]::document_type[])
      ORDER BY distance, d.id
