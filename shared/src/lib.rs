@@ -13,6 +13,7 @@ pub mod bootstrap;
 pub mod datev;
 pub mod db;
 pub mod document;
+pub mod embeddings;
 pub mod extract;
 pub mod ids;
 pub mod llm;

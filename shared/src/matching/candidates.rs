@@ -1,6 +1,6 @@
 //! Candidate retrieval: the documents of the same tenant that a source document may be
-//! linked to. One function, [`find_candidates`], so a semantic (embedding) search can
-//! join it later without the rest of the pipeline changing.
+//! linked to: [`find_candidates`]; the semantic (embedding) neighbours join them in
+//! [`super::semantic`].
 //!
 //! Every path is one tenant-scoped index scan with a LIMIT, so the cost does not grow
 //! with the tenant (the plan at 100,000 documents is in docs/matching.md):
@@ -39,6 +39,9 @@ pub struct Candidate {
     pub name_similarity: f64,
     /// Already linked to the source (it has an edge with it).
     pub linked: bool,
+    /// Cosine similarity (1 − distance) of the two embeddings, when both documents have
+    /// one by the configured model ([`super::semantic`]).
+    pub semantic_similarity: Option<f64>,
 }
 
 /// What the search runs on: the source document and its normalised fields.
@@ -203,7 +206,8 @@ SELECT d.id,
        d.normalized_iban,
        d.normalized_references,
        COALESCE(similarity(d.normalized_counterparty, $4), 0)::float8 AS name_similarity,
-       p.linked
+       p.linked,
+       NULL::float8 AS semantic_similarity
   FROM picked p
   JOIN document d ON d.id = p.id
  WHERE d.structured_data IS NOT NULL

@@ -70,6 +70,11 @@ pub struct Weights {
     /// Name similarity, when one side has no VAT id: the name is all there is to tell
     /// the supplier by.
     pub name_alone: f64,
+    /// Cosine similarity of the embeddings (when both have one), at or above
+    /// [`Weights::semantic_floor`].
+    pub semantic: f64,
+    /// Below this similarity the embeddings say nothing (0 weight, still recorded).
+    pub semantic_floor: f64,
 }
 
 impl Default for Weights {
@@ -91,6 +96,8 @@ impl Default for Weights {
             date_order: -0.30,
             name: 0.15,
             name_alone: 0.30,
+            semantic: 0.25,
+            semantic_floor: 0.4,
         }
     }
 }
@@ -172,6 +179,11 @@ pub enum Evidence {
         similarity: f64,
         weight: f64,
     },
+    /// Cosine similarity of the two documents' embeddings (issue 16).
+    SemanticSimilarity {
+        similarity: f64,
+        weight: f64,
+    },
 }
 
 impl Evidence {
@@ -186,7 +198,8 @@ impl Evidence {
             | Evidence::Lines { weight, .. }
             | Evidence::Date { weight, .. }
             | Evidence::DateOrder { weight, .. }
-            | Evidence::NameSimilarity { weight, .. } => *weight,
+            | Evidence::NameSimilarity { weight, .. }
+            | Evidence::SemanticSimilarity { weight, .. } => *weight,
         }
     }
 }
@@ -196,6 +209,24 @@ impl Evidence {
 pub struct Score {
     pub score: f64,
     pub evidence: Vec<Evidence>,
+}
+
+/// Adds the embeddings' cosine similarity to a score: `semantic × similarity` from
+/// [`Weights::semantic_floor`] on, 0 below it (recorded either way), the total clamped
+/// to 0–1 again.
+pub fn add_semantic(w: &Weights, score: &mut Score, similarity: f64) {
+    let similarity = similarity.clamp(-1.0, 1.0);
+    let weight = if similarity >= w.semantic_floor {
+        round3(w.semantic * similarity)
+    } else {
+        0.0
+    };
+    score.evidence.push(Evidence::SemanticSimilarity {
+        similarity: round3(similarity),
+        weight,
+    });
+    let total: f64 = score.evidence.iter().map(Evidence::weight).sum();
+    score.score = round3(total.clamp(0.0, 1.0));
 }
 
 /// Scores `candidate` against `source`. `name_similarity` is pg_trgm's similarity of the
