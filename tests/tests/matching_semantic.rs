@@ -403,7 +403,8 @@ async fn the_nearest_neighbour_search_is_an_hnsw_index_scan_that_returns_its_lim
 
 /// The figure in docs/matching.md: 100,000 documents of one tenant (plus 20,000 of
 /// another). `cargo test -p docflow-tests --test matching_semantic -- --ignored
-/// --nocapture` (a few minutes: the HNSW index is built row by row).
+/// --nocapture` (about half an hour on the 2-core dev box: every row goes into the HNSW
+/// index).
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 #[ignore]
 async fn nearest_neighbour_plan_at_100k_documents_of_one_tenant(pool: PgPool) {
