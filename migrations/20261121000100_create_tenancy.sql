@@ -1,6 +1,8 @@
 -- Organizations own tenants (legal entities in the old system) and identities.
 -- Naming: the old `legal_entity` is `tenant`, the old `tenant` is `organization`.
-CREATE EXTENSION IF NOT EXISTS pgcrypto;
+-- gen_random_uuid() is core PostgreSQL (13+). Amended (issue 16): this file created
+-- pgcrypto, which nothing uses and the local PostgreSQL of `make up` lacks; databases
+-- migrated before get their recorded checksum updated (docflow::db::AMENDED).
 
 CREATE TABLE organization (
     id         UUID PRIMARY KEY DEFAULT gen_random_uuid(),

@@ -1,6 +1,5 @@
 -- Tenant-scoped, bounded candidate search (issue 11, docs/matching.md "Candidates").
 -- Every path of the search is one index scan with a LIMIT; none grows with the tenant.
-CREATE EXTENSION IF NOT EXISTS btree_gin;
 CREATE EXTENSION IF NOT EXISTS btree_gist;
 
 -- The document's own date (its extracted date, else the day it was created), written by
@@ -9,10 +8,12 @@ CREATE EXTENSION IF NOT EXISTS btree_gist;
 ALTER TABLE document ADD COLUMN document_date DATE;
 UPDATE document SET document_date = created_at::date WHERE normalized_counterparty IS NOT NULL;
 
--- Shared references: GIN over (tenant, reference keys), so a key common in other
--- tenants costs nothing here.
+-- Shared references: the tenant-scoped GIN index is created by
+-- 20261123140000_create_portable_reference_index.sql. Amended (issue 16): this file
+-- created it over (tenant_id, normalized_references) with btree_gin, which the local
+-- PostgreSQL of `make up` lacks; databases migrated before get their recorded checksum
+-- updated (docflow::db::AMENDED) and the index replaced by that migration.
 DROP INDEX IF EXISTS idx_document_references;
-CREATE INDEX idx_document_tenant_references ON document USING gin (tenant_id, normalized_references);
 
 -- Same supplier (VAT id, IBAN, normalised name): the documents nearest in date.
 DROP INDEX IF EXISTS idx_document_vat_id;

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Stops the private cluster that postgres-up.sh started (never a system server).
+# Stops the local PostgreSQL clusters that postgres-up.sh started (never a server given by
+# DATABASE_URL). Their data stays; `rm -rf .local/pgserver-*` (as root:
+# /var/lib/docflow-pg/data-*) starts afresh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -f .local/pg.started ]; then
-  bindir=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+shopt -s nullglob
+for started in .local/pgserver-*.started; do
+  { read -r data; read -r bindir; } <"${started}"
   if [ "$(id -u)" = 0 ]; then
-    runuser -u postgres -- "${bindir}/pg_ctl" -D "$(pwd)/.local/pgdata" -m fast stop || true
+    runuser -u docflow-pg -- "${bindir}/pg_ctl" -D "${data}" -m fast stop >/dev/null || true
   else
-    "${bindir}/pg_ctl" -D "$(pwd)/.local/pgdata" -m fast stop || true
+    "${bindir}/pg_ctl" -D "${data}" -m fast stop >/dev/null || true
   fi
-  rm -f .local/pg.started
-  echo "postgres: stopped the private cluster"
-fi
+  rm -f "${started}"
+  echo "postgres: stopped the local cluster in ${data}"
+done

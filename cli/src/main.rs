@@ -268,7 +268,7 @@ fn main() -> ExitCode {
 
 fn database_url() -> String {
     std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/docflow".to_owned())
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5433/docflow".to_owned())
 }
 
 /// Logs of the functions (and ours) on stderr, as text; `RUST_LOG` sets the level.
@@ -772,8 +772,19 @@ async fn migrate(database_url: &str) -> anyhow::Result<()> {
     let pool = sqlx::PgPool::connect(database_url)
         .await
         .context("failed to connect to DATABASE_URL")?;
-    docflow::db::MIGRATOR
-        .run(&pool)
+    // One clear line instead of a failed migration halfway through.
+    let pgvector: Option<String> =
+        sqlx::query_scalar("SELECT name FROM pg_available_extensions WHERE name = 'vector'")
+            .fetch_optional(&pool)
+            .await
+            .context("failed to list the extensions of the server at DATABASE_URL")?;
+    if pgvector.is_none() {
+        anyhow::bail!(
+            "the PostgreSQL at DATABASE_URL has no pgvector (extension \"vector\" is not available): \
+             unset DATABASE_URL to use the local database of `make up`, or install pgvector there"
+        );
+    }
+    docflow::db::migrate(&pool)
         .await
         .context("failed to apply migrations")?;
     println!("database migrated");

@@ -306,6 +306,12 @@ impl Local {
             pool,
             runtime,
             llm: self.llm().await?,
+            embeddings: docflow::embeddings::EmbeddingClient::from_secret(
+                &docflow::embeddings::EmbeddingSettings::from_env(&self.env())?,
+                &self.secrets,
+            )
+            .await
+            .context("failed to build the embeddings client")?,
             notifier: self.notifier().await?,
             receive_policy: self.settings.receive_policy,
             config: docflow::matching::MatchingConfig::from_env(&self.env())

@@ -14,6 +14,7 @@ pub mod coldstart;
 pub mod datev;
 pub mod db;
 pub mod document;
+pub mod embeddings;
 pub mod extract;
 pub mod ids;
 pub mod llm;

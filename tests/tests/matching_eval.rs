@@ -21,6 +21,7 @@ async fn a_small_labelled_set_is_matched_with_high_precision_and_recall(pool: Pg
         documents: 300,
         pollers: 3,
         stall: Duration::from_secs(60),
+        semantic_cases: false,
     };
 
     let outcome = evaluate(&pool, &sqs, options, |event| {

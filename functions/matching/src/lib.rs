@@ -20,6 +20,7 @@
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use docflow::bootstrap::Common;
+use docflow::embeddings::{EmbeddingClient, EmbeddingSettings};
 use docflow::ids::DocumentId;
 use docflow::llm::{LlmClient, LlmSettings};
 use docflow::matching::status::{self, Attempt, Claim};
@@ -50,6 +51,8 @@ pub struct Deps {
     pub runtime: BatchRuntime,
     /// `None`: no LLM configured, the ambiguous band is decided by the score.
     pub llm: Option<LlmClient>,
+    /// `None`: no embeddings configured, no semantic candidates.
+    pub embeddings: Option<EmbeddingClient>,
     pub notifier: Notifier,
     pub receive_policy: ReceivePolicy,
     pub config: MatchingConfig,
@@ -62,6 +65,9 @@ impl Deps {
         let common = Common::from_env().await?;
         let env = process_env();
         let llm = LlmClient::from_secret(&LlmSettings::from_env(&env)?, &common.secrets).await?;
+        let embeddings =
+            EmbeddingClient::from_secret(&EmbeddingSettings::from_env(&env)?, &common.secrets)
+                .await?;
         let notifier = Notifier::from_settings(
             &NotifySettings::from_env(&env)?,
             &common.secrets,
@@ -72,6 +78,7 @@ impl Deps {
             pool: common.pool,
             runtime: common.runtime,
             llm,
+            embeddings,
             notifier,
             receive_policy: common.settings.receive_policy,
             config: MatchingConfig::from_env(&env)?,
@@ -165,9 +172,15 @@ pub async fn process(deps: &Deps, msg: Message) -> Outcome {
 
 /// The pipeline; it marks the document `succeeded` in its write transaction.
 async fn run(deps: &Deps, doc: &Document) -> Result<(), MatchingError> {
-    matching::match_document(&deps.pool, deps.llm.as_ref(), &deps.config, doc)
-        .await
-        .map(|_| ())
+    matching::match_document_with(
+        &deps.pool,
+        deps.llm.as_ref(),
+        deps.embeddings.as_ref(),
+        &deps.config,
+        doc,
+    )
+    .await
+    .map(|_| ())
 }
 
 async fn on_failure(

@@ -1,13 +1,13 @@
 //! Candidate retrieval: the documents of the same tenant that a source document may be
-//! linked to. One function, [`find_candidates`], so a semantic (embedding) search can
-//! join it later without the rest of the pipeline changing.
+//! linked to: [`find_candidates`]; the semantic (embedding) neighbours join them in
+//! [`super::semantic`].
 //!
 //! Every path is one tenant-scoped index scan with a LIMIT, so the cost does not grow
 //! with the tenant (the plan at 100,000 documents is in docs/matching.md):
 //!
 //! | path | index |
 //! |---|---|
-//! | shared reference keys | `idx_document_tenant_references` (GIN on tenant, keys) |
+//! | shared reference keys | `idx_document_tenant_references` (GIN on `matching_tenant_keys(tenant, keys)`) |
 //! | same VAT id, nearest dates | `idx_document_vat_date` |
 //! | same IBAN, nearest dates | `idx_document_iban_date` |
 //! | similar name: the 5 nearest names of the tenant, then their nearest dates | `idx_matching_counterparty_trgm` (GiST KNN), `idx_document_counterparty_date` |
@@ -39,6 +39,9 @@ pub struct Candidate {
     pub name_similarity: f64,
     /// Already linked to the source (it has an edge with it).
     pub linked: bool,
+    /// Cosine similarity (1 − distance) of the two embeddings, when both documents have
+    /// one by the configured model ([`super::semantic`]).
+    pub semantic_similarity: Option<f64>,
 }
 
 /// What the search runs on: the source document and its normalised fields.
@@ -110,7 +113,8 @@ WITH by_reference AS (
     SELECT d.id, 0 AS path, abs(d.document_date - $8::date) AS distance
       FROM document d
      WHERE d.tenant_id = $1
-       AND d.normalized_references && $5::text[]
+       AND matching_tenant_keys(d.tenant_id, d.normalized_references)
+           && matching_tenant_keys($1, $5::text[])
        AND d.id <> $2
        AND d.type = ANY($3::text[]::document_type[])
      ORDER BY distance, d.id
@@ -202,7 +206,8 @@ SELECT d.id,
        d.normalized_iban,
        d.normalized_references,
        COALESCE(similarity(d.normalized_counterparty, $4), 0)::float8 AS name_similarity,
-       p.linked
+       p.linked,
+       NULL::float8 AS semantic_similarity
   FROM picked p
   JOIN document d ON d.id = p.id
  WHERE d.structured_data IS NOT NULL

@@ -18,6 +18,7 @@
 //! | credit note | simple purchase + a credit note citing the invoice | + credit note–invoice |
 //! | no references | PO, delivery note, an invoice citing nothing | all three pairs |
 //! | lone document | an invoice without order, or an order not yet delivered | none |
+//! | renamed supplier (only with [`generate_with`]`(…, true)`, issue 16) | PO under the supplier's name, a delivery note under its new name citing nothing, no VAT id | PO–note |
 //!
 //! Citations carry the noise extraction leaves: other separators and case, dropped
 //! prefixes and leading zeros, OCR letters in numbers (`2O24`), swapped or dropped digits,
@@ -55,7 +56,25 @@ pub enum Scenario {
     CreditNote,
     NoReferences,
     Lone,
+    /// A delivery note citing nothing, from a supplier that renamed itself since the
+    /// order: only the goods, the quantities and the dates tie them (semantic search).
+    RenamedSupplier,
 }
+
+/// The names the suppliers carry after a rebranding (same index as the suppliers):
+/// nothing in common with the old name for a trigram to find.
+const NEW_NAMES: [&str; 10] = [
+    "OfficeOne Supplies GmbH",
+    "Ergonomica Interior GmbH",
+    "PrintPoint Systems KG",
+    "CargoLine Freight GmbH",
+    "PalettenPro AG",
+    "Voltaris Installation GmbH",
+    "Stromwerk Components GmbH",
+    "BeanCraft Roasters GmbH",
+    "Crema Care Services GmbH",
+    "ToolTec Industrial AG",
+];
 
 /// One labelled document.
 #[derive(Debug, Clone)]
@@ -257,6 +276,13 @@ struct Generator {
 /// Generates a set of at least `documents` documents (the last purchase may add a few
 /// more), the same set for the same seed.
 pub fn generate(seed: u64, documents: usize) -> EvalSet {
+    generate_with(seed, documents, false)
+}
+
+/// [`generate`], and with `semantic_cases` about 10 % more documents that only a
+/// semantic search finds: [`Scenario::RenamedSupplier`] purchases. Without them the set
+/// is exactly [`generate`]'s.
+pub fn generate_with(seed: u64, documents: usize, semantic_cases: bool) -> EvalSet {
     let mut rng = StdRng::seed_from_u64(seed);
     let suppliers: Vec<Supplier> = SUPPLIERS
         .iter()
@@ -305,6 +331,13 @@ pub fn generate(seed: u64, documents: usize) -> EvalSet {
             75..85 => g.credit_note(tenant),
             85..93 => g.no_references(tenant),
             _ => g.lone(tenant),
+        }
+    }
+    if semantic_cases {
+        let target = g.documents.len() + documents.div_ceil(10);
+        while g.documents.len() < target {
+            let tenant = g.rng.random_range(0..TENANTS.len());
+            g.renamed_supplier(tenant);
         }
     }
     let mut arrival: Vec<usize> = (0..g.documents.len()).collect();
@@ -1054,6 +1087,31 @@ impl Generator {
         self.link(dn, inv);
     }
 
+    /// An order under the supplier's name, and its delivery note under the supplier's
+    /// new name, citing nothing, without VAT id.
+    fn renamed_supplier(&mut self, tenant: usize) {
+        let case = self.case();
+        let supplier = self.supplier(tenant);
+        let p = Purchase {
+            tenant,
+            case,
+            scenario: Scenario::RenamedSupplier,
+            supplier,
+        };
+        let lines = self.lines(supplier);
+        let d0 = self.start();
+        let po_no = self.po_number(tenant);
+        let po = self.purchase_order(p, &po_no, day(d0), &lines);
+        let d1 = d0 + self.rng.random_range(2..10);
+        let dn_no = self.supplier_number(supplier, true);
+        let dn = self.delivery_note(p, &dn_no, None, day(d1), &lines);
+        if let Value::Object(m) = &mut self.documents[dn].data {
+            m.insert("supplier_name".into(), json!(NEW_NAMES[supplier]));
+            m.remove("supplier_vat_id");
+        }
+        self.link(po, dn);
+    }
+
     /// An invoice for a service without an order, or an order not delivered yet.
     fn lone(&mut self, tenant: usize) {
         let case = self.case();
@@ -1593,6 +1651,8 @@ pub struct EvalOptions {
     pub pollers: usize,
     /// Stop when no document finished for this long.
     pub stall: Duration,
+    /// Add the cases only a semantic search finds ([`generate_with`]).
+    pub semantic_cases: bool,
 }
 
 /// What an evaluation found.
@@ -1617,7 +1677,7 @@ where
     Fut: Future<Output = Result<SqsBatchResponse, lambda_runtime::Error>>,
 {
     let started = std::time::Instant::now();
-    let set = generate(options.seed, options.documents);
+    let set = generate_with(options.seed, options.documents, options.semantic_cases);
     let ids = insert(pool, &set).await?;
     let name = format!(
         "docflow-eval-matching-{}",
@@ -1696,6 +1756,34 @@ mod tests {
         }
         for tenant in 0..set.tenants.len() {
             assert!(set.documents.iter().any(|d| d.tenant == tenant));
+        }
+    }
+
+    #[test]
+    fn semantic_cases_are_added_only_when_asked_for_and_share_no_name_or_number() {
+        let plain = generate(4, 300);
+        let with = generate_with(4, 300, true);
+        assert!(
+            plain
+                .documents
+                .iter()
+                .all(|d| d.scenario != Scenario::RenamedSupplier)
+        );
+        let added = with.documents.len() - plain.documents.len();
+        assert!(added >= 30, "{added}");
+        for (a, b) in &with.edges {
+            let (a, b) = (&with.documents[*a], &with.documents[*b]);
+            if a.scenario != Scenario::RenamedSupplier {
+                continue;
+            }
+            assert_ne!(a.data["supplier_name"], b.data["supplier_name"]);
+            let note = if a.doc_type == DocumentType::DeliveryNote {
+                a
+            } else {
+                b
+            };
+            assert!(note.data.get("po_reference").is_none());
+            assert!(note.data.get("supplier_vat_id").is_none());
         }
     }
 

@@ -25,6 +25,7 @@ pub mod decide;
 pub mod eval;
 pub mod normalize;
 pub mod score;
+pub mod semantic;
 pub mod status;
 pub mod write;
 
@@ -33,6 +34,7 @@ use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::embeddings::EmbeddingClient;
 use crate::llm::{LlmClient, LlmError};
 pub use crate::retry::error_chain;
 use crate::retry::{Classify, RetryClass};
@@ -87,6 +89,8 @@ pub struct MatchingConfig {
     /// At most this many candidates are scored per document (plus the documents already
     /// linked to it).
     pub max_candidates: i64,
+    /// With embeddings: at most this many nearest neighbours join the candidates.
+    pub semantic_candidates: i64,
 }
 
 impl Default for MatchingConfig {
@@ -95,6 +99,7 @@ impl Default for MatchingConfig {
             thresholds: Thresholds::default(),
             weights: score::Weights::default(),
             max_candidates: 50,
+            semantic_candidates: 10,
         }
     }
 }
@@ -166,15 +171,23 @@ impl MatchingConfig {
             date_order: penalty("MATCH_PENALTY_DATE_ORDER", w.date_order)?,
             name: weight("MATCH_WEIGHT_NAME", w.name)?,
             name_alone: weight("MATCH_WEIGHT_NAME_ALONE", w.name_alone)?,
+            semantic: weight("MATCH_WEIGHT_SEMANTIC", w.semantic)?,
+            semantic_floor: threshold("MATCH_SEMANTIC_MIN_SIMILARITY", w.semantic_floor)?,
         };
         let max_candidates: i64 = env.parse_or("MATCH_MAX_CANDIDATES", d.max_candidates)?;
         if max_candidates < 1 {
             return Err(invalid("MATCH_MAX_CANDIDATES", "must be at least 1"));
         }
+        let semantic_candidates: i64 =
+            env.parse_or("MATCH_SEMANTIC_CANDIDATES", d.semantic_candidates)?;
+        if semantic_candidates < 0 {
+            return Err(invalid("MATCH_SEMANTIC_CANDIDATES", "must be at least 0"));
+        }
         Ok(MatchingConfig {
             thresholds,
             weights,
             max_candidates,
+            semantic_candidates,
         })
     }
 }
@@ -212,6 +225,12 @@ pub enum MatchingError {
         "document {document_id} has type {label:?}, which this version of docflow does not know how to match"
     )]
     UnknownType { document_id: Uuid, label: String },
+    #[error("could not embed document {document_id} for the semantic search")]
+    Embedding {
+        document_id: Uuid,
+        #[source]
+        source: semantic::EmbedError,
+    },
     /// The invocation's time ran out mid-run (a slow LLM, a long lock wait): transient,
     /// the next delivery starts over.
     #[error("matching document {document_id} did not finish in the invocation's time")]
@@ -228,6 +247,10 @@ impl Classify for MatchingError {
             MatchingError::Database { source, .. } => source.retry_class(),
             MatchingError::Llm { source, .. } => source.retry_class(),
             MatchingError::UnknownType { .. } => RetryClass::Permanent,
+            MatchingError::Embedding { source, .. } => match source {
+                semantic::EmbedError::Embedding(e) => e.retry_class(),
+                semantic::EmbedError::Database(e) => e.retry_class(),
+            },
             MatchingError::OutOfTime { .. } => RetryClass::Transient,
         }
     }
@@ -249,10 +272,25 @@ pub struct MatchReport {
 /// classified them after its in-process retries. When it fails, the write transaction
 /// has not committed: the previous edges and clusters are intact and the document is
 /// still `in-progress`.
-#[tracing::instrument(skip_all, fields(document_id = %doc.id, doc_type = doc.doc_type.as_str()))]
 pub async fn match_document(
     pool: &PgPool,
     llm: Option<&LlmClient>,
+    config: &MatchingConfig,
+    doc: &Document,
+) -> Result<MatchReport, MatchingError> {
+    match_document_with(pool, llm, None, config, doc).await
+}
+
+/// [`match_document`] with an embeddings client: the pre-processing stores the
+/// embedding of the searchable text (outside the write transaction; an embeddings
+/// failure fails the run, classified like an LLM failure), and the nearest neighbours
+/// by cosine distance join the candidates, each candidate's similarity recorded as
+/// evidence.
+#[tracing::instrument(skip_all, fields(document_id = %doc.id, doc_type = doc.doc_type.as_str()))]
+pub async fn match_document_with(
+    pool: &PgPool,
+    llm: Option<&LlmClient>,
+    embeddings: Option<&EmbeddingClient>,
     config: &MatchingConfig,
     doc: &Document,
 ) -> Result<MatchReport, MatchingError> {
@@ -281,10 +319,40 @@ pub async fn match_document(
             .date
             .unwrap_or_else(|| chrono::Utc::now().date_naive()),
     };
-    let found = candidates::find_candidates(pool, &query, config.max_candidates)
+    let mut found = candidates::find_candidates(pool, &query, config.max_candidates)
         .await
         .map_err(db("search for candidates"))?;
     metrics::count(metrics::matching::CANDIDATES_CONSIDERED, found.len() as u64);
+
+    if let Some(client) = embeddings {
+        let vector = semantic::ensure_embedding(pool, client, doc.id, &normalized.searchable_text)
+            .await
+            .map_err(|source| MatchingError::Embedding {
+                document_id: doc.id,
+                source,
+            })?;
+        if let Some(vector) = vector.as_deref() {
+            let probe = semantic::Probe {
+                vector,
+                model: client.model(),
+                dimensions: client.dimensions(),
+            };
+            let ids: Vec<Uuid> = found.iter().map(|c| c.id).collect();
+            let similarities = semantic::similarities(pool, &ids, &probe)
+                .await
+                .map_err(db("compare the embeddings of the candidates"))?;
+            let neighbours = semantic::nearest(
+                pool,
+                &query,
+                &probe,
+                config.semantic_candidates,
+                config.weights.semantic_floor,
+            )
+            .await
+            .map_err(db("search for the nearest embeddings"))?;
+            semantic::merge(&mut found, &similarities, neighbours);
+        }
+    }
 
     let source_side = score::Side {
         doc_type: doc.doc_type,
@@ -304,11 +372,15 @@ pub async fn match_document(
                 references: &references,
                 structured: &c.structured_data,
             };
+            let mut score = score::score(&config.weights, &source_side, &side, c.name_similarity);
+            if let Some(similarity) = c.semantic_similarity {
+                score::add_semantic(&config.weights, &mut score, similarity);
+            }
             decide::Scored {
                 id: c.id,
                 doc_type: c.doc_type,
                 structured_data: c.structured_data.clone(),
-                score: score::score(&config.weights, &source_side, &side, c.name_similarity),
+                score,
             }
         })
         .collect();

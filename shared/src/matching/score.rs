@@ -70,6 +70,12 @@ pub struct Weights {
     /// Name similarity, when one side has no VAT id: the name is all there is to tell
     /// the supplier by.
     pub name_alone: f64,
+    /// Cosine similarity of the embeddings (when both have one), at or above
+    /// [`Weights::semantic_floor`], when nothing else tells the supplier
+    /// ([`add_semantic`]).
+    pub semantic: f64,
+    /// Below this similarity the embeddings say nothing (0 weight, still recorded).
+    pub semantic_floor: f64,
 }
 
 impl Default for Weights {
@@ -91,6 +97,8 @@ impl Default for Weights {
             date_order: -0.30,
             name: 0.15,
             name_alone: 0.30,
+            semantic: 0.7,
+            semantic_floor: 0.4,
         }
     }
 }
@@ -172,6 +180,11 @@ pub enum Evidence {
         similarity: f64,
         weight: f64,
     },
+    /// Cosine similarity of the two documents' embeddings (issue 16).
+    SemanticSimilarity {
+        similarity: f64,
+        weight: f64,
+    },
 }
 
 impl Evidence {
@@ -186,7 +199,8 @@ impl Evidence {
             | Evidence::Lines { weight, .. }
             | Evidence::Date { weight, .. }
             | Evidence::DateOrder { weight, .. }
-            | Evidence::NameSimilarity { weight, .. } => *weight,
+            | Evidence::NameSimilarity { weight, .. }
+            | Evidence::SemanticSimilarity { weight, .. } => *weight,
         }
     }
 }
@@ -196,6 +210,34 @@ impl Evidence {
 pub struct Score {
     pub score: f64,
     pub evidence: Vec<Evidence>,
+}
+
+/// Adds the embeddings' cosine similarity to a score: `semantic × similarity` from
+/// [`Weights::semantic_floor`] on, 0 below it (recorded either way), the total clamped
+/// to 0–1 again. It stands in for the supplier's identity, so it weighs only when
+/// nothing else tells the supplier (no similar name, VAT id or IBAN compared): on top of
+/// them it would make every document of the same supplier and goods (another partial
+/// delivery, next week's order) look like a match.
+pub fn add_semantic(w: &Weights, score: &mut Score, similarity: f64) {
+    let similarity = similarity.clamp(-1.0, 1.0);
+    let supplier_known = score.evidence.iter().any(|e| match e {
+        Evidence::NameSimilarity { similarity, .. } => {
+            *similarity >= super::candidates::NAME_SIMILARITY_FLOOR
+        }
+        Evidence::VatId { .. } | Evidence::VatIdMismatch { .. } | Evidence::Iban { .. } => true,
+        _ => false,
+    });
+    let weight = if similarity >= w.semantic_floor && !supplier_known {
+        round3(w.semantic * similarity)
+    } else {
+        0.0
+    };
+    score.evidence.push(Evidence::SemanticSimilarity {
+        similarity: round3(similarity),
+        weight,
+    });
+    let total: f64 = score.evidence.iter().map(Evidence::weight).sum();
+    score.score = round3(total.clamp(0.0, 1.0));
 }
 
 /// Scores `candidate` against `source`. `name_similarity` is pg_trgm's similarity of the
@@ -742,6 +784,43 @@ mod tests {
         assert_eq!(sc.score, 1.0);
         let weights: Vec<f64> = sc.evidence.iter().map(Evidence::weight).collect();
         assert_eq!(weights, vec![0.5, 0.15, 0.2, 0.1, 0.15]);
+    }
+
+    #[test]
+    fn the_embeddings_weigh_only_when_nothing_else_tells_the_supplier() {
+        let w = Weights::default();
+        let bare = |evidence: Vec<Evidence>| Score {
+            score: evidence.iter().map(Evidence::weight).sum(),
+            evidence,
+        };
+        // Renamed supplier: goods and dates agree, nothing names the supplier.
+        let mut renamed = bare(vec![
+            Evidence::Lines {
+                agree: true,
+                weight: w.lines,
+            },
+            Evidence::Date {
+                days_apart: 4,
+                weight: w.date_close,
+            },
+        ]);
+        add_semantic(&w, &mut renamed, 0.5);
+        assert_eq!(renamed.score, round3(0.2 + 0.1 + 0.7 * 0.5));
+        // The same supplier by VAT id: the similarity is recorded, weighs nothing.
+        let mut known = bare(vec![Evidence::VatId {
+            vat_id: "DE1".into(),
+            weight: w.vat_id,
+        }]);
+        add_semantic(&w, &mut known, 0.9);
+        assert_eq!(known.score, 0.15);
+        assert!(matches!(
+            known.evidence.last(),
+            Some(Evidence::SemanticSimilarity { similarity, weight }) if *similarity == 0.9 && *weight == 0.0
+        ));
+        // Below the floor: nothing.
+        let mut far = bare(vec![]);
+        add_semantic(&w, &mut far, 0.39);
+        assert_eq!(far.score, 0.0);
     }
 
     #[test]

@@ -167,6 +167,11 @@ pub async fn save_normalized(pool: &PgPool, id: Uuid, n: &Normalized) -> Result<
                    normalized_iban         = $4,
                    normalized_references   = $5,
                    searchable_text         = $6,
+                   -- An embedding of other text is stale: the next match makes a new one.
+                   embedding       = CASE WHEN document.searchable_text IS DISTINCT FROM $6
+                                          THEN NULL ELSE document.embedding END,
+                   embedding_model = CASE WHEN document.searchable_text IS DISTINCT FROM $6
+                                          THEN NULL ELSE document.embedding_model END,
                    document_date           = COALESCE($7, created_at::date)
              WHERE id = $1
             RETURNING tenant_id, normalized_counterparty

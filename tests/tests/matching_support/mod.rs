@@ -396,6 +396,7 @@ pub async fn deps(pool: &PgPool, llm: Option<LlmClient>, notifier: Notifier) -> 
         pool: pool.clone(),
         runtime: BatchRuntime::new(docflow_tests::sqs().await, BatchConfig::default()),
         llm,
+        embeddings: None,
         notifier,
         receive_policy: ReceivePolicy::default(),
         config: Default::default(),
