@@ -487,7 +487,12 @@ async fn the_local_stack_defines_the_document_output_queue_as_the_spec_says() {
         "{}",
         queue.dlq_arn
     );
-    assert_eq!(attrs[&A::VisibilityTimeout], "60");
+    // Seed 002's local posture was 60 s, "unless production infrastructure requires"
+    // otherwise: it does. Lambda refuses an SQS event source whose queue visibility is
+    // below the function timeout (120 s), and infra/ sets 6 x the timeout; the local
+    // queue matches what is deployed, so a run of up to the timeout is never delivered
+    // twice and the 60 s heartbeat never races the queue's own timeout.
+    assert_eq!(attrs[&A::VisibilityTimeout], "720");
     assert_eq!(
         attrs[&A::MessageRetentionPeriod],
         "604800",
