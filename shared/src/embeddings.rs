@@ -18,6 +18,7 @@ use std::time::Duration;
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 
+use crate::llm::truncate;
 use crate::retry::{
     Classify, RetryClass, RetryPolicy, classify_http_status, is_context_window_exceeded,
 };
@@ -344,25 +345,12 @@ fn is_too_long(body: &str) -> bool {
     .any(|needle| body.contains(needle))
 }
 
-fn truncate(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        text.to_owned()
-    } else {
-        text.chars().take(max).chain("…".chars()).collect()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
 
     fn env(vars: &[(&str, &str)]) -> Env<impl Fn(&str) -> Option<String>> {
-        let map: HashMap<String, String> = vars
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        Env::new(move |var| map.get(var).cloned())
+        crate::settings::fixed_env(vars)
     }
 
     #[test]

@@ -469,7 +469,8 @@ pub fn parse_json_answer<T: DeserializeOwned>(text: &str) -> Result<T, LlmError>
     serde_json::from_value(value).map_err(|e| LlmError::Schema(e.to_string()))
 }
 
-fn truncate(text: &str, max: usize) -> String {
+/// `text` cut to `max` characters, with an ellipsis when cut (error texts, previews).
+pub(crate) fn truncate(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         text.to_owned()
     } else {
