@@ -165,6 +165,9 @@ pub const MATCHING: Kind = Kind {
                FOR UPDATE SKIP LOCKED)
         UPDATE document AS t
            SET matching_status = 'failed', matching_failed_at = now(), updated_at = now(),
+               -- The sweeper tells the admins: it holds the notice, so a delivery meeting
+               -- this failure meanwhile does not tell them too (one notice per failure).
+               matching_notified_at = NULL, matching_notice_claimed_at = now(),
                matching_error = format(
                    'gave up: the sweeper re-sent this document to matching %s times and it never finished '
                    '(its worker may crash on it, or its messages are lost); last error: %s',
