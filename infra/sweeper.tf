@@ -194,13 +194,37 @@ resource "aws_lambda_permission" "sweeper_schedule" {
 
 resource "aws_cloudwatch_metric_alarm" "sweeper_errors" {
   alarm_name        = "${local.sweeper_name}-errors"
-  alarm_description = "The sweeper failed in two consecutive 15-minute periods: lost messages are not being re-sent. Check its logs and the database connection."
+  alarm_description = "Sweeps failed in two consecutive 15-minute periods (error rate above 0 %): lost messages are not being re-sent. Check its logs and the database connection."
 
-  namespace           = "AWS/Lambda"
-  metric_name         = "Errors"
-  dimensions          = { FunctionName = aws_lambda_function.sweeper.function_name }
-  statistic           = "Sum"
-  period              = 900
+  # The same rate as the queue functions' errors alarms (Errors / Invocations). The
+  # sweeper runs on a fixed schedule, so any failed sweep counts.
+  metric_query {
+    id          = "error_rate"
+    expression  = "IF(invocations > 0, 100 * errors / invocations, 0)"
+    label       = "Sweep error rate (%)"
+    return_data = true
+  }
+  metric_query {
+    id = "errors"
+    metric {
+      namespace   = "AWS/Lambda"
+      metric_name = "Errors"
+      dimensions  = { FunctionName = aws_lambda_function.sweeper.function_name }
+      stat        = "Sum"
+      period      = 900
+    }
+  }
+  metric_query {
+    id = "invocations"
+    metric {
+      namespace   = "AWS/Lambda"
+      metric_name = "Invocations"
+      dimensions  = { FunctionName = aws_lambda_function.sweeper.function_name }
+      stat        = "Sum"
+      period      = 900
+    }
+  }
+
   evaluation_periods  = 2
   comparison_operator = "GreaterThanThreshold"
   threshold           = 0

@@ -595,6 +595,35 @@ fn a_missing_dlq_alarm_is_reported() {
 }
 
 #[test]
+fn an_errors_alarm_on_a_count_instead_of_a_rate_is_reported() {
+    let broken = real_infra().replace(
+        MODULE_ALARMS,
+        "expression  = \"IF(invocations > 0, 100 * errors / invocations, 0)\"",
+        "expression  = \"errors\"",
+    );
+    assert_reported(
+        &violations(&broken),
+        &["module.ingestion", "has no error-rate alarm with actions"],
+    );
+}
+
+#[test]
+fn an_error_rate_that_does_not_divide_by_the_invocations_is_reported() {
+    let broken = real_infra().replace(
+        "sweeper.tf",
+        "expression  = \"IF(invocations > 0, 100 * errors / invocations, 0)\"",
+        "expression  = \"IF(invocations > 0, 100 * errors, 0)\"",
+    );
+    let found = violations(&broken);
+    assert_reported(&found, &["sweeper", "no error-rate alarm with actions"]);
+    assert!(
+        !found.iter().any(|v| v.contains("module.")),
+        "only the sweeper was broken:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
 fn a_sweeper_without_its_schedule_target_is_reported() {
     let broken = real_infra().replace(
         "sweeper.tf",

@@ -50,16 +50,40 @@ resource "aws_cloudwatch_metric_alarm" "oldest_message_age" {
 
 resource "aws_cloudwatch_metric_alarm" "errors" {
   alarm_name        = "${local.function_name}-errors"
-  alarm_description = "Invocations of ${local.function_name} failed as a whole (crash, timeout, handler error): the whole batch returns to the queue."
+  alarm_description = "More than ${var.error_rate_alarm_percent} % of the invocations of ${local.function_name} in 5 minutes failed as a whole (crash, timeout, handler error): those batches return to the queue."
 
-  namespace           = "AWS/Lambda"
-  metric_name         = "Errors"
-  dimensions          = { FunctionName = aws_lambda_function.this.function_name }
-  statistic           = "Sum"
-  period              = 300
+  # An error rate (metric math), not a count: Errors / Invocations in percent. A period
+  # without invocations is 0 %, not missing data.
+  metric_query {
+    id          = "error_rate"
+    expression  = "IF(invocations > 0, 100 * errors / invocations, 0)"
+    label       = "Invocation error rate (%)"
+    return_data = true
+  }
+  metric_query {
+    id = "errors"
+    metric {
+      namespace   = "AWS/Lambda"
+      metric_name = "Errors"
+      dimensions  = { FunctionName = aws_lambda_function.this.function_name }
+      stat        = "Sum"
+      period      = 300
+    }
+  }
+  metric_query {
+    id = "invocations"
+    metric {
+      namespace   = "AWS/Lambda"
+      metric_name = "Invocations"
+      dimensions  = { FunctionName = aws_lambda_function.this.function_name }
+      stat        = "Sum"
+      period      = 300
+    }
+  }
+
   evaluation_periods  = 1
   comparison_operator = "GreaterThanThreshold"
-  threshold           = var.errors_alarm_threshold
+  threshold           = var.error_rate_alarm_percent
   treat_missing_data  = "notBreaching"
 
   alarm_actions = [var.alarm_topic_arn]

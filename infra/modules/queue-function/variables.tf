@@ -361,10 +361,15 @@ variable "oldest_message_age_alarm_seconds" {
   }
 }
 
-variable "errors_alarm_threshold" {
-  description = "Alarm when failed invocations in 5 minutes exceed this. Partial batch failures are not invocation errors: these are crashes, timeouts and handler errors."
+variable "error_rate_alarm_percent" {
+  description = "Alarm when more than this share (percent) of the function's invocations in 5 minutes fail as a whole. Partial batch failures are not invocation errors: these are crashes, timeouts and handler errors. 0 alarms on the first one."
   type        = number
-  default     = 0
+  default     = 1
+
+  validation {
+    condition     = var.error_rate_alarm_percent >= 0 && var.error_rate_alarm_percent < 100
+    error_message = "error_rate_alarm_percent must be at least 0 and below 100."
+  }
 }
 
 variable "metrics_namespace" {

@@ -504,12 +504,6 @@ fn check_queue_alarms(instance: &Module, found: &mut Violations) {
                 "QueueName",
                 queue_name(t.queue),
             ),
-            (
-                "AWS/Lambda",
-                "Errors",
-                "FunctionName",
-                function_name.clone(),
-            ),
             ("AWS/Lambda", "Throttles", "FunctionName", function_name),
         ];
         if let Some(dlq) = dlq {
@@ -881,11 +875,60 @@ fn check_scheduled(module: &Module, function: &Resource, found: &mut Violations)
     }
 }
 
+/// The function's error alarm is a rate: metric math that divides its `Errors` by its
+/// `Invocations` and is what the alarm compares, so a busy function does not page on
+/// one failed invocation in thousands and a quiet one still pages on the first.
 fn check_errors_alarm(module: &Module, function: &Resource, found: &mut Violations) {
     let subject = format!("${{{}.function_name}}", function.address);
-    if find_alarm(module, "AWS/Lambda", "Errors", "FunctionName", &subject).is_none() {
-        found.add(module, function, "has no Errors alarm with actions");
+    let rate = module.of_kind("aws_cloudwatch_metric_alarm").find(|alarm| {
+        !strings(alarm.attr("alarm_actions").as_ref()).is_empty()
+            && error_rate_expression(alarm, &subject).is_some()
+    });
+    if rate.is_none() {
+        found.add(
+            module,
+            function,
+            "has no error-rate alarm with actions (Errors / Invocations metric math)",
+        );
     }
+}
+
+/// The returned expression of an alarm's metric math when it divides the `Errors` of
+/// `subject` by its `Invocations` (both `Sum` over the same period).
+fn error_rate_expression(alarm: &Resource, subject: &str) -> Option<String> {
+    let queries: Vec<_> = blocks(&alarm.body, "metric_query").collect();
+    let metric_id = |name: &str| {
+        queries.iter().find_map(|q| {
+            let metric = blocks(&q.body, "metric").next()?;
+            let of_subject = text(attr(&metric.body, "namespace").as_ref()) == "AWS/Lambda"
+                && text(attr(&metric.body, "metric_name").as_ref()) == name
+                && text(attr(&metric.body, "stat").as_ref()) == "Sum"
+                && attr(&metric.body, "dimensions")
+                    .and_then(|d| d.as_object().and_then(|d| d.get("FunctionName")).cloned())
+                    == Some(Value::from(subject));
+            of_subject
+                .then(|| {
+                    Some((
+                        text(attr(&q.body, "id").as_ref()),
+                        attr(&metric.body, "period"),
+                    ))
+                })
+                .flatten()
+        })
+    };
+    let (errors, errors_period) = metric_id("Errors")?;
+    let (invocations, invocations_period) = metric_id("Invocations")?;
+    if errors_period != invocations_period {
+        return None;
+    }
+    let returned = queries
+        .iter()
+        .find(|q| attr(&q.body, "return_data") == Some(Value::Bool(true)))?;
+    let expression = text(attr(&returned.body, "expression").as_ref());
+    let divides = expression
+        .replace(' ', "")
+        .contains(&format!("{errors}/{invocations}"));
+    divides.then_some(expression)
 }
 
 /// `document-output` -> `DOCUMENT_OUTPUT_QUEUE_URL`.
