@@ -17,6 +17,7 @@ use docflow::ocr::Transcriber;
 use docflow::retry::RetryPolicy;
 use docflow::settings::Env;
 use docflow::sqs::{BatchConfig, BatchRuntime, Heartbeat};
+use docflow::telemetry::metrics::{Captured, MetricsSink};
 use ingestion::{Deps, IngestionConfig};
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -135,6 +136,9 @@ pub struct Harness {
     /// Every AWS call the function made.
     pub calls: AwsCalls,
     pub aws: SdkConfig,
+    /// The EMF lines the function's runtime wrote, one per batch.
+    pub metrics: Captured,
+    sink: MetricsSink,
 }
 
 pub enum Ocr {
@@ -188,13 +192,15 @@ pub async fn harness(pool: PgPool, ocr: Ocr) -> Harness {
         quality_threshold: 0.7,
         max_file_bytes: 1024 * 1024,
     };
+    let (sink, metrics) = MetricsSink::capture("docflow/test");
     let runtime = runtime(
         &calls,
         &config,
         &ingestion_config,
         Heartbeat::default(),
         Some(QUEUE_VISIBILITY),
-    );
+    )
+    .with_metrics(sink.clone());
     let deps = Deps {
         pool: pool.clone(),
         s3: calls.s3(&config),
@@ -215,6 +221,8 @@ pub async fn harness(pool: PgPool, ocr: Ocr) -> Harness {
         sqs,
         calls,
         aws: config,
+        metrics,
+        sink,
     }
 }
 
@@ -275,7 +283,13 @@ impl Harness {
                 ..Heartbeat::default()
             },
             None,
-        );
+        )
+        .with_metrics(self.sink.clone());
+    }
+
+    /// The metrics of every batch so far, read as CloudWatch reads the EMF lines.
+    pub fn emf(&self) -> crate::emf::Metrics {
+        crate::emf::Metrics::of(&self.metrics.lines())
     }
 
     /// A tenant, a document whose file is stored at `documents/{id}.{ext}`, and an

@@ -243,6 +243,149 @@ async fn a_low_confidence_extraction_fails_the_quality_gate_and_is_retried(pool:
     assert!(row.last_error.unwrap().contains("quality gate"));
 }
 
+/// Log lines written while the guard lives, through docflow's own JSON subscriber.
+#[derive(Clone, Default)]
+struct Logs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Logs {
+    fn capture(&self) -> tracing::subscriber::DefaultGuard {
+        let logs = self.clone();
+        tracing::subscriber::set_default(docflow::telemetry::subscriber(
+            tracing_subscriber::EnvFilter::new("info"),
+            move || logs.clone(),
+        ))
+    }
+
+    fn lines(&self) -> Vec<Value> {
+        String::from_utf8_lossy(&self.0.lock().unwrap())
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect()
+    }
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_record_s_log_lines_name_its_document_and_tenant_once_claimed(pool: PgPool) {
+    let logs = Logs::default();
+    let _guard = logs.capture();
+    let h = harness(pool, Ocr::Native).await;
+    let id = Uuid::new_v4();
+    let document_id = h.seed(id, "pdf", Some(invoice_pdf())).await;
+    let tenant_id: Uuid = sqlx::query_scalar("SELECT tenant_id FROM document WHERE id = $1")
+        .bind(document_id)
+        .fetch_one(&h.pool)
+        .await
+        .unwrap();
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(anthropic_text(&invoice_json().to_string()))
+        .mount(&h.llm)
+        .await;
+
+    let (_, response) = h.deliver(id).await;
+
+    assert!(response.batch_item_failures.is_empty());
+    let lines = logs.lines();
+    let completed = lines
+        .iter()
+        .find(|l| l["fields"]["message"] == "ingestion completed")
+        .unwrap_or_else(|| panic!("no completion line in {lines:#?}"));
+    let record = completed["spans"]
+        .as_array()
+        .and_then(|spans| spans.iter().find(|s| s["name"] == "sqs_record"))
+        .unwrap_or_else(|| panic!("no record span on {completed}"));
+    assert_eq!(record["entity_id"], id.to_string(), "{completed}");
+    assert_eq!(
+        record["document_id"],
+        document_id.to_string(),
+        "{completed}"
+    );
+    assert_eq!(
+        record["tenant_id"],
+        tenant_id.to_string(),
+        "one grep on the tenant finds its documents' ingestion: {completed}"
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn an_ingestion_s_pages_llm_use_and_quality_gate_failures_reach_its_metrics(pool: PgPool) {
+    use docflow::telemetry::metrics::{self as m, dimension};
+
+    let h = harness(pool, Ocr::Native).await;
+    let passes = Uuid::new_v4();
+    h.seed(passes, "pdf", Some(invoice_pdf())).await;
+    let fails = Uuid::new_v4();
+    h.seed(
+        fails,
+        "pdf",
+        Some(text_pdf(&[
+            &[
+                "Muster Bürobedarf GmbH, Hauptstraße 1, 10115 Berlin",
+                "Beleg 4711, Seite 1 von 2",
+            ],
+            &["Beleg 4711, Seite 2 von 2: Positionen und Zahlungsbedingungen"],
+        ])),
+    )
+    .await;
+    let mut low = invoice_json();
+    low["confidence"] = json!("low");
+    low["missing_fields"] = json!(["total"]);
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .and(wiremock::matchers::body_string_contains("Beleg 4711"))
+        .respond_with(anthropic_text(&low.to_string()))
+        .mount(&h.llm)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(anthropic_text(&invoice_json().to_string()))
+        .mount(&h.llm)
+        .await;
+
+    h.deliver(passes).await;
+    h.deliver(fails).await;
+
+    let emf = h.emf();
+    let function = [(dimension::FUNCTION, ingestion::FUNCTION)];
+    assert_eq!(emf.sum(m::ingestion::PAGES.name, &function), 3.0);
+    let native = [
+        (dimension::FUNCTION, ingestion::FUNCTION),
+        (dimension::PROVIDER, "native"),
+    ];
+    assert_eq!(emf.sum(m::ingestion::OCR_PAGES.name, &native), 3.0);
+    assert_eq!(
+        emf.sum(m::ingestion::QUALITY_GATE_FAILURES.name, &function),
+        1.0
+    );
+    assert_eq!(
+        emf.sum(m::ingestion::PREPROCESSING_PASSES.name, &function),
+        0.0,
+        "a text layer is not preprocessed"
+    );
+    let anthropic = [
+        (dimension::FUNCTION, ingestion::FUNCTION),
+        (dimension::PROVIDER, "anthropic"),
+    ];
+    assert_eq!(emf.sum(m::llm::INPUT_TOKENS.name, &anthropic), 2.0 * 1234.0);
+    assert_eq!(emf.values(m::llm::LATENCY.name, &anthropic).len(), 2);
+    assert_eq!(
+        emf.sum(m::batch::RECORDS_DONE.name, &function)
+            + emf.sum(m::batch::RECORDS_RETRIED.name, &function),
+        2.0,
+        "the passing record is done, the failing one retried"
+    );
+}
+
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn an_attempt_that_runs_out_of_invocation_time_is_counted_and_backed_off(pool: PgPool) {
     let h = harness(pool, Ocr::Native).await;

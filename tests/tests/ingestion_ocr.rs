@@ -6,6 +6,7 @@
 
 use std::time::{Duration, Instant};
 
+use docflow::telemetry::metrics::{self, dimension};
 use docflow_tests::ingestion_harness::*;
 use docflow_tests::llm::{anthropic_error, anthropic_text};
 use docflow_tests::pdf::text_pdf;
@@ -192,6 +193,21 @@ async fn low_quality_triggers_exactly_one_preprocessing_pass(pool: PgPool) {
     assert!(
         lo <= 10 && hi >= 245,
         "contrast stretched from 90..180 to {lo}..{hi}"
+    );
+    let emf = h.emf();
+    let function = [(dimension::FUNCTION, ingestion::FUNCTION)];
+    assert_eq!(
+        emf.sum(metrics::ingestion::PREPROCESSING_PASSES.name, &function),
+        1.0
+    );
+    let textract = [
+        (dimension::FUNCTION, ingestion::FUNCTION),
+        (dimension::PROVIDER, "textract"),
+    ];
+    assert_eq!(
+        emf.sum(metrics::ingestion::OCR_PAGES.name, &textract),
+        1.0,
+        "the page is counted once, under the provider that read it"
     );
 }
 

@@ -273,6 +273,7 @@ pub async fn process(deps: &Deps, message: Message) -> Outcome {
     };
 
     message.record_document(&claimed.document_id);
+    message.record_tenant(&claimed.tenant_id);
     let work = message.within_deadline(FAILURE_RESERVE, pipeline::run(deps, &claimed));
     let renew_lease = || pipeline::renew_lease(&deps.pool, id);
     match message.with_heartbeat(work, renew_lease).await {

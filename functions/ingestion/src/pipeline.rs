@@ -21,6 +21,7 @@ use crate::{Deps, LEASE_MARGIN};
 pub struct Claimed {
     pub id: Uuid,
     pub document_id: Uuid,
+    pub tenant_id: Uuid,
     pub attempt_count: i32,
 }
 
@@ -34,12 +35,14 @@ pub async fn claim(
 ) -> Result<Option<Claimed>, sqlx::Error> {
     sqlx::query_as(
         r#"
-        UPDATE ingestion
+        UPDATE ingestion i
            SET started_at = now(), updated_at = now()
-         WHERE id = $1
-           AND status = 'in-progress'
-           AND (started_at IS NULL OR started_at < now() - make_interval(secs => $2))
-        RETURNING id, document_id, attempt_count
+          FROM document d
+         WHERE i.id = $1
+           AND d.id = i.document_id
+           AND i.status = 'in-progress'
+           AND (i.started_at IS NULL OR i.started_at < now() - make_interval(secs => $2))
+        RETURNING i.id, i.document_id, d.tenant_id, i.attempt_count
         "#,
     )
     .bind(id)
