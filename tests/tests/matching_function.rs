@@ -537,6 +537,210 @@ async fn a_failing_notification_channel_does_not_change_the_outcome(pool: PgPool
     assert!(!s.notified, "no one was told");
 }
 
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_notice_that_reaches_no_channel_is_counted_in_the_function_s_metrics(pool: PgPool) {
+    use docflow::telemetry::metrics::{self as m, dimension};
+
+    let llm = MockServer::start().await;
+    messages()
+        .respond_with(context_window_exceeded())
+        .mount(&llm)
+        .await;
+    let slack = MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(wiremock::ResponseTemplate::new(500).set_body_string("rollup_error"))
+        .mount(&slack)
+        .await;
+    let (inv, _) = ambiguous_invoice(&pool).await;
+    let (deps, captured) =
+        deps_with_metrics(&pool, Some(llm_client(&llm)), slack_notifier(&slack)).await;
+
+    matching::handler(&deps, lambda_event(valid_event_for(inv), None))
+        .await
+        .unwrap();
+
+    assert!(!state(&pool, inv).await.notified, "no one was told");
+    let emf = docflow_tests::emf::Metrics::of(&captured.lines());
+    let function = [(dimension::FUNCTION, matching::FUNCTION)];
+    assert_eq!(emf.sum(m::NOTIFICATIONS_FAILED.name, &function), 1.0);
+    assert_eq!(
+        emf.sum(m::batch::RECORDS_FAILED_PERMANENTLY.name, &function),
+        1.0
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn candidates_and_llm_decisions_reach_the_function_s_metrics(pool: PgPool) {
+    use docflow::telemetry::metrics::{self as m, dimension};
+
+    let llm = MockServer::start().await;
+    messages()
+        .respond_with(anthropic_text(LLM_SAYS_MATCH))
+        .mount(&llm)
+        .await;
+    let (inv, _) = ambiguous_invoice(&pool).await;
+    let (deps, captured) = deps_with_metrics(
+        &pool,
+        Some(llm_client(&llm)),
+        slack_notifier(&slack_server().await),
+    )
+    .await;
+
+    let response = matching::handler(&deps, lambda_event(valid_event_for(inv), None))
+        .await
+        .unwrap();
+
+    assert!(response.batch_item_failures.is_empty());
+    let emf = docflow_tests::emf::Metrics::of(&captured.lines());
+    let function = [(dimension::FUNCTION, matching::FUNCTION)];
+    assert_eq!(
+        emf.sum(m::matching::CANDIDATES_CONSIDERED.name, &function),
+        1.0,
+        "the purchase order"
+    );
+    let decided = |outcome| {
+        emf.sum(
+            m::matching::LLM_DECISIONS.name,
+            &[
+                (dimension::FUNCTION, matching::FUNCTION),
+                (dimension::OUTCOME, outcome),
+            ],
+        )
+    };
+    assert_eq!((decided("match"), decided("no_match")), (1.0, 0.0));
+    let anthropic = [
+        (dimension::FUNCTION, matching::FUNCTION),
+        (dimension::PROVIDER, "anthropic"),
+    ];
+    assert_eq!(emf.values(m::llm::LATENCY.name, &anthropic).len(), 1);
+    assert!(emf.sum(m::llm::INPUT_TOKENS.name, &anthropic) > 0.0);
+    assert_eq!(
+        emf.sum(m::matching::CLUSTERS_MERGED.name, &function),
+        0.0,
+        "the invoice joined the order's cluster: nothing merged"
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn clusters_merged_and_split_by_a_rematch_reach_the_function_s_metrics(pool: PgPool) {
+    use docflow::telemetry::metrics::{self as m, dimension};
+
+    let t = tenant(&pool, "Acme AG").await;
+    let po = document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
+    )
+    .await;
+    let dn = document(
+        &pool,
+        t,
+        DocumentType::DeliveryNote,
+        delivery_note("LS-2024-0107", "PO-2024-0042", "2024-03-05"),
+    )
+    .await;
+    let inv = document(
+        &pool,
+        t,
+        DocumentType::Invoice,
+        invoice_without_references("RE-2024-0815", "2024-06-10", 77.0),
+    )
+    .await;
+    let cn = document(
+        &pool,
+        t,
+        DocumentType::CreditNote,
+        credit_note("GS-2024-0001", "RE-2024-0815", "2024-06-20", 77.0),
+    )
+    .await;
+    let (deps, captured) =
+        deps_with_metrics(&pool, None, slack_notifier(&slack_server().await)).await;
+    let emf = || docflow_tests::emf::Metrics::of(&captured.take());
+    let function = [(dimension::FUNCTION, matching::FUNCTION)];
+    let rematch = |id: Uuid| {
+        let deps = &deps;
+        async move {
+            let response = matching::handler(deps, lambda_event(valid_event_for(id), None))
+                .await
+                .unwrap();
+            assert!(response.batch_item_failures.is_empty());
+        }
+    };
+    for id in [po, dn, inv, cn] {
+        rematch(id).await;
+    }
+    let order_cluster = state(&pool, po).await.cluster_id.expect("order clustered");
+    let invoice_cluster = state(&pool, inv)
+        .await
+        .cluster_id
+        .expect("invoice clustered");
+    assert_ne!(
+        order_cluster,
+        invoice_cluster,
+        "two clusters: {:?}",
+        pairs(&pool).await
+    );
+    let arranged = emf();
+    assert_eq!(
+        arranged.sum(m::matching::CLUSTERS_MERGED.name, &function),
+        0.0
+    );
+    assert_eq!(
+        arranged.sum(m::matching::CLUSTERS_SPLIT.name, &function),
+        0.0
+    );
+
+    // The invoice is corrected: it was for that order and delivery. Rematched, it joins
+    // the two clusters.
+    let set_invoice = |data: serde_json::Value| {
+        let pool = &pool;
+        async move {
+            sqlx::query("UPDATE document SET structured_data = $2, matching_status = 'pending' WHERE id = $1")
+                .bind(inv)
+                .bind(data)
+                .execute(pool)
+                .await
+                .unwrap();
+        }
+    };
+    set_invoice(invoice(
+        "RE-2024-0815",
+        "PO-2024-0042",
+        "LS-2024-0107",
+        "2024-06-10",
+        1190.0,
+    ))
+    .await;
+    rematch(inv).await;
+    assert_eq!(
+        state(&pool, cn).await.cluster_id,
+        state(&pool, po).await.cluster_id
+    );
+    let merged = emf();
+    assert_eq!(
+        merged.sum(m::matching::CLUSTERS_MERGED.name, &function),
+        1.0
+    );
+    assert_eq!(merged.sum(m::matching::CLUSTERS_SPLIT.name, &function), 0.0);
+
+    // Corrected back: the merged cluster splits into the order's and the invoice's.
+    set_invoice(invoice_without_references(
+        "RE-2024-0815",
+        "2024-06-10",
+        77.0,
+    ))
+    .await;
+    rematch(inv).await;
+    assert_ne!(
+        state(&pool, cn).await.cluster_id,
+        state(&pool, po).await.cluster_id
+    );
+    let split = emf();
+    assert_eq!(split.sum(m::matching::CLUSTERS_MERGED.name, &function), 0.0);
+    assert_eq!(split.sum(m::matching::CLUSTERS_SPLIT.name, &function), 1.0);
+}
+
 #[test]
 fn every_sample_event_names_the_matching_queue() {
     for name in ["valid", "batch", "poison", "missing-document"] {

@@ -403,6 +403,18 @@ pub async fn deps(pool: &PgPool, llm: Option<LlmClient>, notifier: Notifier) -> 
     }
 }
 
+/// [`deps`] whose runtime writes its EMF lines to the returned capture.
+pub async fn deps_with_metrics(
+    pool: &PgPool,
+    llm: Option<LlmClient>,
+    notifier: Notifier,
+) -> (matching::Deps, docflow::telemetry::metrics::Captured) {
+    let (sink, captured) = docflow::telemetry::metrics::MetricsSink::capture("docflow/test");
+    let mut deps = deps(pool, llm, notifier).await;
+    deps.runtime = deps.runtime.with_metrics(sink);
+    (deps, captured)
+}
+
 // ---- moto internals ----
 
 /// moto's model dump (`/moto-api/data.json`): every SQS message and SES email it holds.
