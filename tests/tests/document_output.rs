@@ -1415,6 +1415,69 @@ async fn a_worker_whose_job_was_taken_over_can_no_longer_change_it(pool: PgPool)
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_task_id_maesn_gives_after_the_job_was_taken_over_is_kept_on_the_audit(pool: PgPool) {
+    let env = setup(pool).await;
+    accepted_after("task-late", Duration::from_millis(1500))
+        .expect(1)
+        .mount(&env.maesn)
+        .await;
+    let job_id = enqueued(&env).await;
+    let stale = Duration::from_secs(600);
+    let a = worker::claim(&env.pool, job_id.into(), stale)
+        .await
+        .unwrap()
+        .unwrap();
+    let exporting = {
+        let (pool, s3, maesn, settings) = (
+            env.pool.clone(),
+            env.s3.clone(),
+            env.deps.maesn.clone(),
+            env.deps.settings.clone(),
+        );
+        tokio::spawn(async move {
+            let attempt = worker::Attempt {
+                deadline: None,
+                final_receive: false,
+            };
+            worker::export(&pool, &s3, &maesn, &settings, &a, attempt).await
+        })
+    };
+    // A is waiting on Maesn (its audit is committed): its job goes stale and B takes it.
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while env
+            .maesn
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .is_empty()
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("A calls Maesn");
+    make_stale(&env, job_id).await;
+    let b = worker::claim(&env.pool, job_id.into(), stale)
+        .await
+        .unwrap()
+        .expect("stale: taken over");
+
+    let a_outcome = exporting.await.unwrap().unwrap();
+
+    assert_eq!(a_outcome, worker::ExportOutcome::ClaimLost);
+    let audits = env.audits(env.tenant.document_id).await;
+    assert_eq!(audits.len(), 1);
+    assert_eq!(
+        (audits[0].status.as_str(), audits[0].task_id.as_deref()),
+        ("submitted", Some("task-late")),
+        "Maesn has the export, so the audit says so"
+    );
+    let job = env.job(job_id).await;
+    assert_eq!(job.status, "running", "B still holds the job");
+    assert!(worker::touch(&env.pool, &b).await.unwrap());
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn the_task_id_is_logged_as_it_arrives_and_carried_when_the_database_refuses_it(
     pool: PgPool,
 ) {

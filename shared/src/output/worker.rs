@@ -714,9 +714,11 @@ fn jitter(delay: Duration) -> Duration {
     delay.mul_f64(rand::rng().random_range(0.75..=1.25))
 }
 
-/// Records Maesn's task id and the job `dispatched` in one transaction, retried in
-/// process on transient database errors. The task id is stored even when the claim
-/// was lost meanwhile: Maesn has the export, so the audit must say so.
+/// Records Maesn's task id and the job `dispatched` in one statement (atomic without a
+/// transaction block: one round trip instead of `BEGIN`, two updates and `COMMIT`),
+/// retried in process on transient database errors. The task id is stored even when
+/// the claim was lost meanwhile: Maesn has the export, so the audit must say so (a
+/// data-modifying `WITH` part runs whatever the outer update matches).
 async fn record_accepted(
     pool: &PgPool,
     settings: &WorkerSettings,
@@ -727,21 +729,26 @@ async fn record_accepted(
     let recorded = settings
         .retry
         .run(|_| async {
-            let mut tx = pool.begin().await?;
-            sqlx::query(
+            let done = sqlx::query(
                 r#"
-                UPDATE ap_datev_export_audit
-                   SET status = 'submitted', task_id = $2, updated_at = now()
-                 WHERE id = $1
+                WITH submitted AS (
+                    UPDATE ap_datev_export_audit
+                       SET status = 'submitted', task_id = $4, updated_at = now()
+                     WHERE id = $3
+                )
+                UPDATE document_output_job
+                   SET status = 'dispatched', last_error = NULL, completed_at = now(),
+                       updated_at = now()
+                 WHERE id = $1 AND status = 'running' AND claim_token = $2
                 "#,
             )
+            .bind(claim.job.id)
+            .bind(claim.token)
             .bind(audit_id)
             .bind(&task_id)
-            .execute(&mut *tx)
+            .execute(pool)
             .await?;
-            let dispatched = mark_dispatched(&mut tx, claim).await?;
-            tx.commit().await?;
-            Ok::<_, sqlx::Error>(dispatched)
+            Ok::<_, sqlx::Error>(done.rows_affected() == 1)
         })
         .await;
     match recorded {
