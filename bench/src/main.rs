@@ -892,6 +892,14 @@ fn pg_round_trip_ms(database_url: &str) -> anyhow::Result<f64> {
         })
 }
 
+/// The `host:port` of a `postgres://user@host:port/db` URL (the counting proxy's
+/// upstream: the database `make up` started, whichever port it is on).
+fn host_port(url: &str) -> Option<&str> {
+    let rest = url.split_once("://")?.1;
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    rest.split(['/', '?']).next().filter(|h| h.contains(':'))
+}
+
 fn with_database_url(mut env: Vec<(String, String)>, url: &str) -> Vec<(String, String)> {
     env.push(("DATABASE_URL".into(), url.to_owned()));
     env
@@ -908,11 +916,16 @@ async fn per_message(
     let bin = args.bins.join("document-output");
 
     // Statements per message: through the counting proxy.
-    let proxy = pgcount::Proxy::start(PG_PROXY_PORT, "127.0.0.1:5432".into()).await?;
+    let upstream = host_port(&stack.database_url)
+        .ok_or_else(|| anyhow::anyhow!("no host:port in DATABASE_URL {}", stack.database_url))?;
+    let proxy = pgcount::Proxy::start(PG_PROXY_PORT, upstream.to_owned()).await?;
     let proxied = stack
         .database_url
-        .replace("127.0.0.1:5432", &format!("127.0.0.1:{}", proxy.port))
-        + "?sslmode=disable";
+        .replacen(upstream, &format!("127.0.0.1:{}", proxy.port), 1);
+    let proxied = match proxied.contains('?') {
+        true => proxied + "&sslmode=disable",
+        false => proxied + "?sslmode=disable",
+    };
     let api = rapi::RuntimeApi::start(RUNTIME_API_PORT).await?;
     let env = with_database_url(stack.env("document-output", &api.addr), &proxied);
     let (fun, _) = start_ready(&bin, env, api).await?;
