@@ -16,6 +16,7 @@ use docflow::datev::{MaesnClient, MaesnConfig};
 use docflow::llm::{LlmClient, LlmSettings};
 use docflow::local::QueuePair;
 use docflow::notify::{Notifier, NotifySettings};
+use docflow::ocr::Transcriber;
 use docflow::secrets::SecretStore;
 use docflow::settings::{Env, Settings};
 use docflow::sqs::BatchRuntime;
@@ -283,7 +284,11 @@ impl Local {
             .context("failed to build the LLM client")
     }
 
-    /// As `ingestion::Deps::from_env`, through its `Deps::build`.
+    /// As `ingestion::Deps::from_env`, through its `Deps::build`. With
+    /// `OCR_PROVIDER=textract`, `AWS_ENDPOINT_URL_TEXTRACT` (the AWS SDK's own name for
+    /// it) sends the Textract calls to that endpoint instead of the local AWS one: the
+    /// local emulator has no Textract, so a local run reads scans through a stand-in
+    /// (the soak's) or a real Textract endpoint.
     pub async fn ingestion(&self) -> anyhow::Result<ingestion::Deps> {
         let mut deps = ingestion::Deps::build(
             &self.env(),
@@ -296,6 +301,15 @@ impl Local {
         )
         .await?;
         deps.runtime = deps.runtime.clone().with_metrics(self.metrics.clone());
+        if let (Transcriber::Textract(_), Some(endpoint)) =
+            (&deps.transcriber, self.var("AWS_ENDPOINT_URL_TEXTRACT"))
+        {
+            deps.transcriber = Transcriber::Textract(aws_sdk_textract::Client::from_conf(
+                aws_sdk_textract::config::Builder::from(&self.aws)
+                    .endpoint_url(endpoint)
+                    .build(),
+            ));
+        }
         Ok(deps)
     }
 

@@ -17,6 +17,7 @@ async fn under_injected_faults_nothing_is_lost_nothing_is_exported_twice_and_eve
     let soak = support::run(profile).await;
     let mut verdict = support::verify(&soak).await;
     support::check_secrets(&soak, &logs, &mut verdict).await;
+    support::ocr_errors_logged(&logs, &mut verdict);
     println!(
         "\nsoak result (seed {}):\n{}",
         soak.profile.seed,

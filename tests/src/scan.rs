@@ -35,6 +35,15 @@ pub fn faint_scan(width: u32, height: u32) -> GrayImage {
     img
 }
 
+/// The scan as a PNG file, as a phone or a scanner app uploads it.
+pub fn png(image: &GrayImage) -> Vec<u8> {
+    let mut out = Cursor::new(Vec::new());
+    image
+        .write_to(&mut out, image::ImageFormat::Png)
+        .expect("encode PNG");
+    out.into_inner()
+}
+
 fn jpeg(image: &GrayImage) -> Vec<u8> {
     let mut out = Cursor::new(Vec::new());
     image

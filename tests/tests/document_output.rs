@@ -348,6 +348,100 @@ async fn duplicate_and_poison_deliveries_follow_the_seed_rules(pool: PgPool) {
     );
 }
 
+/// A label the application added to one of the job's own enum types after this version of
+/// docflow was built.
+async fn add_label(env: &OutputEnv, type_name: &str, label: &str) {
+    sqlx::query(&format!(
+        "ALTER TYPE {type_name} ADD VALUE IF NOT EXISTS '{label}'"
+    ))
+    .execute(&env.pool)
+    .await
+    .unwrap();
+}
+
+/// A pending job of a new approved document whose `column` is then set to `label`.
+async fn job_with(env: &OutputEnv, column: &str, label: &str) -> (Uuid, Uuid) {
+    let doc = env.another_approved_document().await;
+    let job = env.insert_job(doc, "pending").await;
+    sqlx::query(&format!(
+        "UPDATE document_output_job SET {column} = '{label}' WHERE id = $1"
+    ))
+    .bind(job)
+    .execute(&env.pool)
+    .await
+    .unwrap();
+    (doc, job)
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_job_holding_an_enum_value_docflow_does_not_know_fails_at_once_visibly_and_once(
+    pool: PgPool,
+) {
+    let env = setup(pool).await;
+    accepted("task-never").expect(0).mount(&env.maesn).await;
+    let arn = Some(env.queue.arn.as_str());
+    let cases = [
+        (
+            "document_output_domain",
+            "document_domain",
+            "ap_credit_note",
+        ),
+        ("document_output_trigger", "trigger", "scheduled"),
+        ("document_output_status", "status", "on_hold"),
+    ];
+    let mut told = 0;
+    for (type_name, column, label) in cases {
+        add_label(&env, type_name, label).await;
+        let (doc, job) = job_with(&env, column, label).await;
+
+        let response = env.invoke(sample_event(VALID, &job.to_string(), arn)).await;
+
+        assert!(
+            response.batch_item_failures.is_empty(),
+            "{column}: decided at once, the value will not become known by retrying"
+        );
+        let row = env.job(job).await;
+        assert_eq!(row.status, "failed", "{column}");
+        assert!(row.completed_at.is_some(), "{column}");
+        let error = row.last_error.unwrap();
+        assert!(
+            error.contains(&format!("document_output_job.{column}")) && error.contains(label),
+            "{column}: the error names the column and the value: {error}"
+        );
+        assert!(
+            env.audits(doc).await.is_empty(),
+            "{column}: nothing exported"
+        );
+        told += 1;
+        let notices = env.notices().await;
+        assert_eq!(notices.len(), told, "{column}: admins told once");
+        let text = notices[told - 1].to_string();
+        assert!(text.contains(label) && text.contains(column), "{text}");
+
+        // A duplicate delivery of the message neither fails it again nor tells anyone.
+        let again = env
+            .invoke(sample_event(DUPLICATE, &job.to_string(), arn))
+            .await;
+        assert!(again.batch_item_failures.is_empty(), "{column}");
+        assert_eq!(env.job(job).await.last_error.as_deref(), Some(&*error));
+        assert_eq!(env.notices().await.len(), told, "{column}");
+    }
+
+    // A finished job is not this delivery's to fail, whatever its domain says.
+    let (_, finished) = job_with(&env, "document_domain", "ap_credit_note").await;
+    sqlx::query("UPDATE document_output_job SET status = 'dispatched' WHERE id = $1")
+        .bind(finished)
+        .execute(&env.pool)
+        .await
+        .unwrap();
+    let duplicate = env
+        .invoke(sample_event(DUPLICATE, &finished.to_string(), arn))
+        .await;
+    assert!(duplicate.batch_item_failures.is_empty());
+    assert_eq!(env.job(finished).await.status, "dispatched");
+    assert_eq!(env.notices().await.len(), told);
+}
+
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn two_concurrent_deliveries_of_the_same_job_produce_exactly_one_maesn_request(pool: PgPool) {
     let env = setup(pool).await;

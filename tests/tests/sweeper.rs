@@ -10,6 +10,7 @@ mod matching_support;
 use std::collections::HashSet;
 use std::time::Duration;
 
+use aws_lambda_events::event::sqs::SqsEvent;
 use aws_lambda_events::eventbridge::EventBridgeEvent;
 use docflow::extract::Extractor;
 use docflow::ids::{DocumentId, IngestionId};
@@ -774,6 +775,104 @@ async fn work_resent_the_maximum_times_is_failed_visibly_notified_once_and_never
     assert!(!again.found_anything());
     assert_eq!(slack_bodies(&env.slack).await.len(), 3, "notified once");
     env.calls.assert_declared();
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_matching_give_up_meeting_a_late_delivery_tells_the_admins_once(pool: PgPool) {
+    // Arrange: a document re-sent to matching the maximum times and stuck again, and a
+    // Slack that takes its time, so the sweeper's notice is still on its way when a
+    // delivery of the document's last re-sent message arrives.
+    let slow_slack = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_string("ok")
+                .set_delay(Duration::from_millis(1500)),
+        )
+        .mount(&slow_slack)
+        .await;
+    let mut env = env(pool).await;
+    env.deps.notifier = slack_notifier(&slow_slack);
+    let matching_deps = matching_support::deps(&env.pool, None, slack_notifier(&slow_slack)).await;
+    let tenant = matching_support::tenant(&env.pool, "Acme AG").await;
+    let document = matching_support::document(
+        &env.pool,
+        tenant,
+        DocumentType::Invoice,
+        invoice("RE-7", "PO-7", "LS-7", "2024-03-05", 119.0),
+    )
+    .await;
+    sqlx::query(
+        "UPDATE document SET matching_status = 'in-progress', matching_attempts = 3, \
+         matching_sweep_count = 3, matching_swept_at = now() - interval '4 hours', \
+         updated_at = now() - interval '3 hours' WHERE id = $1",
+    )
+    .bind(document)
+    .execute(&env.pool)
+    .await
+    .unwrap();
+    // The sweeper's last re-send, delivered late: sent before the give-up.
+    let mut late: SqsEvent =
+        serde_json::from_str(include_str!("../../events/matching/valid.json")).unwrap();
+    late.records[0].body = Some(document.to_string());
+    late.records[0].attributes.insert(
+        "SentTimestamp".into(),
+        (chrono::Utc::now().timestamp_millis() - 60_000).to_string(),
+    );
+
+    // Act: the sweep gives up; as soon as the failure is committed, and while the
+    // sweeper is telling the admins, the delivery arrives.
+    let delivery = async {
+        let waited = std::time::Instant::now();
+        loop {
+            let (status, _, _) = env.matching_status(document).await;
+            if status.as_deref() == Some("failed") {
+                break;
+            }
+            assert!(waited.elapsed() < Duration::from_secs(20), "no give-up");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let untold: bool =
+            sqlx::query_scalar("SELECT matching_notified_at IS NULL FROM document WHERE id = $1")
+                .bind(document)
+                .fetch_one(&env.pool)
+                .await
+                .unwrap();
+        let response = matching::handler(&matching_deps, lambda_event(late, None))
+            .await
+            .unwrap();
+        (untold, response)
+    };
+    let (report, (untold_when_delivered, response)) = tokio::join!(sweep(&env.deps), delivery);
+
+    // Assert: one failure, one notice, told by the sweeper that recorded it.
+    assert_eq!(report.matching.given_up, 1);
+    assert!(
+        untold_when_delivered,
+        "the delivery met the give-up before its notice was recorded"
+    );
+    assert!(
+        response.batch_item_failures.is_empty(),
+        "a duplicate of finished work"
+    );
+    let notices = slack_bodies(&slow_slack).await;
+    assert_eq!(notices.len(), 1, "one notice per failure: {notices:?}");
+    assert!(
+        notices[0]
+            .to_string()
+            .contains("re-sent this document to matching 3 times"),
+        "{}",
+        notices[0]
+    );
+    let (told, attempts): (bool, i32) = sqlx::query_as(
+        "SELECT matching_notified_at IS NOT NULL, matching_attempts FROM document WHERE id = $1",
+    )
+    .bind(document)
+    .fetch_one(&env.pool)
+    .await
+    .unwrap();
+    assert!(told);
+    assert_eq!(attempts, 3, "the late delivery did not run matching again");
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]

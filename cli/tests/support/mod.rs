@@ -1,8 +1,10 @@
 //! The fault-injection soak (issue 13): N documents through the whole local pipeline —
 //! `docflow local run`'s runner (the same wiring, event-source mappings and sweeper
 //! schedule), real Postgres, moto SQS/S3/Secrets Manager, wiremock stand-ins for the LLM
-//! (Anthropic's Messages API), Maesn and Slack — with seeded faults, then the invariants
-//! checked and printed as a table. Used by `tests/soak.rs` (`make soak`, and a small
+//! (Anthropic's Messages API), Textract (its JSON API), Maesn and Slack — with seeded
+//! faults, then the invariants checked and printed as a table. Most documents are text
+//! files; a seeded share are scans (a PNG, or a PDF without a text layer) whose text only
+//! the Textract stand-in can give. Used by `tests/soak.rs` (`make soak`, and a small
 //! profile in `make test`) and `tests/secrets_never_leak.rs`.
 //!
 //! What is injected, and where:
@@ -10,6 +12,7 @@
 //! | fault | where |
 //! |---|---|
 //! | LLM 429 / 500 / timeout, 401, malformed JSON | the LLM stand-in ([`Llm`]), per call |
+//! | Textract 400 `ProvisionedThroughputExceededException` / `ThrottlingException`, 500 `InternalServerError` | the Textract stand-in ([`Ocr`]), per call |
 //! | worker crash after the claim | [`Faulty`], the runner's test-only `fault_injection` hook: the invocation is dropped once the claim is in the database, nothing is reported, the batch's visibility expires |
 //! | duplicate delivery | [`Faulty`]: a second copy of the message body is sent to the queue |
 //! | Maesn 503, Maesn answering after the client's timeout | the Maesn stand-in's `Faults` |
@@ -66,6 +69,12 @@ pub struct Rates {
     pub duplicate: f64,
     pub maesn_unavailable: f64,
     pub maesn_late: f64,
+    /// Documents uploaded as scans (OCR through the Textract stand-in).
+    pub scanned: f64,
+    /// Textract calls throttled (400 `ProvisionedThroughputExceededException` or
+    /// `ThrottlingException`, half each) and failed (500 `InternalServerError`).
+    pub ocr_throttled: f64,
+    pub ocr_server_error: f64,
 }
 
 impl Rates {
@@ -78,6 +87,10 @@ impl Rates {
         duplicate: 0.10,
         maesn_unavailable: 0.20,
         maesn_late: 0.02,
+        // Not in the issue's list: a share of scans, and Textract's transient errors.
+        scanned: 0.15,
+        ocr_throttled: 0.20,
+        ocr_server_error: 0.05,
     };
 }
 
@@ -519,6 +532,205 @@ impl Respond for Llm {
 }
 
 // ---------------------------------------------------------------------------------------
+// Scans and the Textract stand-in
+
+/// How a document is uploaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Upload {
+    Text,
+    /// A PNG image of the page.
+    Png,
+    /// A PDF whose one page is an image, without a text layer.
+    ScannedPdf,
+}
+
+impl Upload {
+    fn extension(self) -> &'static str {
+        match self {
+            Upload::Text => "txt",
+            Upload::Png => "png",
+            Upload::ScannedPdf => "pdf",
+        }
+    }
+
+    /// The file's bytes: the text itself, or a (blank, faint) scan whose text only the
+    /// Textract stand-in knows.
+    fn bytes(self, text: String) -> Vec<u8> {
+        use docflow_tests::scan;
+        match self {
+            Upload::Text => text.into_bytes(),
+            Upload::Png => scan::png(&scan::faint_scan(120, 170)),
+            Upload::ScannedPdf => scan::pdf(&[scan::scanned(scan::faint_scan(120, 170))]),
+        }
+    }
+}
+
+/// The confidence the Textract stand-in gives every line (a clean scan: no second,
+/// preprocessed reading); an ingestion's quality score of `OCR_CONFIDENCE / 100` shows
+/// its text came from the stand-in.
+const OCR_CONFIDENCE: f64 = 97.5;
+
+/// Counters of the Textract stand-in.
+#[derive(Debug, Default)]
+pub struct OcrCounts {
+    pub calls: AtomicU64,
+    pub throughput_exceeded: AtomicU64,
+    pub throttled: AtomicU64,
+    pub server_errors: AtomicU64,
+    pub answered: AtomicU64,
+    /// Third faults in a row for one object: the AWS SDK's three attempts used up, a
+    /// transient error reaches the ingestion worker (which backs off through the queue).
+    pub reached_worker: AtomicU64,
+    /// Calls naming an S3 object the soak did not upload as a scan.
+    pub unknown_object: AtomicU64,
+    /// Calls of another operation than `DetectDocumentText` (single pages only here).
+    pub other_operation: AtomicU64,
+}
+
+/// Textract's JSON API (`DetectDocumentText`) with seeded faults. Like Textract it reads
+/// the document from the S3 object the request names; being a stand-in, it knows each
+/// scan's text from the soak, which registers it by key once the upload is recorded.
+///
+/// Faults come in bursts, as throttling does: a drawn fault repeats for 1–4 calls about
+/// the same object, so some outlast the SDK's own three attempts and reach the worker.
+struct Ocr {
+    rng: Mutex<StdRng>,
+    rates: Rates,
+    counts: Arc<OcrCounts>,
+    scans: Arc<Mutex<HashMap<String, String>>>,
+    /// Per object: the fault being repeated, calls it still repeats for, faults in a row.
+    bursts: Mutex<HashMap<String, Burst>>,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Burst {
+    fault: u8,
+    left: u32,
+    in_a_row: u32,
+}
+
+/// Textract's answer for fault `kind` (0, 1: throttled; 2: internal error), counted.
+fn ocr_fault(counts: &OcrCounts, kind: u8) -> ResponseTemplate {
+    use docflow_tests::ingestion_harness::textract_error;
+    match kind {
+        0 => {
+            counts.throughput_exceeded.fetch_add(1, Ordering::SeqCst);
+            textract_error(
+                400,
+                "ProvisionedThroughputExceededException",
+                "The number of requests exceeded your throughput limit.",
+            )
+        }
+        1 => {
+            counts.throttled.fetch_add(1, Ordering::SeqCst);
+            textract_error(400, "ThrottlingException", "Rate exceeded")
+        }
+        _ => {
+            counts.server_errors.fetch_add(1, Ordering::SeqCst);
+            textract_error(
+                500,
+                "InternalServerError",
+                "Amazon Textract experienced a service issue. Try your call again.",
+            )
+        }
+    }
+}
+
+impl Ocr {
+    /// The scan's text; waits a little for a registration racing the first delivery
+    /// (the seeder registers the key right after `ingest` returns, which is after the
+    /// message was sent). Blocking is fine: wiremock answers on its own thread.
+    fn text_of(&self, key: &str) -> Option<String> {
+        let started = Instant::now();
+        loop {
+            if let Some(text) = self.scans.lock().unwrap().get(key) {
+                return Some(text.clone());
+            }
+            if started.elapsed() > Duration::from_secs(5) {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Respond for Ocr {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        use docflow_tests::ingestion_harness::{textract_error, textract_ok};
+        let c = &*self.counts;
+        c.calls.fetch_add(1, Ordering::SeqCst);
+        let operation = request
+            .headers
+            .get("x-amz-target")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        if operation != "Textract.DetectDocumentText" {
+            c.other_operation.fetch_add(1, Ordering::SeqCst);
+            return textract_error(
+                400,
+                "InvalidParameterException",
+                &format!("the soak's Textract stand-in does not answer {operation:?}"),
+            );
+        }
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+        let key = body["Document"]["S3Object"]["Name"]
+            .as_str()
+            .unwrap_or_default();
+        let fault = {
+            let mut bursts = self.bursts.lock().unwrap();
+            let burst = bursts.entry(key.to_owned()).or_default();
+            if burst.left == 0 {
+                let mut rng = self.rng.lock().unwrap();
+                let draw: f64 = rng.random();
+                let r = self.rates;
+                let kind = if draw < r.ocr_throttled / 2.0 {
+                    Some(0)
+                } else if draw < r.ocr_throttled {
+                    Some(1)
+                } else if draw < r.ocr_throttled + r.ocr_server_error {
+                    Some(2)
+                } else {
+                    None
+                };
+                if let Some(kind) = kind {
+                    burst.fault = kind;
+                    burst.left = rng.random_range(1..=4);
+                }
+            }
+            if burst.left > 0 {
+                burst.left -= 1;
+                burst.in_a_row += 1;
+                if burst.in_a_row.is_multiple_of(3) {
+                    c.reached_worker.fetch_add(1, Ordering::SeqCst);
+                }
+                Some(burst.fault)
+            } else {
+                burst.in_a_row = 0;
+                None
+            }
+        };
+        if let Some(kind) = fault {
+            return ocr_fault(c, kind);
+        }
+        match self.text_of(key) {
+            Some(text) => {
+                c.answered.fetch_add(1, Ordering::SeqCst);
+                let lines: Vec<&str> = text.lines().collect();
+                textract_ok(&lines, OCR_CONFIDENCE)
+            }
+            None => {
+                c.unknown_object.fetch_add(1, Ordering::SeqCst);
+                textract_error(
+                    400,
+                    "InvalidS3ObjectException",
+                    "Unable to get object metadata from S3. Check object key, region and/or access permissions.",
+                )
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // Crashes and duplicate deliveries
 
 /// Deliveries the functions saw, per function and message body.
@@ -667,6 +879,7 @@ pub struct Soak {
     pub maesn: StandIn,
     pub slack: MockServer,
     pub llm: Arc<LlmCounts>,
+    pub ocr: Arc<OcrCounts>,
     pub deliveries: Arc<Deliveries>,
     pub proxy: Arc<TcpProxy>,
     pub slack_proxy: Arc<TcpProxy>,
@@ -686,6 +899,7 @@ pub struct Seeded {
     pub ingestion_id: Uuid,
     pub invoice: bool,
     pub index: usize,
+    pub upload: Upload,
 }
 
 /// What the `pg_stat_activity` sampler saw.
@@ -881,6 +1095,19 @@ pub async fn run(profile: Profile) -> Soak {
         })
         .mount(&llm_server)
         .await;
+    let ocr_server = MockServer::start().await;
+    let ocr_counts = Arc::new(OcrCounts::default());
+    let scans = Arc::new(Mutex::new(HashMap::new()));
+    Mock::given(method("POST"))
+        .respond_with(Ocr {
+            rng: Mutex::new(StdRng::seed_from_u64(profile.seed ^ 0x44)),
+            rates: profile.rates,
+            counts: ocr_counts.clone(),
+            scans: scans.clone(),
+            bursts: Mutex::new(HashMap::new()),
+        })
+        .mount(&ocr_server)
+        .await;
     let maesn_timeout = Duration::from_secs(2);
     let maesn = StandIn::start(maesn::Options {
         api_key: secrets.maesn_key.clone(),
@@ -944,6 +1171,8 @@ pub async fn run(profile: Profile) -> Soak {
         ("LLM_BASE_URL", llm_server.uri()),
         ("LLM_TIMEOUT_SECONDS", llm_timeout.as_secs().to_string()),
         ("LLM_RETRY_BASE_MS", "20".into()),
+        ("OCR_PROVIDER", "textract".into()),
+        ("AWS_ENDPOINT_URL_TEXTRACT", ocr_server.uri()),
         ("MAESN_BASE_URL", maesn.uri()),
         ("MAESN_TIMEOUT_SECONDS", maesn_timeout.as_secs().to_string()),
         ("MAESN_CONNECT_TIMEOUT_SECONDS", "1".into()),
@@ -1050,6 +1279,24 @@ pub async fn run(profile: Profile) -> Soak {
         let bucket = local.settings.documents_bucket.clone();
         let url = local.queues.ingestion.url.clone();
         let total = profile.documents;
+        // Which documents are scans, drawn up front so the seed alone decides.
+        let uploads: Vec<Upload> = {
+            let mut rng = StdRng::seed_from_u64(profile.seed ^ 0x55);
+            (0..total)
+                .map(|_| {
+                    if rng.random_bool(profile.rates.scanned) {
+                        if rng.random_bool(0.5) {
+                            Upload::Png
+                        } else {
+                            Upload::ScannedPdf
+                        }
+                    } else {
+                        Upload::Text
+                    }
+                })
+                .collect()
+        };
+        let scans = scans.clone();
         tokio::spawn(async move {
             const BACKLOG: u64 = 60;
             let target = docflow_cli::ingest::Target {
@@ -1073,29 +1320,39 @@ pub async fn run(profile: Profile) -> Soak {
                 let more: Vec<Seeded> = futures::stream::iter(chunk)
                     .map(|n| {
                         let target = target.clone();
+                        let (upload, scans) = (uploads[n], scans.clone());
                         async move {
                             let (index, invoice) = (n / 2, n.is_multiple_of(2));
-                            let (name, text) = if invoice {
-                                (
-                                    format!("{}.txt", invoice_number(index)),
-                                    invoice_text(index),
-                                )
+                            let (number, text) = if invoice {
+                                (invoice_number(index), invoice_text(index))
                             } else {
-                                (format!("{}.txt", po_number(index)), po_text(index))
+                                (po_number(index), po_text(index))
                             };
+                            let name = format!("{number}.{}", upload.extension());
                             let ingested = docflow_cli::ingest::ingest(
                                 &target,
                                 tenant_id,
                                 &name,
-                                text.into_bytes(),
+                                upload.bytes(text.clone()),
                             )
                             .await
                             .expect("ingest");
+                            if upload != Upload::Text {
+                                scans.lock().unwrap().insert(
+                                    format!(
+                                        "documents/{}.{}",
+                                        ingested.document_id,
+                                        upload.extension()
+                                    ),
+                                    text,
+                                );
+                            }
                             Seeded {
                                 document_id: ingested.document_id,
                                 ingestion_id: ingested.ingestion_id,
                                 invoice,
                                 index,
+                                upload,
                             }
                         }
                     })
@@ -1281,6 +1538,7 @@ pub async fn run(profile: Profile) -> Soak {
         maesn,
         slack,
         llm: llm_counts,
+        ocr: ocr_counts,
         deliveries,
         proxy,
         slack_proxy,
@@ -1456,6 +1714,32 @@ pub async fn verify(soak: &Soak) -> Verdict {
         n(&l.wrong_key),
         n(&l.wrong_key) == 0,
     );
+    let scans = |u: Upload| soak.documents.iter().filter(|d| d.upload == u).count();
+    v.info(
+        "scanned documents: PNG / PDF without a text layer",
+        format!("{} / {}", scans(Upload::Png), scans(Upload::ScannedPdf)),
+    );
+    let o = &soak.ocr;
+    v.info("Textract calls", n(&o.calls));
+    v.info(
+        "  400 ProvisionedThroughputExceeded / 400 Throttling / 500",
+        format!(
+            "{} / {} / {}",
+            n(&o.throughput_exceeded),
+            n(&o.throttled),
+            n(&o.server_errors)
+        ),
+    );
+    v.info(
+        "  third fault in a row for one scan (past the SDK's retries, to the worker)",
+        n(&o.reached_worker),
+    );
+    v.info("  answered with the scan's text", n(&o.answered));
+    v.check(
+        "  naming an object not uploaded as a scan, or another API",
+        n(&o.unknown_object) + n(&o.other_operation),
+        n(&o.unknown_object) + n(&o.other_operation) == 0,
+    );
     let d = &soak.deliveries;
     let delivered: u32 = d.per_body.lock().unwrap().values().sum();
     v.info("deliveries to the functions", delivered);
@@ -1600,6 +1884,36 @@ pub async fn verify(soak: &Soak) -> Verdict {
         invisible.is_empty(),
     );
     v.problems.extend(invisible);
+
+    // Every scan that was ingested was read by OCR (its quality is the stand-in's
+    // confidence; a text file's is 1), and every text file without it.
+    let mut misread = Vec::new();
+    let mut scans_completed = 0;
+    for doc in &soak.documents {
+        let ing = ingestion_of[&doc.ingestion_id.to_string()];
+        if s(ing, "status") != Some("completed") {
+            continue;
+        }
+        let quality = ing["transcription_quality_score"].as_f64();
+        let by_ocr = quality.is_some_and(|q| (q - OCR_CONFIDENCE / 100.0).abs() < 1e-6);
+        if doc.upload != Upload::Text {
+            scans_completed += 1;
+        }
+        if by_ocr != (doc.upload != Upload::Text) {
+            misread.push(format!(
+                "{} ({}, {:?}): transcription quality {quality:?}",
+                doc.document_id,
+                doc_name(doc),
+                doc.upload
+            ));
+        }
+    }
+    v.check(
+        &format!("ingested scans ({scans_completed}) not read by OCR, or text files that were"),
+        misread.len(),
+        misread.is_empty(),
+    );
+    v.problems.extend(misread);
 
     // Exports: bookings per approved document.
     let mut booked: HashMap<String, usize> = HashMap::new();
@@ -1864,6 +2178,16 @@ impl std::io::Write for Buffer {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
+}
+
+/// Adds what the ingestion worker logged of Textract's errors (the faults that outlasted
+/// the SDK's retries) to the verdict.
+pub fn ocr_errors_logged(logs: &Arc<Mutex<Vec<u8>>>, v: &mut Verdict) {
+    let logs = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
+    v.info(
+        "log lines with a Textract error (the worker's transient failures)",
+        logs.matches("Textract DetectDocumentText failed").count(),
+    );
 }
 
 /// Looks for every secret value in the captured logs, every row the functions wrote

@@ -7,6 +7,7 @@
 //! | `pending`, or `running` older than stale | claimed (→ `running`, new claim token), worked | see below |
 //! | `running`, fresh                         | another worker has it: no second export        | `Retry` until just after it would turn stale |
 //! | `dispatched` or `failed`                 | duplicate delivery of finished work            | `Done`    |
+//! | a status docflow does not know, or a claimed job whose `document_domain`/`trigger` it does not know (a label the app added later) | `failed` at once, `last_error` names the column and the value, admins notified | `Done` |
 //!
 //! A claimed job: an audit left by an earlier attempt decides first ([`worker::recover`]):
 //! a task id → `dispatched`; failed for good → `failed`; no task id and no outcome (the
@@ -35,13 +36,17 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use docflow::datev::{MaesnClient, MaesnConfig};
 use docflow::ids::OutputJobId;
 use docflow::notify::{AdminNotice, Notifier, NotifySettings};
-use docflow::output::worker::{self, Attempt, Claimed, ExportOutcome, Recovery, WorkerSettings};
-use docflow::output::{Domain, JobStatus, OutputJob, check_eligibility};
+use docflow::output::worker::{
+    self, Attempt, ClaimError, Claimed, ExportOutcome, Recovery, Unclaimed, Unworkable,
+    WorkerSettings,
+};
+use docflow::output::{Domain, JobStatus, check_eligibility};
 use docflow::retry::ReceivePolicy;
 use docflow::telemetry::metrics::{self, output as m};
 use docflow::{BatchRuntime, DiscardKind, Message, Outcome};
 use lambda_runtime::LambdaEvent;
 use sqlx::PgPool;
+use uuid::Uuid;
 
 /// Title of the admin notification for an export that may have reached DATEV.
 pub const IN_DOUBT_TITLE: &str = "DATEV export in doubt: check DATEV before exporting again";
@@ -119,7 +124,10 @@ pub async fn process(deps: &Deps, msg: Message) -> Outcome {
     let claim = match worker::claim(&deps.pool, job_id, deps.settings.stale_running).await {
         Ok(Some(claim)) => claim,
         Ok(None) => return unclaimed(deps, &msg, job_id, final_receive).await,
-        Err(e) => {
+        Err(ClaimError::Unworkable(job)) => {
+            return unworkable(deps, &msg, &job, final_receive).await;
+        }
+        Err(ClaimError::Database(e)) => {
             tracing::error!(error.message = %e, error.cause_chain = ?e, "could not claim the output job");
             if final_receive {
                 tracing::error!(
@@ -159,14 +167,21 @@ async fn unclaimed(
     job_id: OutputJobId,
     final_receive: bool,
 ) -> Outcome {
-    match worker::load_job(&deps.pool, job_id).await {
+    match worker::unclaimed_state(&deps.pool, job_id).await {
         Ok(None) => Outcome::discard_as(
             DiscardKind::Unknown,
             format!("no document output job {job_id}"),
         ),
-        Ok(Some(job)) => match job.status {
+        Ok(Some(Unclaimed {
+            status: Err(job), ..
+        })) => unworkable(deps, msg, &job, final_receive).await,
+        Ok(Some(
+            job @ Unclaimed {
+                status: Ok(status), ..
+            },
+        )) => match status {
             JobStatus::Dispatched | JobStatus::Failed => {
-                tracing::info!(status = ?job.status, "duplicate delivery of a finished job; deleting the message");
+                tracing::info!(status = ?status, "duplicate delivery of a finished job; deleting the message");
                 Outcome::Done
             }
             // Running and not stale: its worker is alive, or died less than the stale
@@ -216,6 +231,37 @@ async fn unclaimed(
     }
 }
 
+/// A job holding an enum value this version does not know: failed at once, visibly
+/// (`last_error` names the column and the value, the admins are told), and the message
+/// deleted, since no retry can teach docflow the value.
+async fn unworkable(deps: &Deps, msg: &Message, job: &Unworkable, final_receive: bool) -> Outcome {
+    let error = job.to_string();
+    tracing::error!(column = job.column, value = %job.value, %error, "output job holds a value this version does not know");
+    match worker::fail_unworkable(&deps.pool, job).await {
+        Ok(true) => {
+            metrics::failed_permanently();
+            metrics::count(m::EXPORTS_FAILED, 1);
+            notify(deps, msg, Subject::from(job), FAILURE_TITLE, &error).await;
+            Outcome::Done
+        }
+        // Claimed by us: only a take-over after going stale changes it, and its new holder
+        // meets the same value.
+        Ok(false) if job.token.is_some() => claim_lost(),
+        Ok(false) => {
+            tracing::warn!(
+                "the job's status changed meanwhile; releasing the message to look again"
+            );
+            Outcome::Release
+        }
+        // Left running under our claim: the next delivery reclaims it once stale.
+        Err(e) if job.token.is_some() => still_running(deps, final_receive, &e),
+        Err(e) => {
+            tracing::error!(error.message = %e, error.cause_chain = ?e, "could not fail the output job");
+            Outcome::Release
+        }
+    }
+}
+
 /// The claimed job's work.
 async fn work(deps: &Deps, msg: &Message, claim: &Claimed, final_receive: bool) -> Outcome {
     let pool = &deps.pool;
@@ -231,7 +277,7 @@ async fn work(deps: &Deps, msg: &Message, claim: &Claimed, final_receive: bool) 
                     tracing::warn!(audit_id = %audit.id, %error, "job failed from its DATEV audit, no new export");
                     metrics::failed_permanently();
                     metrics::count(m::EXPORTS_FAILED, 1);
-                    notify(deps, msg, claim, FAILURE_TITLE, &error).await;
+                    notify(deps, msg, Subject::from(claim), FAILURE_TITLE, &error).await;
                     Outcome::Done
                 }
                 Ok(Recovery::InDoubt { error }) => {
@@ -243,7 +289,7 @@ async fn work(deps: &Deps, msg: &Message, claim: &Claimed, final_receive: bool) 
                     );
                     metrics::failed_permanently();
                     metrics::count(m::EXPORTS_IN_DOUBT, 1);
-                    notify(deps, msg, claim, IN_DOUBT_TITLE, &error).await;
+                    notify(deps, msg, Subject::from(claim), IN_DOUBT_TITLE, &error).await;
                     Outcome::Done
                 }
                 Ok(Recovery::ClaimLost) => claim_lost(),
@@ -279,7 +325,7 @@ async fn work(deps: &Deps, msg: &Message, claim: &Claimed, final_receive: bool) 
         return match failed {
             Ok(true) => {
                 metrics::failed_permanently();
-                notify(deps, msg, claim, FAILURE_TITLE, &error).await;
+                notify(deps, msg, Subject::from(claim), FAILURE_TITLE, &error).await;
                 Outcome::Done
             }
             Ok(false) => claim_lost(),
@@ -315,7 +361,7 @@ async fn work(deps: &Deps, msg: &Message, claim: &Claimed, final_receive: bool) 
             } else {
                 FAILURE_TITLE
             };
-            notify(deps, msg, claim, title, &error).await;
+            notify(deps, msg, Subject::from(claim), title, &error).await;
             Outcome::Done
         }
         Ok(ExportOutcome::Deferred { error, retry_after }) => {
@@ -382,11 +428,37 @@ pub fn aws_actions<F: Fn(&str) -> Option<String>>(
     actions
 }
 
+/// The job an admin notice is about.
+struct Subject {
+    id: OutputJobId,
+    tenant_id: Uuid,
+    document_id: Uuid,
+}
+
+impl From<&Claimed> for Subject {
+    fn from(claim: &Claimed) -> Self {
+        Subject {
+            id: claim.job.id,
+            tenant_id: claim.job.tenant_id,
+            document_id: claim.job.document_id,
+        }
+    }
+}
+
+impl From<&Unworkable> for Subject {
+    fn from(job: &Unworkable) -> Self {
+        Subject {
+            id: job.job_id,
+            tenant_id: job.tenant_id,
+            document_id: job.document_id,
+        }
+    }
+}
+
 /// Tells the admins about a job this worker failed (once: only the worker whose guarded
 /// update failed the job gets here).
-async fn notify(deps: &Deps, msg: &Message, claim: &Claimed, title: &str, error: &str) {
-    let job = &claim.job;
-    let (tenant_name, document_type) = names(&deps.pool, job).await;
+async fn notify(deps: &Deps, msg: &Message, job: Subject, title: &str, error: &str) {
+    let (tenant_name, document_type) = names(&deps.pool, &job).await;
     let notice = AdminNotice {
         title: title.to_owned(),
         document_id: job.document_id,
@@ -410,7 +482,7 @@ async fn notify(deps: &Deps, msg: &Message, claim: &Claimed, title: &str, error:
 }
 
 /// The tenant's name and the document's type for the notice (absent when unreadable).
-async fn names(pool: &PgPool, job: &OutputJob) -> (Option<String>, Option<String>) {
+async fn names(pool: &PgPool, job: &Subject) -> (Option<String>, Option<String>) {
     sqlx::query_as(
         "SELECT t.name, d.type::text FROM tenant t, document d WHERE t.id = $1 AND d.id = $2",
     )

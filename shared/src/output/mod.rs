@@ -61,6 +61,42 @@ pub enum Trigger {
     Manual,
 }
 
+impl JobStatus {
+    /// The label as stored; `None` for a value this version of docflow does not know (one
+    /// the application added to the enum later).
+    pub fn from_label(label: &str) -> Option<Self> {
+        Some(match label {
+            "pending" => JobStatus::Pending,
+            "running" => JobStatus::Running,
+            "dispatched" => JobStatus::Dispatched,
+            "failed" => JobStatus::Failed,
+            _ => return None,
+        })
+    }
+}
+
+impl Domain {
+    /// The label as stored; `None` for a value this version of docflow does not know.
+    pub fn from_label(label: &str) -> Option<Self> {
+        Some(match label {
+            "ap" => Domain::Ap,
+            "ar" => Domain::Ar,
+            _ => return None,
+        })
+    }
+}
+
+impl Trigger {
+    /// The label as stored; `None` for a value this version of docflow does not know.
+    pub fn from_label(label: &str) -> Option<Self> {
+        Some(match label {
+            "approval_completed" => Trigger::ApprovalCompleted,
+            "manual" => Trigger::Manual,
+            _ => return None,
+        })
+    }
+}
+
 /// A `document_output_job` row.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct OutputJob {

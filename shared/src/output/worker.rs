@@ -43,7 +43,7 @@ use sqlx::{PgConnection, PgPool};
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use super::OutputJob;
+use super::{Domain, JobStatus, OutputJob, Trigger};
 use crate::datev::{
     BookingProposal, DatevAccount, DatevConnector, DatevError, DocumentFile, MaesnConfig,
     TaskState, is_duplicate_rejection,
@@ -195,22 +195,123 @@ pub struct Claimed {
     pub token: Uuid,
 }
 
+/// A job whose row holds a value of one of its own enums (`document_domain`, `trigger`,
+/// `status`) that this version of docflow does not know: a label the application added
+/// to the type later. Retrying cannot teach docflow the value, so the function fails the
+/// job at once with [`fail_unworkable`] and tells the admins.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(
+    "document_output_job.{column} is {value:?}, a value this version of docflow does not know; \
+     the job was failed without an export (deploy a docflow that knows the value, then export \
+     the document again)"
+)]
+pub struct Unworkable {
+    pub job_id: OutputJobId,
+    pub tenant_id: Uuid,
+    pub document_id: Uuid,
+    /// The column holding the unknown value.
+    pub column: &'static str,
+    /// The unknown value.
+    pub value: String,
+    /// The job's status as stored (text): the failure update matches it.
+    pub status: String,
+    /// Our claim token when the claim took the job (then `status` is `running`).
+    pub token: Option<Uuid>,
+}
+
+/// Why [`claim`] returned no claim.
+#[derive(Debug, thiserror::Error)]
+pub enum ClaimError {
+    /// The statement failed: nothing is known to have changed (transient).
+    #[error("could not claim the output job")]
+    Database(#[from] sqlx::Error),
+    /// The claim took the job (it is `running` under the token in [`Unworkable::token`])
+    /// but cannot work it: fail it with [`fail_unworkable`].
+    #[error(transparent)]
+    Unworkable(Box<Unworkable>),
+}
+
+/// The job row with its enum columns as text, so that a value this version does not know
+/// is an answer ([`Unworkable`]) rather than a decode error that would leave a claimed job
+/// `running` for the sweeper to find.
 #[derive(sqlx::FromRow)]
-struct ClaimRow {
-    #[sqlx(flatten)]
-    job: OutputJob,
-    claim_token: Uuid,
+struct StoredJob {
+    id: OutputJobId,
+    tenant_id: Uuid,
+    document_id: Uuid,
+    document_domain: String,
+    trigger: String,
+    status: String,
+    document_version: Option<i32>,
+    requested_by: Option<Uuid>,
+    started_at: Option<chrono::DateTime<chrono::Utc>>,
+    completed_at: Option<chrono::DateTime<chrono::Utc>>,
+    last_error: Option<String>,
+    created_at: chrono::DateTime<chrono::Utc>,
+    updated_at: chrono::DateTime<chrono::Utc>,
+    claim_token: Option<Uuid>,
+}
+
+/// The columns of [`StoredJob`], the enums read as text.
+const STORED_JOB_COLUMNS: &str = "id, tenant_id, document_id, \
+     document_domain::text AS document_domain, trigger::text AS trigger, status::text AS status, \
+     document_version, requested_by, started_at, completed_at, last_error, created_at, updated_at, \
+     claim_token";
+
+impl StoredJob {
+    fn unworkable(&self, column: &'static str, value: &str) -> Box<Unworkable> {
+        Box::new(Unworkable {
+            job_id: self.id,
+            tenant_id: self.tenant_id,
+            document_id: self.document_id,
+            column,
+            value: value.to_owned(),
+            status: self.status.clone(),
+            token: self.claim_token,
+        })
+    }
+
+    /// The status, or the job as [`Unworkable`] when the status is not known.
+    fn known_status(&self) -> Result<JobStatus, Box<Unworkable>> {
+        JobStatus::from_label(&self.status).ok_or_else(|| self.unworkable("status", &self.status))
+    }
+
+    /// The typed job, or the first column holding a value this version does not know.
+    fn into_job(self) -> Result<OutputJob, Box<Unworkable>> {
+        let status = self.known_status()?;
+        let document_domain = Domain::from_label(&self.document_domain)
+            .ok_or_else(|| self.unworkable("document_domain", &self.document_domain))?;
+        let trigger = Trigger::from_label(&self.trigger)
+            .ok_or_else(|| self.unworkable("trigger", &self.trigger))?;
+        Ok(OutputJob {
+            id: self.id,
+            tenant_id: self.tenant_id,
+            document_id: self.document_id,
+            document_domain,
+            trigger,
+            status,
+            document_version: self.document_version,
+            requested_by: self.requested_by,
+            started_at: self.started_at,
+            completed_at: self.completed_at,
+            last_error: self.last_error,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        })
+    }
 }
 
 /// Claims a pending job, or a running one whose worker stopped touching it for
-/// `stale_running`, in one statement, with a fresh claim token. `None`: someone else
-/// holds it, it is finished, or it does not exist (ask [`load_job`] which).
+/// `stale_running`, in one statement, with a fresh claim token. `Ok(None)`: someone else
+/// holds it, it is finished, or it does not exist (ask [`unclaimed_state`] which).
+/// [`ClaimError::Unworkable`]: claimed, but a column holds a value this version does not
+/// know; the caller fails the job (the claim token is in the error).
 pub async fn claim(
     pool: &PgPool,
     job_id: OutputJobId,
     stale_running: Duration,
-) -> Result<Option<Claimed>, sqlx::Error> {
-    let row: Option<ClaimRow> = sqlx::query_as(
+) -> Result<Option<Claimed>, ClaimError> {
+    let row: Option<StoredJob> = sqlx::query_as(&format!(
         r#"
         UPDATE document_output_job
            SET status = 'running', started_at = COALESCE(started_at, now()), updated_at = now(),
@@ -218,17 +319,66 @@ pub async fn claim(
          WHERE id = $1
            AND (status = 'pending'
                 OR (status = 'running' AND updated_at < now() - make_interval(secs => $2)))
-        RETURNING *
-        "#,
-    )
+        RETURNING {STORED_JOB_COLUMNS}
+        "#
+    ))
     .bind(job_id)
     .bind(stale_running.as_secs_f64())
     .fetch_optional(pool)
     .await?;
-    Ok(row.map(|r| Claimed {
-        job: r.job,
-        token: r.claim_token,
+    let Some(row) = row else { return Ok(None) };
+    let token = row
+        .claim_token
+        .ok_or_else(|| sqlx::Error::Protocol("the claim returned no claim token".into()))?;
+    let job = row.into_job().map_err(ClaimError::Unworkable)?;
+    Ok(Some(Claimed { job, token }))
+}
+
+/// What the function needs of a job its claim did not match.
+#[derive(Debug, Clone)]
+pub struct Unclaimed {
+    /// The status, or the job as [`Unworkable`] when its status is a value this version
+    /// does not know (the other enum columns are not read: a finished or held job is not
+    /// this delivery's to fail).
+    pub status: Result<JobStatus, Box<Unworkable>>,
+    pub updated_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// The state of a job [`claim`] did not take, or `None` when no such job exists.
+pub async fn unclaimed_state(
+    pool: &PgPool,
+    job_id: OutputJobId,
+) -> Result<Option<Unclaimed>, sqlx::Error> {
+    let row: Option<StoredJob> = sqlx::query_as(&format!(
+        "SELECT {STORED_JOB_COLUMNS} FROM document_output_job WHERE id = $1"
+    ))
+    .bind(job_id)
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(|row| Unclaimed {
+        status: row.known_status(),
+        updated_at: row.updated_at,
     }))
+}
+
+/// Fails a job that holds a value this version does not know, with the error naming the
+/// column and the value, guarded by the status read (and our claim token, when the claim
+/// took it). `false`: the job changed meanwhile, nothing was written.
+pub async fn fail_unworkable(pool: &PgPool, job: &Unworkable) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(
+        r#"
+        UPDATE document_output_job
+           SET status = 'failed', last_error = $3, completed_at = now(), updated_at = now()
+         WHERE id = $1 AND status::text = $2 AND ($4::uuid IS NULL OR claim_token = $4)
+        "#,
+    )
+    .bind(job.job_id)
+    .bind(&job.status)
+    .bind(job.to_string())
+    .bind(job.token)
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 /// The heartbeat's liveness touch: moves `updated_at` while this claim still holds the
