@@ -1509,6 +1509,83 @@ async fn a_worker_whose_job_was_taken_over_can_no_longer_change_it(pool: PgPool)
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn an_audit_insert_racing_a_take_over_waits_for_it_and_exports_nothing(pool: PgPool) {
+    let env = setup(pool).await;
+    accepted("task-never").expect(0).mount(&env.maesn).await;
+    let job_id = enqueued(&env).await;
+    let stale = Duration::from_secs(600);
+    let a = worker::claim(&env.pool, job_id.into(), stale)
+        .await
+        .unwrap()
+        .unwrap();
+    make_stale(&env, job_id).await;
+    // B takes the stale job over in a transaction that has not committed yet when A,
+    // alive after all, writes its audit: A's snapshot still shows its own token.
+    let mut b = env.pool.begin().await.unwrap();
+    let taken = sqlx::query(
+        "UPDATE document_output_job SET claim_token = gen_random_uuid(), updated_at = now() \
+         WHERE id = $1 AND status = 'running'",
+    )
+    .bind(job_id)
+    .execute(&mut *b)
+    .await
+    .unwrap();
+    assert_eq!(taken.rows_affected(), 1);
+    let exporting = {
+        let (pool, s3, maesn, settings) = (
+            env.pool.clone(),
+            env.s3.clone(),
+            env.deps.maesn.clone(),
+            env.deps.settings.clone(),
+        );
+        tokio::spawn(async move {
+            let attempt = worker::Attempt {
+                deadline: None,
+                final_receive: false,
+            };
+            worker::export(&pool, &s3, &maesn, &settings, &a, attempt).await
+        })
+    };
+    // A either waits for B's row lock (the guard) or has already called Maesn.
+    tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let waiting: i64 = sqlx::query_scalar(
+                r#"SELECT count(*) FROM pg_stat_activity
+                    WHERE wait_event_type = 'Lock' AND datname = current_database()"#,
+            )
+            .fetch_one(&env.pool)
+            .await
+            .unwrap();
+            let called = !env
+                .maesn
+                .received_requests()
+                .await
+                .unwrap_or_default()
+                .is_empty();
+            if waiting > 0 || called || exporting.is_finished() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("A reaches its audit insert");
+    b.commit().await.unwrap();
+
+    let outcome = exporting.await.unwrap().unwrap();
+
+    assert_eq!(outcome, worker::ExportOutcome::ClaimLost);
+    assert!(
+        env.maesn.received_requests().await.unwrap().is_empty(),
+        "A must not call Maesn for a job B holds"
+    );
+    assert!(
+        env.audits(env.tenant.document_id).await.is_empty(),
+        "A wrote no audit"
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_task_id_maesn_gives_after_the_job_was_taken_over_is_kept_on_the_audit(pool: PgPool) {
     let env = setup(pool).await;
     accepted_after("task-late", Duration::from_millis(1500))

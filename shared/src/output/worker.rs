@@ -763,7 +763,10 @@ pub async fn export<C: DatevConnector>(
     let (request_payload, payload_hash) = payload_of(&proposal);
     // Committed before the call, and only while the claim holds: if this worker dies
     // during the call, recovery finds an audit without a task id and records the export
-    // as in doubt instead of exporting twice.
+    // as in doubt instead of exporting twice. `FOR UPDATE` makes the guard hold against a
+    // take-over in flight: a plain read would see the job as this statement's snapshot
+    // has it (still ours) while another worker's claim is about to commit; locking the
+    // row waits for that claim and checks the token again on the row it wrote.
     let audit_id: Option<Uuid> = sqlx::query_scalar(
         r#"
         INSERT INTO ap_datev_export_audit
@@ -771,6 +774,7 @@ pub async fn export<C: DatevConnector>(
         SELECT j.tenant_id, j.document_id, j.id, 'requested', $3, $4
           FROM document_output_job j
          WHERE j.id = $1 AND j.status = 'running' AND j.claim_token = $2
+           FOR UPDATE OF j
         RETURNING id
         "#,
     )
