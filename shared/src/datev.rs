@@ -31,6 +31,8 @@
 //! key (`X-ACCOUNT-KEY`) is the `account_key` of its own secret
 //! `DATEV_CREDENTIALS_PREFIX` + tenant id. Both are [`SecretString`]s read through the
 //! cached secret stores on each call and never logged; the database holds neither.
+//! A 401 or 403 makes the client read both secrets again and, only when a key there
+//! changed (rotated since it was cached), repeat the request once with the new keys.
 
 use std::fmt::Write as _;
 use std::future::Future;
@@ -381,15 +383,69 @@ impl MaesnClient {
 
     /// Sends one request with both keys; returns the status, the body and the parsed
     /// `Retry-After` for [`read_created_task`] / [`read_task_state`] to read.
+    ///
+    /// A 401 or 403 may mean a key was rotated since it was cached (the old one revoked):
+    /// the secrets are read again and, only when a key there changed, the request is
+    /// repeated once with the new keys. Maesn refused to act on the first request, so the
+    /// repeat cannot book twice. Otherwise the refusal is returned as it was.
     async fn send(
         &self,
         operation: &'static str,
-        request: reqwest::RequestBuilder,
+        request: impl Fn() -> Result<reqwest::RequestBuilder, DatevError>,
         account: &DatevAccount,
     ) -> Result<(u16, String, Option<Duration>), DatevError> {
         // Both keys before the request: a secret that cannot be read is a refusal.
         let api_key = self.api_key().await?;
         let account_key = self.account_key(account.tenant_id).await?;
+        let answer = self
+            .send_with(operation, request()?, account, &api_key, &account_key)
+            .await?;
+        if !matches!(answer.0, 401 | 403) {
+            return Ok(answer);
+        }
+        let tenant = account.tenant_id.to_string();
+        // Both, not short-circuited: either key may be the rotated one.
+        let (api_forgotten, account_forgotten) =
+            tokio::join!(self.secrets.refresh(), self.credentials.refresh(&tenant));
+        if !api_forgotten && !account_forgotten {
+            return Ok(answer);
+        }
+        let fresh_api_key = self.api_key().await?;
+        let fresh_account_key = self.account_key(account.tenant_id).await?;
+        if fresh_api_key.expose_secret() == api_key.expose_secret()
+            && fresh_account_key.expose_secret() == account_key.expose_secret()
+        {
+            tracing::error!(
+                status = answer.0,
+                operation,
+                "Maesn refuses the keys in the secrets"
+            );
+            return Ok(answer);
+        }
+        tracing::warn!(
+            status = answer.0,
+            operation,
+            "Maesn refused its keys; repeating the request once with the keys now in the secrets"
+        );
+        self.send_with(
+            operation,
+            request()?,
+            account,
+            &fresh_api_key,
+            &fresh_account_key,
+        )
+        .await
+    }
+
+    /// One request with these keys.
+    async fn send_with(
+        &self,
+        operation: &'static str,
+        request: reqwest::RequestBuilder,
+        account: &DatevAccount,
+        api_key: &SecretString,
+        account_key: &SecretString,
+    ) -> Result<(u16, String, Option<Duration>), DatevError> {
         let started = std::time::Instant::now();
         let response = request
             .header("X-API-KEY", api_key.expose_secret())
@@ -523,30 +579,33 @@ fn path_segment(segment: &str) -> String {
 
 impl DatevConnector for MaesnClient {
     async fn create_booking_proposal(&self, p: &BookingProposal) -> Result<String, DatevError> {
-        let file = reqwest::multipart::Part::stream_with_length(
-            reqwest::Body::from(p.file.bytes.clone()),
-            p.file.bytes.len() as u64,
-        )
-        .file_name(p.file.file_name.clone())
-        .mime_str(&p.file.mime_type)
-        .map_err(|source| DatevError::Transport {
-            operation: CREATE,
-            source,
-        })?;
-        let json_part = |value: &serde_json::Value| {
-            reqwest::multipart::Part::text(value.to_string())
-                .mime_str("application/json")
-                .expect("application/json is a valid mime type")
+        // A multipart body is a stream: a repeated request (keys rotated) builds it anew
+        // from the bytes in memory.
+        let request = || {
+            let file = reqwest::multipart::Part::stream_with_length(
+                reqwest::Body::from(p.file.bytes.clone()),
+                p.file.bytes.len() as u64,
+            )
+            .file_name(p.file.file_name.clone())
+            .mime_str(&p.file.mime_type)
+            .map_err(|source| DatevError::Transport {
+                operation: CREATE,
+                source,
+            })?;
+            let json_part = |value: &serde_json::Value| {
+                reqwest::multipart::Part::text(value.to_string())
+                    .mime_str("application/json")
+                    .expect("application/json is a valid mime type")
+            };
+            let form = reqwest::multipart::Form::new()
+                .part("bookingProposal", json_part(&p.proposal))
+                .text("bookingType", p.booking_type.clone())
+                .part("folderManagement", json_part(&p.folder_management))
+                .part("files", file);
+            let url = format!("{}/accounting/bookingProposals/async", self.base_url);
+            Ok(self.http.post(url).multipart(form))
         };
-        let form = reqwest::multipart::Form::new()
-            .part("bookingProposal", json_part(&p.proposal))
-            .text("bookingType", p.booking_type.clone())
-            .part("folderManagement", json_part(&p.folder_management))
-            .part("files", file);
-        let url = format!("{}/accounting/bookingProposals/async", self.base_url);
-        let (status, body, retry_after) = self
-            .send(CREATE, self.http.post(url).multipart(form), &p.account)
-            .await?;
+        let (status, body, retry_after) = self.send(CREATE, request, &p.account).await?;
         read_created_task(status, &body, retry_after)
     }
 
@@ -566,7 +625,8 @@ impl DatevConnector for MaesnClient {
             self.base_url,
             path_segment(task_id)
         );
-        let (status, body, retry_after) = self.send(TASK, self.http.get(url), account).await?;
+        let (status, body, retry_after) =
+            self.send(TASK, || Ok(self.http.get(&url)), account).await?;
         read_task_state(status, &body, retry_after)
     }
 }

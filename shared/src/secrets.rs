@@ -95,6 +95,7 @@ impl SecretStore {
     /// TTL.
     pub fn family(&self, prefix: impl Into<String>) -> SecretFamily {
         SecretFamily::new(self.client.clone(), prefix, self.ttl)
+            .with_refresh_min_age(self.refresh_min_age)
     }
 
     /// The value under `key`. Fails with [`SecretError::MissingKey`] when the secret has
@@ -115,7 +116,7 @@ impl SecretStore {
     }
 
     /// How old a cached value must be before [`SecretStore::refresh`] forgets it
-    /// (default 10 s).
+    /// (default 10 s; a [`SecretStore::family`] made afterwards inherits it).
     pub fn with_refresh_min_age(mut self, min_age: Duration) -> Self {
         self.refresh_min_age = min_age;
         self
@@ -191,6 +192,7 @@ pub struct SecretFamily {
     client: aws_sdk_secretsmanager::Client,
     prefix: String,
     ttl: Duration,
+    refresh_min_age: Duration,
     members: std::sync::Mutex<HashMap<String, Arc<SecretStore>>>,
 }
 
@@ -204,8 +206,15 @@ impl SecretFamily {
             client,
             prefix: prefix.into(),
             ttl,
+            refresh_min_age: Duration::from_secs(10),
             members: std::sync::Mutex::default(),
         }
+    }
+
+    /// Like [`SecretStore::with_refresh_min_age`], for every member.
+    pub fn with_refresh_min_age(mut self, min_age: Duration) -> Self {
+        self.refresh_min_age = min_age;
+        self
     }
 
     /// The secret name of `member`.
@@ -216,19 +225,25 @@ impl SecretFamily {
     /// The value under `key` in `member`'s secret. Fails like [`SecretStore::get`]; a
     /// member without a secret is [`SecretError::NotFound`] (permanent).
     pub async fn get(&self, member: &str, key: &str) -> Result<SecretString, SecretError> {
-        let store = self
-            .members
+        self.member(member).get(key).await
+    }
+
+    /// [`SecretStore::refresh`] of `member`'s secret.
+    pub async fn refresh(&self, member: &str) -> bool {
+        self.member(member).refresh().await
+    }
+
+    fn member(&self, member: &str) -> Arc<SecretStore> {
+        self.members
             .lock()
             .expect("secret family cache poisoned")
             .entry(member.to_owned())
             .or_insert_with(|| {
-                Arc::new(SecretStore::new(
-                    self.client.clone(),
-                    self.secret_id(member),
-                    self.ttl,
-                ))
+                Arc::new(
+                    SecretStore::new(self.client.clone(), self.secret_id(member), self.ttl)
+                        .with_refresh_min_age(self.refresh_min_age),
+                )
             })
-            .clone();
-        store.get(key).await
+            .clone()
     }
 }

@@ -1508,6 +1508,175 @@ async fn a_worker_whose_job_was_taken_over_can_no_longer_change_it(pool: PgPool)
     );
 }
 
+/// Claims `job_id` and exports it with `maesn`.
+async fn export_with(
+    env: &OutputEnv,
+    maesn: &docflow::datev::MaesnClient,
+    job_id: Uuid,
+) -> worker::ExportOutcome {
+    let claim = worker::claim(&env.pool, job_id.into(), Duration::from_secs(600))
+        .await
+        .unwrap()
+        .expect("claimable");
+    let attempt = worker::Attempt {
+        deadline: None,
+        final_receive: false,
+    };
+    worker::export(
+        &env.pool,
+        &env.s3,
+        maesn,
+        &env.deps.settings,
+        &claim,
+        attempt,
+    )
+    .await
+    .unwrap()
+}
+
+/// A warm instance caches Maesn's keys (TTL 300 s); when one is rotated and the old one
+/// revoked, Maesn answers 401 until the cache expires. Classified permanent, each export
+/// in that window failed for good and told the admins.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn rotated_maesn_keys_are_read_again_and_the_request_repeated_once(pool: PgPool) {
+    let env = setup(pool).await;
+    let store = docflow::secrets::SecretStore::new(
+        env.secrets.clone(),
+        &env.app_secret_id,
+        Duration::from_secs(300),
+    )
+    .with_refresh_min_age(Duration::ZERO);
+    let maesn = docflow::datev::MaesnClient::new(
+        &docflow::datev::MaesnConfig {
+            base_url: env.maesn.uri(),
+            timeout: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(1),
+            credentials_prefix: env.credentials_prefix.clone(),
+        },
+        Arc::new(store),
+    )
+    .unwrap();
+    let with_keys = |api: &str, account: &str, task: &str| {
+        Mock::given(method("POST"))
+            .and(path(CREATE))
+            .and(header("X-API-KEY", api))
+            .and(header("X-ACCOUNT-KEY", account))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+                "meta": { "warnings": [] },
+                "data": { "taskId": task }
+            })))
+            .with_priority(1)
+    };
+    with_keys(API_KEY, ACCOUNT_KEY, "task-warm")
+        .up_to_n_times(1)
+        .mount(&env.maesn)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(CREATE))
+        .respond_with(ResponseTemplate::new(401).set_body_json(json!({
+            "error": { "code": "UNAUTHORIZED", "message": "invalid X-API-KEY" }
+        })))
+        .with_priority(2)
+        .mount(&env.maesn)
+        .await;
+    let warm = enqueued(&env).await;
+    assert!(matches!(
+        export_with(&env, &maesn, warm).await,
+        worker::ExportOutcome::Dispatched { .. }
+    ));
+    // Rotated: the app's API key, then the tenant's account key; old ones revoked.
+    env.secrets
+        .put_secret_value()
+        .secret_id(&env.app_secret_id)
+        .secret_string(json!({ "maesn_api_key": "maesn-key-2" }).to_string())
+        .send()
+        .await
+        .unwrap();
+    with_keys("maesn-key-2", ACCOUNT_KEY, "task-after-api-key")
+        .up_to_n_times(1)
+        .mount(&env.maesn)
+        .await;
+    let (_, after_api_key) = enqueued_document(&env).await;
+    let before = env.maesn.received_requests().await.unwrap().len();
+
+    let outcome = export_with(&env, &maesn, after_api_key).await;
+
+    assert!(
+        matches!(&outcome, worker::ExportOutcome::Dispatched { task_id, .. } if task_id == "task-after-api-key"),
+        "{outcome:?}"
+    );
+    let sent = env.maesn.received_requests().await.unwrap().len() - before;
+    assert_eq!(
+        sent, 2,
+        "refused once with the old key, repeated once with the new"
+    );
+
+    env.secrets
+        .put_secret_value()
+        .secret_id(format!(
+            "{}{}",
+            env.credentials_prefix, env.tenant.tenant_id
+        ))
+        .secret_string(json!({ "account_key": "account-key-2" }).to_string())
+        .send()
+        .await
+        .unwrap();
+    with_keys("maesn-key-2", "account-key-2", "task-after-account-key")
+        .up_to_n_times(1)
+        .mount(&env.maesn)
+        .await;
+    let (_, after_account_key) = enqueued_document(&env).await;
+
+    assert!(matches!(
+        export_with(&env, &maesn, after_account_key).await,
+        worker::ExportOutcome::Dispatched { task_id, .. } if task_id == "task-after-account-key"
+    ));
+}
+
+/// A key Maesn refuses that nobody rotated is one request, failed as before (no loop).
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_refused_key_that_was_not_rotated_is_not_sent_again(pool: PgPool) {
+    let env = setup(pool).await;
+    let store = docflow::secrets::SecretStore::new(
+        env.secrets.clone(),
+        &env.app_secret_id,
+        Duration::from_secs(300),
+    )
+    .with_refresh_min_age(Duration::ZERO);
+    let maesn = docflow::datev::MaesnClient::new(
+        &docflow::datev::MaesnConfig {
+            base_url: env.maesn.uri(),
+            timeout: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(1),
+            credentials_prefix: env.credentials_prefix.clone(),
+        },
+        Arc::new(store),
+    )
+    .unwrap();
+    Mock::given(method("POST"))
+        .and(path(CREATE))
+        .respond_with(ResponseTemplate::new(403).set_body_json(json!({
+            "error": { "code": "FORBIDDEN", "message": "no access to this company" }
+        })))
+        .expect(1)
+        .mount(&env.maesn)
+        .await;
+    let job = enqueued(&env).await;
+
+    let outcome = export_with(&env, &maesn, job).await;
+
+    assert!(
+        matches!(
+            outcome,
+            worker::ExportOutcome::Failed {
+                in_doubt: false,
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
+}
+
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn an_audit_insert_racing_a_take_over_waits_for_it_and_exports_nothing(pool: PgPool) {
     let env = setup(pool).await;
