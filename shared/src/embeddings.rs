@@ -117,6 +117,8 @@ pub enum EmbeddingError {
         got: usize,
         expected: u32,
     },
+    #[error("could not read the embeddings API key from the secret")]
+    Key(#[source] crate::secrets::SecretError),
 }
 
 impl Classify for EmbeddingError {
@@ -128,6 +130,7 @@ impl Classify for EmbeddingError {
             }
             EmbeddingError::Status { status, .. } => classify_http_status(*status),
             EmbeddingError::Envelope(_) => RetryClass::Transient,
+            EmbeddingError::Key(e) => e.retry_class(),
         }
     }
 }
@@ -141,8 +144,19 @@ pub struct EmbeddingClient {
     model: String,
     dimensions: u32,
     send_dimensions: bool,
-    api_key: Option<SecretString>,
+    key: Key,
     retry: RetryPolicy,
+}
+
+/// Where the API key comes from.
+#[derive(Debug, Clone)]
+enum Key {
+    /// Given once (the CLI, tests), or none (a local server without authentication).
+    Fixed(Option<SecretString>),
+    /// Read from the secret on each call (`embeddings_api_key`, else `openai_api_key`;
+    /// cached by the store's TTL), so a rotated key is picked up; a refused key makes the
+    /// store fetch the secret again once.
+    Secret(SecretStore),
 }
 
 impl EmbeddingClient {
@@ -164,7 +178,7 @@ impl EmbeddingClient {
             model: settings.model.clone(),
             dimensions: settings.dimensions,
             send_dimensions: settings.send_dimensions,
-            api_key,
+            key: Key::Fixed(api_key),
             retry: settings.retry,
         }))
     }
@@ -178,11 +192,40 @@ impl EmbeddingClient {
         if !settings.enabled {
             return Ok(None);
         }
-        let api_key = match secrets.get_optional("embeddings_api_key").await? {
-            Some(key) => Some(key),
-            None => secrets.get_optional("openai_api_key").await?,
-        };
-        Ok(EmbeddingClient::new(settings, api_key)?)
+        let client = EmbeddingClient::new(settings, None)?.map(|client| EmbeddingClient {
+            key: Key::Secret(secrets.clone()),
+            ..client
+        });
+        if let Some(client) = &client {
+            // Read once at the cold start too: a secret that cannot be read fails the
+            // start, not the first document.
+            client.api_key().await?;
+        }
+        Ok(client)
+    }
+
+    async fn api_key(&self) -> Result<Option<SecretString>, EmbeddingError> {
+        match &self.key {
+            Key::Fixed(key) => Ok(key.clone()),
+            Key::Secret(store) => {
+                let read = |name| store.get_optional(name);
+                match read("embeddings_api_key")
+                    .await
+                    .map_err(EmbeddingError::Key)?
+                {
+                    Some(key) => Ok(Some(key)),
+                    None => read("openai_api_key").await.map_err(EmbeddingError::Key),
+                }
+            }
+        }
+    }
+
+    /// Forgets the cached secret (when the key comes from one and was not just fetched).
+    async fn refresh_key(&self) -> bool {
+        match &self.key {
+            Key::Secret(store) => store.refresh().await,
+            Key::Fixed(_) => false,
+        }
     }
 
     /// The model name stored beside each embedding: a document embedded by another model
@@ -195,8 +238,39 @@ impl EmbeddingClient {
         self.dimensions
     }
 
-    /// One request, no retry.
+    /// One request, no retry; repeated once with the key now in the secret when the
+    /// server refuses the key (401/403) and the secret holds another one (rotated).
     pub async fn embed_once(&self, text: &str) -> Result<Vec<f32>, EmbeddingError> {
+        let key = self.api_key().await?;
+        match self.request(text, key.as_ref()).await {
+            Err(
+                refused @ EmbeddingError::Status {
+                    status: 401 | 403, ..
+                },
+            ) if self.refresh_key().await => {
+                let fresh = self.api_key().await?;
+                let changed = match (&key, &fresh) {
+                    (Some(a), Some(b)) => a.expose_secret() != b.expose_secret(),
+                    (a, b) => a.is_some() != b.is_some(),
+                };
+                if !changed {
+                    tracing::error!("the embeddings server refuses the API key in the secret");
+                    return Err(refused);
+                }
+                tracing::warn!(
+                    "the embeddings server refused its API key; retrying once with the key now in the secret"
+                );
+                self.request(text, fresh.as_ref()).await
+            }
+            other => other,
+        }
+    }
+
+    async fn request(
+        &self,
+        text: &str,
+        api_key: Option<&SecretString>,
+    ) -> Result<Vec<f32>, EmbeddingError> {
         let url = format!("{}/v1/embeddings", self.base_url);
         let mut body = json!({
             "model": self.model,
@@ -207,7 +281,7 @@ impl EmbeddingClient {
             body["dimensions"] = json!(self.dimensions);
         }
         let mut request = self.http.post(&url).json(&body);
-        if let Some(key) = &self.api_key {
+        if let Some(key) = api_key {
             request = request.bearer_auth(key.expose_secret());
         }
         let transport = |source| EmbeddingError::Transport {

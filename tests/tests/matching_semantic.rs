@@ -416,3 +416,101 @@ async fn nearest_neighbour_plan_at_100k_documents_of_one_tenant(pool: PgPool) {
         "{plan}"
     );
 }
+
+/// The embeddings key was read once per cold start: after a rotation that revoked the
+/// old key, every warm instance got 401 (permanent) and failed each matching for good.
+#[tokio::test]
+async fn a_rotated_embeddings_key_is_read_again_and_the_request_repeated_once() {
+    let server = MockServer::start().await;
+    let with_key = |key: &str| {
+        Mock::given(method("POST"))
+            .and(path("/v1/embeddings"))
+            .and(wiremock::matchers::header(
+                "authorization",
+                format!("Bearer {key}").as_str(),
+            ))
+            .respond_with(answer)
+            .with_priority(1)
+    };
+    with_key("sk-old").up_to_n_times(1).mount(&server).await;
+    with_key("sk-new").mount(&server).await;
+    Mock::given(method("POST"))
+        .and(path("/v1/embeddings"))
+        .respond_with(ResponseTemplate::new(401).set_body_json(json!({
+            "error": {
+                "message": "Incorrect API key provided.",
+                "type": "invalid_request_error",
+                "code": "invalid_api_key"
+            }
+        })))
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    let secrets = aws_sdk_secretsmanager::Client::new(&docflow_tests::aws().await);
+    let secret_id = docflow_tests::unique("docflow-test/embeddings");
+    secrets
+        .create_secret()
+        .name(&secret_id)
+        .secret_string(json!({ "openai_api_key": "sk-old" }).to_string())
+        .send()
+        .await
+        .unwrap();
+    let store = docflow::secrets::SecretStore::new(
+        secrets.clone(),
+        &secret_id,
+        std::time::Duration::from_secs(300),
+    )
+    .with_refresh_min_age(std::time::Duration::ZERO);
+    let env = docflow::settings::Env::new(|_| None);
+    let settings = EmbeddingSettings {
+        enabled: true,
+        model: "text-embedding-3-small".to_owned(),
+        base_url: server.uri(),
+        dimensions: DIMENSIONS,
+        retry: RetryPolicy::with_base_delay(std::time::Duration::from_millis(10)),
+        ..EmbeddingSettings::from_env(&env).unwrap()
+    };
+    let client = EmbeddingClient::from_secret(&settings, &store)
+        .await
+        .unwrap()
+        .unwrap();
+    client.embed_once("Muster GmbH Rechnung").await.unwrap();
+    // Rotated, the old key revoked; the warm client still has it cached.
+    secrets
+        .put_secret_value()
+        .secret_id(&secret_id)
+        .secret_string(json!({ "openai_api_key": "sk-new" }).to_string())
+        .send()
+        .await
+        .unwrap();
+
+    let after = client.embed_once("Muster GmbH Rechnung").await;
+
+    assert!(after.is_ok(), "{after:?}");
+    assert_eq!(requests(&server).await.len(), 3, "ok, refused, repeated");
+    // A key the server refuses that nobody rotated: re-read, unchanged, one request.
+    secrets
+        .put_secret_value()
+        .secret_id(&secret_id)
+        .secret_string(json!({ "openai_api_key": "sk-revoked" }).to_string())
+        .send()
+        .await
+        .unwrap();
+    let cold_store = docflow::secrets::SecretStore::new(
+        secrets.clone(),
+        &secret_id,
+        std::time::Duration::from_secs(300),
+    )
+    .with_refresh_min_age(std::time::Duration::ZERO);
+    let fresh = EmbeddingClient::from_secret(&settings, &cold_store)
+        .await
+        .unwrap()
+        .unwrap();
+    let before = requests(&server).await.len();
+    let refused = fresh.embed_once("a key nobody rotated").await;
+    assert!(
+        refused.as_ref().is_err_and(|e| !e.is_transient()),
+        "{refused:?}"
+    );
+    assert_eq!(requests(&server).await.len() - before, 1);
+}
