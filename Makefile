@@ -93,9 +93,11 @@ lint:
 	cargo clippy --workspace --all-targets -- -D warnings
 
 ## fuzz: the long, coverage-guided run of one fuzz target with cargo fuzz on the stable
-## toolchain (docs/reliability.md); FUZZ_TARGET (default rules_pdf), FUZZ_SECONDS (3600)
+## toolchain (docs/reliability.md); FUZZ_TARGET (default rules_pdf), FUZZ_SECONDS (3600),
+## FUZZ_FLAGS (e.g. "-s none": no AddressSanitizer, a faster build and run)
 FUZZ_TARGET ?= rules_pdf
 FUZZ_SECONDS ?= 3600
+FUZZ_FLAGS ?=
 fuzz:
 	command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
-	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run $(FUZZ_TARGET) -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096
+	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run $(FUZZ_FLAGS) $(FUZZ_TARGET) -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096

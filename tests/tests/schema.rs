@@ -254,3 +254,29 @@ async fn a_document_is_approved_only_when_all_its_steps_are(pool: PgPool) {
         .unwrap();
     assert!(approved().await);
 }
+
+/// The labels of a Postgres enum type, in order.
+async fn labels(pool: &PgPool, type_name: &str) -> Vec<String> {
+    sqlx::query_scalar(&format!(
+        "SELECT unnest(enum_range(NULL::{type_name}))::text"
+    ))
+    .fetch_all(pool)
+    .await
+    .unwrap()
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn every_label_the_migrations_give_the_output_job_enums_is_known_to_the_worker(pool: PgPool) {
+    use docflow::output::{Domain, JobStatus, Trigger};
+    // The worker fails a job holding a label it does not know (one the application added
+    // later): a label added by a migration must be taught to it in the same change.
+    for label in labels(&pool, "document_output_status").await {
+        assert!(JobStatus::from_label(&label).is_some(), "status {label}");
+    }
+    for label in labels(&pool, "document_output_domain").await {
+        assert!(Domain::from_label(&label).is_some(), "domain {label}");
+    }
+    for label in labels(&pool, "document_output_trigger").await {
+        assert!(Trigger::from_label(&label).is_some(), "trigger {label}");
+    }
+}
