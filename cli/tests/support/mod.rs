@@ -232,6 +232,8 @@ impl Intercept for TimeWarp {
 pub struct TcpProxy {
     pub port: u16,
     down: AtomicBool,
+    /// Refuse the next connection even while up (then let connections through again).
+    refuse_next: AtomicBool,
     connections: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     pub refused: AtomicU64,
     pub cut: AtomicU64,
@@ -252,6 +254,7 @@ impl TcpProxy {
         let proxy = Arc::new(TcpProxy {
             port,
             down: AtomicBool::new(false),
+            refuse_next: AtomicBool::new(false),
             connections: Mutex::new(Vec::new()),
             refused: AtomicU64::new(0),
             cut: AtomicU64::new(0),
@@ -263,7 +266,7 @@ impl TcpProxy {
                 let Ok((mut client, _)) = listener.accept().await else {
                     continue;
                 };
-                if me.down.load(Ordering::SeqCst) {
+                if me.down.load(Ordering::SeqCst) || me.refuse_next.swap(false, Ordering::SeqCst) {
                     me.refused.fetch_add(1, Ordering::SeqCst);
                     drop(client);
                     continue;
@@ -281,6 +284,11 @@ impl TcpProxy {
             }
         });
         proxy
+    }
+
+    /// Refuses the next connection whenever it comes, even while up.
+    pub fn refuse_next(&self) {
+        self.refuse_next.store(true, Ordering::SeqCst);
     }
 
     /// Closes every connection and refuses new ones (`true`), or lets them through again.
@@ -1449,6 +1457,10 @@ pub async fn run(profile: Profile) -> Soak {
     };
     let slack_task = profile.slack_outages.then(|| {
         let proxy = slack_proxy.clone();
+        // The first notice meets a refusal whenever it is sent, so a run with any notice
+        // at all takes the refused path (the windows below alone miss it when the only
+        // notices fall into the second in four that is up).
+        proxy.refuse_next();
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(Duration::from_secs(1)).await;
