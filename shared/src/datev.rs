@@ -54,7 +54,7 @@ fn classify_maesn_status(status: u16) -> RetryClass {
         _ => classify_http_status(status),
     }
 }
-use crate::secrets::{SecretError, SecretFamily, SecretStore};
+use crate::secrets::{SecretError, SecretFamily, SecretStore, key_changed};
 use crate::settings::{Env, SettingsError};
 
 /// The secret store key holding Maesn's `X-API-KEY`.
@@ -412,8 +412,8 @@ impl MaesnClient {
         }
         let fresh_api_key = self.api_key().await?;
         let fresh_account_key = self.account_key(account.tenant_id).await?;
-        if fresh_api_key.expose_secret() == api_key.expose_secret()
-            && fresh_account_key.expose_secret() == account_key.expose_secret()
+        if !key_changed(Some(&api_key), Some(&fresh_api_key))
+            && !key_changed(Some(&account_key), Some(&fresh_account_key))
         {
             tracing::error!(
                 status = answer.0,

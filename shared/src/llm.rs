@@ -268,11 +268,7 @@ impl LlmClient {
                 },
             ) if self.refresh_key().await => {
                 let fresh = self.api_key().await?;
-                let changed = match (&key, &fresh) {
-                    (Some(a), Some(b)) => a.expose_secret() != b.expose_secret(),
-                    (a, b) => a.is_some() != b.is_some(),
-                };
-                if !changed {
+                if !crate::secrets::key_changed(key.as_ref(), fresh.as_ref()) {
                     tracing::error!("the LLM refuses the API key in the secret");
                     return Err(refused);
                 }

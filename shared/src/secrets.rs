@@ -59,6 +59,16 @@ impl Classify for SecretError {
     }
 }
 
+/// Whether a key read again after a refusal differs from the one refused (a rotation):
+/// only then is a refused request worth repeating.
+pub fn key_changed(refused: Option<&SecretString>, fresh: Option<&SecretString>) -> bool {
+    use secrecy::ExposeSecret;
+    match (refused, fresh) {
+        (Some(a), Some(b)) => a.expose_secret() != b.expose_secret(),
+        (a, b) => a.is_some() != b.is_some(),
+    }
+}
+
 type Values = Arc<HashMap<String, SecretString>>;
 
 /// The cached secret. Cheap to clone (clones share the cache); concurrent callers after

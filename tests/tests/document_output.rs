@@ -1534,19 +1534,16 @@ async fn export_with(
     .unwrap()
 }
 
-/// A warm instance caches Maesn's keys (TTL 300 s); when one is rotated and the old one
-/// revoked, Maesn answers 401 until the cache expires. Classified permanent, each export
-/// in that window failed for good and told the admins.
-#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
-async fn rotated_maesn_keys_are_read_again_and_the_request_repeated_once(pool: PgPool) {
-    let env = setup(pool).await;
+/// A Maesn client for this test's secrets whose cached keys may be read again at once
+/// after a refusal (the deployed minimum age is 10 s).
+fn refreshing_maesn(env: &OutputEnv) -> docflow::datev::MaesnClient {
     let store = docflow::secrets::SecretStore::new(
         env.secrets.clone(),
         &env.app_secret_id,
         Duration::from_secs(300),
     )
     .with_refresh_min_age(Duration::ZERO);
-    let maesn = docflow::datev::MaesnClient::new(
+    docflow::datev::MaesnClient::new(
         &docflow::datev::MaesnConfig {
             base_url: env.maesn.uri(),
             timeout: Duration::from_secs(5),
@@ -1555,7 +1552,16 @@ async fn rotated_maesn_keys_are_read_again_and_the_request_repeated_once(pool: P
         },
         Arc::new(store),
     )
-    .unwrap();
+    .unwrap()
+}
+
+/// A warm instance caches Maesn's keys (TTL 300 s); when one is rotated and the old one
+/// revoked, Maesn answers 401 until the cache expires. Classified permanent, each export
+/// in that window failed for good and told the admins.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn rotated_maesn_keys_are_read_again_and_the_request_repeated_once(pool: PgPool) {
+    let env = setup(pool).await;
+    let maesn = refreshing_maesn(&env);
     let with_keys = |api: &str, account: &str, task: &str| {
         Mock::given(method("POST"))
             .and(path(CREATE))
@@ -1637,22 +1643,7 @@ async fn rotated_maesn_keys_are_read_again_and_the_request_repeated_once(pool: P
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_refused_key_that_was_not_rotated_is_not_sent_again(pool: PgPool) {
     let env = setup(pool).await;
-    let store = docflow::secrets::SecretStore::new(
-        env.secrets.clone(),
-        &env.app_secret_id,
-        Duration::from_secs(300),
-    )
-    .with_refresh_min_age(Duration::ZERO);
-    let maesn = docflow::datev::MaesnClient::new(
-        &docflow::datev::MaesnConfig {
-            base_url: env.maesn.uri(),
-            timeout: Duration::from_secs(5),
-            connect_timeout: Duration::from_secs(1),
-            credentials_prefix: env.credentials_prefix.clone(),
-        },
-        Arc::new(store),
-    )
-    .unwrap();
+    let maesn = refreshing_maesn(&env);
     Mock::given(method("POST"))
         .and(path(CREATE))
         .respond_with(ResponseTemplate::new(403).set_body_json(json!({
