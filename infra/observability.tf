@@ -218,6 +218,42 @@ resource "aws_cloudwatch_dashboard" "pipeline" {
           ]
         }
       },
+      {
+        type   = "metric"
+        x      = 0
+        y      = 24
+        width  = 24
+        height = 8
+        properties = {
+          # StageDuration (docs/operations.md): which step of a record got slow.
+          title  = "Where a record's time goes: p90 per stage (ms)"
+          region = var.aws_region
+          stat   = "p90"
+          period = 300
+          view   = "timeSeries"
+          metrics = [
+            [local.metrics_namespace, "StageDuration", "function", "ingestion", "stage", "claim"],
+            [local.metrics_namespace, "StageDuration", "function", "ingestion", "stage", "fetch"],
+            [local.metrics_namespace, "StageDuration", "function", "ingestion", "stage", "transcribe"],
+            [local.metrics_namespace, "StageDuration", "function", "ingestion", "stage", "store_transcription"],
+            [local.metrics_namespace, "StageDuration", "function", "ingestion", "stage", "extract"],
+            [local.metrics_namespace, "StageDuration", "function", "ingestion", "stage", "complete"],
+            [local.metrics_namespace, "StageDuration", "function", "ingestion", "stage", "hand_off"],
+            [local.metrics_namespace, "StageDuration", "function", "matching", "stage", "claim"],
+            [local.metrics_namespace, "StageDuration", "function", "matching", "stage", "normalize"],
+            [local.metrics_namespace, "StageDuration", "function", "matching", "stage", "candidates"],
+            [local.metrics_namespace, "StageDuration", "function", "matching", "stage", "decide"],
+            [local.metrics_namespace, "StageDuration", "function", "matching", "stage", "write"],
+            [local.metrics_namespace, "StageDuration", "function", "document-output", "stage", "claim"],
+            [local.metrics_namespace, "StageDuration", "function", "document-output", "stage", "extend_visibility"],
+            [local.metrics_namespace, "StageDuration", "function", "document-output", "stage", "checks"],
+            [local.metrics_namespace, "StageDuration", "function", "document-output", "stage", "read_file"],
+            [local.metrics_namespace, "StageDuration", "function", "document-output", "stage", "audit"],
+            [local.metrics_namespace, "StageDuration", "function", "document-output", "stage", "maesn"],
+            [local.metrics_namespace, "StageDuration", "function", "document-output", "stage", "complete"],
+          ]
+        }
+      },
     ]
   })
 }

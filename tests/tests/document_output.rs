@@ -196,6 +196,40 @@ async fn a_pending_job_is_exported_through_maesn_and_dispatched_with_the_audit_l
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn an_export_s_time_is_broken_down_by_stage_in_its_metrics(pool: PgPool) {
+    use docflow::telemetry::metrics::{dimension, stages};
+    let env = setup(pool).await;
+    accepted("task-stages").mount(&env.maesn).await;
+    enqueued(&env).await;
+
+    env.deliver(1).await;
+
+    let metrics = docflow_tests::emf::Metrics::of(&env.metrics.lines());
+    for stage in [
+        stages::CLAIM,
+        stages::EXTEND_VISIBILITY,
+        stages::CHECKS,
+        stages::READ_FILE,
+        stages::AUDIT,
+        stages::MAESN,
+        stages::COMPLETE,
+    ] {
+        let of = [
+            (dimension::FUNCTION, document_output::FUNCTION),
+            (dimension::STAGE, stage),
+        ];
+        // CHECKS is timed twice: the audit and eligibility checks, and the export
+        // context read inside the export.
+        let expected = if stage == stages::CHECKS { 2 } else { 1 };
+        assert_eq!(
+            metrics.values(stages::DURATION.name, &of).len(),
+            expected,
+            "{stage}"
+        );
+    }
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn the_maesn_request_on_the_wire_has_both_headers_the_multipart_parts_and_the_file_bytes(
     pool: PgPool,
 ) {

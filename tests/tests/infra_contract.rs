@@ -963,3 +963,16 @@ fn a_dashboard_graph_of_a_metric_the_code_does_not_write_is_reported() {
         &["graphs Stuck, which the code does not write"],
     );
 }
+
+#[test]
+fn a_dashboard_graph_of_a_stage_the_code_does_not_time_is_reported() {
+    let broken = real_infra().replace(
+        "observability.tf",
+        r#""stage", "transcribe""#,
+        r#""stage", "ocr""#,
+    );
+    assert_reported(
+        &violations(&broken),
+        &["graphs StageDuration with dimensions", "\"ocr\""],
+    );
+}

@@ -378,6 +378,29 @@ async fn an_ingestion_s_pages_llm_use_and_quality_gate_failures_reach_its_metric
     ];
     assert_eq!(emf.sum(m::llm::INPUT_TOKENS.name, &anthropic), 2.0 * 1234.0);
     assert_eq!(emf.values(m::llm::LATENCY.name, &anthropic).len(), 2);
+    // Where the records' time went, per stage: both documents up to the extraction;
+    // only the one that passed the quality gate completes and is handed to matching.
+    let stages = |stage| {
+        emf.values(
+            m::stages::DURATION.name,
+            &[
+                (dimension::FUNCTION, ingestion::FUNCTION),
+                (dimension::STAGE, stage),
+            ],
+        )
+        .len()
+    };
+    for (stage, n) in [
+        (m::stages::CLAIM, 2),
+        (m::stages::FETCH, 2),
+        (m::stages::TRANSCRIBE, 2),
+        (m::stages::STORE_TRANSCRIPTION, 2),
+        (m::stages::EXTRACT, 2),
+        (m::stages::COMPLETE, 1),
+        (m::stages::HAND_OFF, 1),
+    ] {
+        assert_eq!(stages(stage), n, "{stage}");
+    }
     assert_eq!(
         emf.sum(m::batch::RECORDS_DONE.name, &function)
             + emf.sum(m::batch::RECORDS_RETRIED.name, &function),
@@ -842,7 +865,7 @@ fn s3_error(status: u16, code: &str, message: &str) -> ResponseTemplate {
 async fn metadata_lost_after_the_transcription_was_stored_is_recorded_by_the_retry(pool: PgPool) {
     let h = harness(pool, Ocr::Native).await;
     let id = Uuid::new_v4();
-    h.seed(id, "pdf", Some(invoice_pdf())).await;
+    let document_id = h.seed(id, "pdf", Some(invoice_pdf())).await;
     Mock::given(method("POST"))
         .and(path("/v1/messages"))
         .respond_with(anthropic_text(&invoice_json().to_string()))
@@ -862,10 +885,29 @@ async fn metadata_lost_after_the_transcription_was_stored_is_recorded_by_the_ret
     assert!(h.object_exists(&stored).await);
     assert_eq!(h.ingestion(id).await.transcription_file_path, None);
     stop_failing_ingestion_updates(&h.pool).await;
+    // The first attempt read the document's file and nothing else: no attempt had been
+    // claimed before, so no transcription could be stored (no GET that can only 404).
+    let reads = |calls: &[docflow_tests::aws_calls::Call]| -> Vec<String> {
+        calls
+            .iter()
+            .filter(|c| c.action == "s3:GetObject")
+            .filter_map(|c| c.target.clone())
+            .collect()
+    };
+    assert_eq!(
+        reads(&h.calls.calls()),
+        vec![format!("documents/{document_id}.pdf")]
+    );
+    let before_retry = h.calls.calls().len();
 
     // The retry reuses the stored transcription (a second message stands in for the
     // redelivery after the backoff).
     let (_, second) = h.deliver(id).await;
+    assert_eq!(
+        reads(&h.calls.calls()[before_retry..]),
+        vec![stored.clone()],
+        "the retry looks for the stored transcription, and needs no file"
+    );
 
     assert!(second.batch_item_failures.is_empty());
     let row = h.ingestion(id).await;
@@ -1318,4 +1360,49 @@ async fn a_refused_llm_key_is_fetched_again_and_the_rotated_one_used(pool: PgPoo
         response.batch_item_failures.is_empty(),
         row.last_error
     );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn the_claim_says_whether_an_earlier_attempt_could_have_stored_a_transcription(pool: PgPool) {
+    use docflow::ids::IngestionId;
+    let h = harness(pool, Ocr::Native).await;
+    let stale = Duration::from_secs(300);
+    let claim = |id: Uuid| {
+        let pool = h.pool.clone();
+        async move {
+            ingestion::claim(&pool, IngestionId(id), stale)
+                .await
+                .unwrap()
+                .expect("claimable")
+        }
+    };
+    let set = |id: Uuid, assignment: &'static str| {
+        let pool = h.pool.clone();
+        async move {
+            sqlx::query(&format!("UPDATE ingestion SET {assignment} WHERE id = $1"))
+                .bind(id)
+                .execute(&pool)
+                .await
+                .unwrap();
+        }
+    };
+
+    // Never claimed: nothing can be stored; the claim also carries the file's key.
+    let fresh = Uuid::new_v4();
+    let document_id = h.seed(fresh, "pdf", None).await;
+    let first = claim(fresh).await;
+    assert!(!first.tried_before);
+    assert_eq!(first.file_path, format!("documents/{document_id}.pdf"));
+
+    // A worker that died: its lease is still set, and stale.
+    let crashed = Uuid::new_v4();
+    h.seed(crashed, "pdf", None).await;
+    set(crashed, "started_at = now() - interval '1 hour'").await;
+    assert!(claim(crashed).await.tried_before);
+
+    // A counted failure released the lease (count_failed_attempt clears started_at).
+    let failed = Uuid::new_v4();
+    h.seed(failed, "pdf", None).await;
+    set(failed, "started_at = NULL, attempt_count = 1").await;
+    assert!(claim(failed).await.tried_before);
 }

@@ -614,6 +614,24 @@ async fn candidates_and_llm_decisions_reach_the_function_s_metrics(pool: PgPool)
     ];
     assert_eq!(emf.values(m::llm::LATENCY.name, &anthropic).len(), 1);
     assert!(emf.sum(m::llm::INPUT_TOKENS.name, &anthropic) > 0.0);
+    // Where the record's time went: each step once.
+    for stage in [
+        m::stages::CLAIM,
+        m::stages::NORMALIZE,
+        m::stages::CANDIDATES,
+        m::stages::DECIDE,
+        m::stages::WRITE,
+    ] {
+        let of = [
+            (dimension::FUNCTION, matching::FUNCTION),
+            (dimension::STAGE, stage),
+        ];
+        assert_eq!(
+            emf.values(m::stages::DURATION.name, &of).len(),
+            1,
+            "{stage}"
+        );
+    }
     assert_eq!(
         emf.sum(m::matching::CLUSTERS_MERGED.name, &function),
         0.0,

@@ -121,7 +121,12 @@ pub async fn process(deps: &Deps, msg: Message) -> Outcome {
     };
     msg.record_entity(&job_id);
     let final_receive = deps.receive_policy.is_final(msg.receive_count);
-    let claim = match worker::claim(&deps.pool, job_id, deps.settings.stale_running).await {
+    let claim = match metrics::stage(
+        metrics::stages::CLAIM,
+        worker::claim(&deps.pool, job_id, deps.settings.stale_running),
+    )
+    .await
+    {
         Ok(Some(claim)) => claim,
         Ok(None) => return unclaimed(deps, &msg, job_id, final_receive).await,
         Err(ClaimError::Unworkable(job)) => {
@@ -143,7 +148,9 @@ pub async fn process(deps: &Deps, msg: Message) -> Outcome {
     tracing::info!(started_at = ?claim.job.started_at, "output job claimed");
     // Seed 002: extend the visibility before starting work, then on every beat (never
     // shortening what the queue's own timeout still gives the message).
-    if let Err(e) = msg.extend_visibility().await {
+    if let Err(e) =
+        metrics::stage(metrics::stages::EXTEND_VISIBILITY, msg.extend_visibility()).await
+    {
         tracing::warn!(error.message = %e, error.cause_chain = ?e, "could not extend visibility before work");
     }
     let pool = &deps.pool;
@@ -266,6 +273,7 @@ async fn unworkable(deps: &Deps, msg: &Message, job: &Unworkable, final_receive:
 async fn work(deps: &Deps, msg: &Message, claim: &Claimed, final_receive: bool) -> Outcome {
     let pool = &deps.pool;
     let job = &claim.job;
+    let checks_started = std::time::Instant::now();
     match worker::linked_audit(pool, job.id).await {
         Ok(Some(audit)) if !audit.allows_new_export() => {
             return match worker::recover(pool, claim, &audit).await {
@@ -332,6 +340,8 @@ async fn work(deps: &Deps, msg: &Message, claim: &Claimed, final_receive: bool) 
             Err(e) => still_running(deps, final_receive, &e),
         };
     }
+
+    metrics::stage_time(metrics::stages::CHECKS, checks_started.elapsed());
 
     let attempt = Attempt {
         deadline: msg

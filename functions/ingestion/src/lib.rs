@@ -260,7 +260,12 @@ pub async fn process(deps: &Deps, message: Message) -> Outcome {
     };
     message.record_entity(&id);
 
-    let claimed = match claim(&deps.pool, id, deps.config.stale_after).await {
+    let claimed = match metrics::stage(
+        metrics::stages::CLAIM,
+        claim(&deps.pool, id, deps.config.stale_after),
+    )
+    .await
+    {
         Ok(Some(claimed)) => claimed,
         Ok(None) => return pipeline::unclaimed(&deps.pool, id, deps.config.stale_after).await,
         Err(e) => {

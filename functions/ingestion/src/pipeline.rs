@@ -23,11 +23,25 @@ pub struct Claimed {
     pub document_id: Uuid,
     pub tenant_id: Uuid,
     pub attempt_count: i32,
+    /// The document's `file_path` (read by the claim, so the record path needs no
+    /// second statement for it).
+    pub file_path: String,
+    /// Whether an earlier attempt was claimed: its lease was still set when this claim
+    /// took over (a worker that died), or a failed attempt was counted (which releases
+    /// the lease). Only then can a transcription be stored already; a first attempt
+    /// skips looking for one (an S3 GET that could only answer 404).
+    pub tried_before: bool,
 }
 
 /// Seed 003's claim: the ingestion is in progress and its lease is free or stale.
 /// `None` when it is unknown, finished, or held by a live worker. Moves `updated_at`,
 /// which the sweeper's threshold reads.
+///
+/// `tried_before` reads the lease as the statement's snapshot saw it; the claim itself
+/// re-checks the row it updates. A claim that committed after that snapshot makes this
+/// one match nothing (its lease is live), and every attempt that ends without finishing
+/// either leaves its lease set (a crash) or counts itself in `attempt_count` (a failure,
+/// [`count_failed_attempt`]): so `false` means no attempt ever got past a claim.
 pub async fn claim(
     pool: &PgPool,
     id: IngestionId,
@@ -37,12 +51,13 @@ pub async fn claim(
         r#"
         UPDATE ingestion i
            SET started_at = now(), updated_at = now()
-          FROM document d
+          FROM document d, (SELECT started_at FROM ingestion WHERE id = $1) before
          WHERE i.id = $1
            AND d.id = i.document_id
            AND i.status = 'in-progress'
            AND (i.started_at IS NULL OR i.started_at < now() - make_interval(secs => $2))
-        RETURNING i.id, i.document_id, d.tenant_id, i.attempt_count
+        RETURNING i.id, i.document_id, d.tenant_id, i.attempt_count, d.file_path,
+                  (before.started_at IS NOT NULL OR i.attempt_count > 0) AS tried_before
         "#,
     )
     .bind(id)
@@ -166,18 +181,16 @@ pub fn document_file(document_id: Uuid, file_path: &str) -> Result<(String, File
 
 /// Runs the pipeline after the claim. Every error is classified.
 pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
+    use metrics::stages;
     let id = IngestionId(claimed.id);
-    let file_path: String = sqlx::query_scalar("SELECT file_path FROM document WHERE id = $1")
-        .bind(claimed.document_id)
-        .fetch_optional(&deps.pool)
-        .await
-        .map_err(Failure::classified)?
-        .ok_or_else(|| {
-            Failure::permanent(anyhow!("document {} does not exist", claimed.document_id))
-        })?;
-    let (key, kind) = document_file(claimed.document_id, &file_path)?;
+    let (key, kind) = document_file(claimed.document_id, &claimed.file_path)?;
 
-    let transcription = match load_cached_transcription(deps, id).await? {
+    let cached = if claimed.tried_before {
+        metrics::stage(stages::FETCH, load_cached_transcription(deps, id)).await?
+    } else {
+        None
+    };
+    let transcription = match cached {
         Some(cached) => {
             tracing::info!(provider = %cached.provider, "reusing the stored transcription");
             // A failure between storing it and recording it left the row without its
@@ -186,11 +199,18 @@ pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
             cached
         }
         None => {
-            let bytes = fetch_file(deps, &key).await?;
-            let transcription =
-                crate::transcribe::transcribe(deps, claimed, kind, &key, bytes).await?;
+            let bytes = metrics::stage(stages::FETCH, fetch_file(deps, &key)).await?;
+            let transcription = metrics::stage(
+                stages::TRANSCRIBE,
+                crate::transcribe::transcribe(deps, claimed, kind, &key, bytes),
+            )
+            .await?;
             count_transcription(&transcription);
-            store_transcription(deps, id, &transcription).await?;
+            metrics::stage(
+                stages::STORE_TRANSCRIPTION,
+                store_transcription(deps, id, &transcription),
+            )
+            .await?;
             transcription
         }
     };
@@ -201,7 +221,11 @@ pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
         )));
     }
 
-    let run = extract(&deps.extractor, transcription.text).await?;
+    let run = metrics::stage(
+        stages::EXTRACT,
+        extract(&deps.extractor, transcription.text),
+    )
+    .await?;
     if !run.extraction.passes_quality_gate() {
         metrics::count(metrics::ingestion::QUALITY_GATE_FAILURES, 1);
         let reason = quality_gate_failure(&run.extraction);
@@ -213,7 +237,7 @@ pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
         });
     }
 
-    let completed = complete(&deps.pool, claimed, &run)
+    let completed = metrics::stage(stages::COMPLETE, complete(&deps.pool, claimed, &run))
         .await
         .map_err(Failure::classified)?;
     let Some(kind) = completed else {
@@ -221,7 +245,11 @@ pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
         return Ok(());
     };
     if kind.is_matchable() {
-        send_to_matching(deps, claimed.document_id).await;
+        metrics::stage(
+            stages::HAND_OFF,
+            send_to_matching(deps, claimed.document_id),
+        )
+        .await;
     }
     tracing::info!(model = %run.model, document_type = kind.as_str(), "ingestion completed");
     Ok(())

@@ -109,7 +109,12 @@ pub async fn process(deps: &Deps, msg: Message) -> Outcome {
     msg.record_entity(&id);
     msg.record_document(&id);
 
-    let doc = match status::claim(&deps.pool, id.0, msg.sent_at).await {
+    let doc = match metrics::stage(
+        metrics::stages::CLAIM,
+        status::claim(&deps.pool, id.0, msg.sent_at),
+    )
+    .await
+    {
         Ok(Claim::Claimed(doc)) => {
             msg.record_tenant(&doc.tenant_id);
             doc

@@ -302,10 +302,14 @@ pub async fn match_document_with(
         }
     };
 
+    use metrics::stages;
     let normalized = normalize::normalize(&doc.structured_data, doc.doc_type);
-    status::save_normalized(pool, doc.id, &normalized)
-        .await
-        .map_err(db("persist the normalised fields"))?;
+    metrics::stage(
+        stages::NORMALIZE,
+        status::save_normalized(pool, doc.id, &normalized),
+    )
+    .await
+    .map_err(db("persist the normalised fields"))?;
 
     let query = candidates::Query {
         tenant_id: doc.tenant_id,
@@ -319,6 +323,7 @@ pub async fn match_document_with(
             .date
             .unwrap_or_else(|| chrono::Utc::now().date_naive()),
     };
+    let candidates_started = std::time::Instant::now();
     let mut found = candidates::find_candidates(pool, &query, config.max_candidates)
         .await
         .map_err(db("search for candidates"))?;
@@ -353,6 +358,7 @@ pub async fn match_document_with(
             semantic::merge(&mut found, &similarities, neighbours);
         }
     }
+    metrics::stage_time(stages::CANDIDATES, candidates_started.elapsed());
 
     let source_side = score::Side {
         doc_type: doc.doc_type,
@@ -388,12 +394,15 @@ pub async fn match_document_with(
         tracing::debug!(candidate = %s.id, score = s.score.score, "candidate scored");
     }
 
-    let decisions = decide::decide(
-        llm,
-        &config.thresholds,
-        doc.doc_type,
-        &doc.structured_data,
-        &scored,
+    let decisions = metrics::stage(
+        stages::DECIDE,
+        decide::decide(
+            llm,
+            &config.thresholds,
+            doc.doc_type,
+            &doc.structured_data,
+            &scored,
+        ),
     )
     .await
     .map_err(|source| MatchingError::Llm {
@@ -402,6 +411,7 @@ pub async fn match_document_with(
     })?;
 
     let judged: Vec<Uuid> = found.iter().map(|c| c.id).collect();
+    let write_started = std::time::Instant::now();
     let mut tx = pool
         .begin()
         .await
@@ -420,6 +430,7 @@ pub async fn match_document_with(
         .await
         .map_err(db("mark the document succeeded"))?;
     tx.commit().await.map_err(db("commit the matches"))?;
+    metrics::stage_time(stages::WRITE, write_started.elapsed());
     metrics::count(metrics::matching::CLUSTERS_MERGED, written.merged as u64);
     metrics::count(metrics::matching::CLUSTERS_SPLIT, written.split as u64);
 

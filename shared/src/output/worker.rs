@@ -704,11 +704,13 @@ pub async fn export<C: DatevConnector>(
     claim: &Claimed,
     attempt: Attempt,
 ) -> Result<ExportOutcome, ExportError> {
+    use crate::telemetry::metrics::{self, stages};
     let job = &claim.job;
     let db = |source| ExportError::Database {
         job_id: job.id,
         source,
     };
+    let context_started = std::time::Instant::now();
     let context: Option<ExportContext> = sqlx::query_as(
         r#"
         SELECT d.file_path, d.file_name, d.mime_type, d.structured_data, i.company_id, i.config
@@ -721,16 +723,16 @@ pub async fn export<C: DatevConnector>(
     .fetch_optional(pool)
     .await
     .map_err(db)?;
+    metrics::stage_time(stages::CHECKS, context_started.elapsed());
     let Some(context) = context else {
         let error = super::Ineligible::NoActiveIntegration.to_string();
         return record_job_only(pool, claim, error, false).await.map_err(db);
     };
 
-    let bytes = match settings
+    let read = settings
         .retry
-        .run(|_| read_file(s3, &settings.documents_bucket, &context.file_path))
-        .await
-    {
+        .run(|_| read_file(s3, &settings.documents_bucket, &context.file_path));
+    let bytes = match metrics::stage(stages::READ_FILE, read).await {
         Ok(bytes) => bytes,
         Err(e) => {
             tracing::error!(error.message = %e, error.cause_chain = ?e, "document file unreadable");
@@ -767,6 +769,7 @@ pub async fn export<C: DatevConnector>(
     // take-over in flight: a plain read would see the job as this statement's snapshot
     // has it (still ours) while another worker's claim is about to commit; locking the
     // row waits for that claim and checks the token again on the row it wrote.
+    let audit_started = std::time::Instant::now();
     let audit_id: Option<Uuid> = sqlx::query_scalar(
         r#"
         INSERT INTO ap_datev_export_audit
@@ -785,14 +788,25 @@ pub async fn export<C: DatevConnector>(
     .fetch_optional(pool)
     .await
     .map_err(db)?;
+    metrics::stage_time(stages::AUDIT, audit_started.elapsed());
     let Some(audit_id) = audit_id else {
         return Ok(ExportOutcome::ClaimLost);
     };
 
-    let result = call_maesn(connector, settings, &proposal, audit_id, attempt, needed).await;
+    let result = metrics::stage(
+        stages::MAESN,
+        call_maesn(connector, settings, &proposal, audit_id, attempt, needed),
+    )
+    .await;
 
     match result {
-        Ok(task_id) => record_accepted(pool, settings, claim, audit_id, task_id).await,
+        Ok(task_id) => {
+            metrics::stage(
+                stages::COMPLETE,
+                record_accepted(pool, settings, claim, audit_id, task_id),
+            )
+            .await
+        }
         Err(e) => {
             let ending = if e.may_have_been_accepted() {
                 Ending::InDoubt

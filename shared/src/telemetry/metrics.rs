@@ -14,7 +14,7 @@
 //!
 //! Dimensions are low-cardinality only: the function, and per group one of
 //! [`dimension::REASON`], [`dimension::PROVIDER`], [`dimension::OUTCOME`],
-//! [`dimension::KIND`]. Never an id.
+//! [`dimension::KIND`], [`dimension::STAGE`]. Never an id.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -45,6 +45,9 @@ pub mod dimension {
     pub const OUTCOME: &str = "outcome";
     /// The sweeper's kind of work (`ingestion`, `matching`, `output`).
     pub const KIND: &str = "kind";
+    /// A step of a function's record path ([`super::stage`]): one of the fixed names in
+    /// [`super::stages`].
+    pub const STAGE: &str = "stage";
 }
 
 /// A CloudWatch unit.
@@ -174,6 +177,93 @@ pub mod matching {
     pub const LLM_DECISIONS: Metric = counter("LlmDecisions");
     pub const CLUSTERS_MERGED: Metric = counter("ClustersMerged");
     pub const CLUSTERS_SPLIT: Metric = counter("ClustersSplit");
+}
+
+/// Where a record's time goes: each step of the record path, timed with [`stage`], per
+/// `stage` (the names below). What `make bench` breaks the pipeline's time down by, and
+/// in CloudWatch the answer to "which step got slow".
+pub mod stages {
+    use super::*;
+    pub const DURATION: Metric = millis("StageDuration");
+
+    /// Claiming the work in the database (every function).
+    pub const CLAIM: &str = "claim";
+    /// Ingestion: reading the stored file (or a stored transcription) from S3.
+    pub const FETCH: &str = "fetch";
+    /// Ingestion: the text of the file (text layer, or OCR).
+    pub const TRANSCRIBE: &str = "transcribe";
+    /// Ingestion: writing the transcription to S3 and its row.
+    pub const STORE_TRANSCRIPTION: &str = "store_transcription";
+    /// Ingestion: structured data from the text (LLM, or the rules extractor).
+    pub const EXTRACT: &str = "extract";
+    /// Recording the finished work: ingestion's document data and status (one
+    /// transaction), document output's accepted export (one statement).
+    pub const COMPLETE: &str = "complete";
+    /// Ingestion: the matching message.
+    pub const HAND_OFF: &str = "hand_off";
+    /// Matching: the normalised fields of the document, saved.
+    pub const NORMALIZE: &str = "normalize";
+    /// Matching: the candidate search (and the embeddings' nearest neighbours).
+    pub const CANDIDATES: &str = "candidates";
+    /// Matching: scoring and the decisions (the LLM for the ambiguous ones).
+    pub const DECIDE: &str = "decide";
+    /// Matching: the cluster writes and the succeeded status, in one transaction.
+    pub const WRITE: &str = "write";
+    /// Document output: the visibility extension before work (seed 002).
+    pub const EXTEND_VISIBILITY: &str = "extend_visibility";
+    /// Document output: the checks before an export (an earlier attempt's audit, the
+    /// document's eligibility, the export context).
+    pub const CHECKS: &str = "checks";
+    /// Document output: the document's file from S3.
+    pub const READ_FILE: &str = "read_file";
+    /// Document output: the audit row committed before the Maesn call.
+    pub const AUDIT: &str = "audit";
+    /// Document output: the Maesn call (with its in-process retries).
+    pub const MAESN: &str = "maesn";
+
+    /// Every stage name (the values of the `stage` dimension).
+    pub const ALL: &[&str] = &[
+        CLAIM,
+        FETCH,
+        TRANSCRIBE,
+        STORE_TRANSCRIPTION,
+        EXTRACT,
+        COMPLETE,
+        HAND_OFF,
+        NORMALIZE,
+        CANDIDATES,
+        DECIDE,
+        WRITE,
+        EXTEND_VISIBILITY,
+        CHECKS,
+        READ_FILE,
+        AUDIT,
+        MAESN,
+    ];
+}
+
+/// Runs `work` and adds its wall time to [`stages::DURATION`] in the group
+/// `stage = name` of the current batch.
+///
+/// `work` is awaited boxed: an `async fn` keeps its argument and the future it awaits
+/// as two copies in its state (rust-lang/rust#62958), so wrapping a large step unboxed
+/// would double its size in the caller's future, on the stack of whoever polls it.
+pub async fn stage<F: std::future::Future>(name: &'static str, work: F) -> F::Output {
+    let started = std::time::Instant::now();
+    let out = Box::pin(work).await;
+    stage_time(name, started.elapsed());
+    out
+}
+
+/// Adds `elapsed` to [`stages::DURATION`] in the group `stage = name` (a stage that is
+/// not one future).
+pub fn stage_time(name: &'static str, elapsed: std::time::Duration) {
+    record_by(
+        dimension::STAGE,
+        name,
+        stages::DURATION,
+        elapsed.as_secs_f64() * 1000.0,
+    );
 }
 
 /// Admin notifications that reached no channel (matching, output, sweeper).
@@ -582,6 +672,7 @@ fn known_dimension(name: &str) -> Option<&'static str> {
         dimension::PROVIDER,
         dimension::OUTCOME,
         dimension::KIND,
+        dimension::STAGE,
     ]
     .into_iter()
     .find(|d| *d == name)
@@ -621,6 +712,7 @@ pub const ALL: &[Metric] = &[
     output::EXPORTS_FAILED,
     output::EXPORTS_IN_DOUBT,
     output::MAESN_LATENCY,
+    stages::DURATION,
     sweeper::FOUND,
     sweeper::RESENT,
     sweeper::GIVEN_UP,

@@ -784,9 +784,19 @@ fn check_dashboard(infra: &Infra, found: &mut Violations) {
                 .chunks(2)
                 .map(|c| (c[0], c.get(1).copied().unwrap_or("")))
                 .collect();
-            if dims != [(dimension::FUNCTION, dims.first().map_or("", |d| d.1))]
-                || !functions.contains(dims[0].1)
-            {
+            // Per function; StageDuration also per stage (one of the code's stage names).
+            let per_function = dims.first().is_some_and(|d| d.0 == dimension::FUNCTION)
+                && functions.contains(dims[0].1);
+            let grouped_ok = match &dims[..] {
+                [_] => true,
+                [_, (group, stage)] => {
+                    *metric == docflow::telemetry::metrics::stages::DURATION.name
+                        && *group == dimension::STAGE
+                        && docflow::telemetry::metrics::stages::ALL.contains(stage)
+                }
+                _ => false,
+            };
+            if !per_function || !grouped_ok {
                 found.add_to(
                     &dashboard.address,
                     format!("graphs {metric} with dimensions {dims:?}; the code writes it per {} of a function", dimension::FUNCTION),
