@@ -180,6 +180,11 @@ struct RunArgs {
     /// Do not run the sweeper.
     #[arg(long)]
     no_sweeper: bool,
+    /// Also write the functions' EMF lines (one JSON document per line, as CloudWatch
+    /// would receive them) to this file (`make bench` reads it). In-process runs only:
+    /// with --via each function writes them to its own stdout.
+    #[arg(long, value_name = "FILE")]
+    metrics_out: Option<std::path::PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -736,8 +741,15 @@ async fn local_run(args: RunArgs) -> anyhow::Result<()> {
         );
     } else {
         eprintln!("metrics (the EMF lines CloudWatch would receive, summed over the run):");
-        for line in run::metrics_summary(&local.metric_lines.lines()) {
+        let lines = local.metric_lines.lines();
+        for line in run::metrics_summary(&lines) {
             eprintln!("{line}");
+        }
+        if let Some(path) = &args.metrics_out {
+            let mut text = lines.join("\n");
+            text.push('\n');
+            std::fs::write(path, text)
+                .with_context(|| format!("cannot write the metrics to {}", path.display()))?;
         }
     }
     if args.until_idle && !report.idle {
