@@ -8,6 +8,7 @@
 //! shared Postgres, moto, and local stand-ins for the LLM and Maesn.
 
 mod pgcount;
+mod pipeline;
 mod rapi;
 
 use std::path::{Path, PathBuf};
@@ -184,6 +185,8 @@ struct Args {
     runs: usize,
     /// Only the sections whose name contains this (for working on one).
     only: Option<String>,
+    /// Purchase order + invoice pairs through the pipeline section.
+    pairs: usize,
 }
 
 impl Args {
@@ -199,6 +202,7 @@ fn args() -> anyhow::Result<Args> {
         python: None,
         runs: 7,
         only: None,
+        pairs: 100,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -209,8 +213,9 @@ fn args() -> anyhow::Result<Args> {
             "--python" => a.python = Some(value()?.into()),
             "--runs" => a.runs = value()?.parse()?,
             "--only" => a.only = Some(value()?),
+            "--pairs" => a.pairs = value()?.parse()?,
             other => anyhow::bail!(
-                "unknown argument {other}; usage: docflow-bench [--bins DIR] [--out FILE] [--python VENV_PYTHON] [--runs N]"
+                "unknown argument {other}; usage: docflow-bench [--bins DIR] [--out FILE] [--python VENV_PYTHON] [--runs N] [--only SECTION] [--pairs N]"
             ),
         }
     }
@@ -1204,6 +1209,12 @@ async fn main() -> anyhow::Result<()> {
         failures.push(format!("memory: {e:#}"));
     }
 
+    eprintln!("== pipeline throughput ({} documents)", 2 * args.pairs);
+    if !args.wants("pipeline") {
+    } else if let Err(e) = pipeline::pipeline(&mut report, &args.bins, args.pairs).await {
+        failures.push(format!("pipeline: {e:#}"));
+    }
+
     let table = report.markdown();
     println!("{table}");
     for f in &failures {
@@ -1213,7 +1224,7 @@ async fn main() -> anyhow::Result<()> {
         "generated_at": chrono::Utc::now().to_rfc3339(),
         "machine": &machine,
         "build": {
-            "profile": "release (workspace [profile.release]: lto = true, codegen-units = 1, strip = true)",
+            "profile": "release (workspace [profile.release]: lto = true, codegen-units = 1, strip = true, opt-level = \"s\", PDF/image crates at 3)",
             "how": "cargo build --release (host x86_64), each binary zipped as bootstrap",
         },
         "rows": report.rows,

@@ -40,7 +40,24 @@ pub struct Seeded {
 
 /// Creates a demo tenant and ingests every sample document for it.
 pub async fn seed_demo(target: &Target<'_>) -> anyhow::Result<Seeded> {
-    let pool = target.pool;
+    let mut seeded = create_demo_tenant(target.pool).await?;
+    for sample in SAMPLES {
+        seeded.documents.push(
+            ingest(
+                target,
+                seeded.tenant_id,
+                sample.file_name,
+                sample.bytes.to_vec(),
+            )
+            .await?,
+        );
+    }
+    Ok(seeded)
+}
+
+/// A new demo tenant (organization, tenant, approver, active DATEV integration) without
+/// documents: [`seed_demo`]'s first step, and `make bench`'s pipeline tenant.
+pub async fn create_demo_tenant(pool: &PgPool) -> anyhow::Result<Seeded> {
     let now = chrono::Utc::now().format("%Y-%m-%d %H:%M:%S%.3f");
     let mut tx = pool.begin().await.context("cannot reach the database")?;
     let organization_id: Uuid =
@@ -79,16 +96,11 @@ pub async fn seed_demo(target: &Target<'_>) -> anyhow::Result<Seeded> {
     tx.commit()
         .await
         .context("failed to commit the demo tenant")?;
-
-    let mut documents = Vec::new();
-    for sample in SAMPLES {
-        documents.push(ingest(target, tenant_id, sample.file_name, sample.bytes.to_vec()).await?);
-    }
     Ok(Seeded {
         organization_id,
         tenant_id,
         approver_id,
-        documents,
+        documents: Vec::new(),
     })
 }
 
