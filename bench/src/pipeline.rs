@@ -108,33 +108,41 @@ fn pair(i: usize) -> (Vec<String>, Vec<String>) {
         )
     };
     let day = 1 + i % 27;
-    let order = vec![
-        "Demo Bau GmbH · Friedrichstraße 100 · 10117 Berlin".to_owned(),
-        String::new(),
+    let address = [
         supplier.clone(),
         "Industriestraße 12".to_owned(),
         "80331 München".to_owned(),
+    ];
+    let table = |total: &str| {
+        [
+            "Pos\tBezeichnung\tMenge\tEinzelpreis\tGesamt".to_owned(),
+            format!(
+                "1\tWartung Anlage {i}\t1 Stk\t{}\t{}",
+                money(net),
+                money(net)
+            ),
+            String::new(),
+            format!("\t\t\tSumme netto\t{}", money(net)),
+            format!("\t\t\tzzgl. 19 % MwSt.\t{}", money(vat)),
+            format!("\t\t\t{total}\t{}", money(net + vat)),
+        ]
+    };
+    let mut order = vec![
+        "Demo Bau GmbH · Friedrichstraße 100 · 10117 Berlin".to_owned(),
+        String::new(),
+    ];
+    order.extend(address.clone());
+    order.extend([
         String::new(),
         "BESTELLUNG".to_owned(),
         String::new(),
         format!("Bestellnummer:\t{po}"),
         format!("Bestelldatum:\t{day:02}.10.2026"),
         String::new(),
-        "Pos\tBezeichnung\tMenge\tEinzelpreis\tGesamt".to_owned(),
-        format!(
-            "1\tWartung Anlage {i}\t1 Stk\t{}\t{}",
-            money(net),
-            money(net)
-        ),
-        String::new(),
-        format!("\t\t\tSumme netto\t{}", money(net)),
-        format!("\t\t\tzzgl. 19 % MwSt.\t{}", money(vat)),
-        format!("\t\t\tGesamtbetrag\t{}", money(net + vat)),
-    ];
-    let invoice = vec![
-        supplier.clone(),
-        "Industriestraße 12".to_owned(),
-        "80331 München".to_owned(),
+    ]);
+    order.extend(table("Gesamtbetrag"));
+    let mut invoice = address.to_vec();
+    invoice.extend([
         String::new(),
         "Demo Bau GmbH".to_owned(),
         "Friedrichstraße 100".to_owned(),
@@ -146,19 +154,12 @@ fn pair(i: usize) -> (Vec<String>, Vec<String>) {
         format!("Rechnungsdatum:\t{day:02}.11.2026"),
         format!("Ihre Bestellung:\t{po}"),
         String::new(),
-        "Pos\tBezeichnung\tMenge\tEinzelpreis\tGesamt".to_owned(),
-        format!(
-            "1\tWartung Anlage {i}\t1 Stk\t{}\t{}",
-            money(net),
-            money(net)
-        ),
-        String::new(),
-        format!("\t\t\tSumme netto\t{}", money(net)),
-        format!("\t\t\tzzgl. 19 % MwSt.\t{}", money(vat)),
-        format!("\t\t\tRechnungsbetrag\t{}", money(net + vat)),
+    ]);
+    invoice.extend(table("Rechnungsbetrag"));
+    invoice.extend([
         String::new(),
         format!("{supplier} | USt-IdNr.: DE {:09}", 100_000_000 + i),
-    ];
+    ]);
     (order, invoice)
 }
 
