@@ -50,46 +50,48 @@ impl FunctionTimes {
     }
 }
 
-fn values(v: Option<&Value>) -> Vec<f64> {
-    match v {
-        Some(Value::Array(a)) => a.iter().filter_map(Value::as_f64).collect(),
-        Some(v) => v.as_f64().into_iter().collect(),
-        None => Vec::new(),
-    }
-}
-
-/// Per function, from the EMF lines of one run.
+/// Per function, from the EMF lines of one run (read as CloudWatch would, with
+/// `docflow_tests::emf`), plus each document's timestamp for the busy windows.
 fn read_emf(text: &str) -> BTreeMap<String, FunctionTimes> {
+    use docflow::telemetry::metrics::{batch, dimension, stages};
     let mut out: BTreeMap<String, FunctionTimes> = BTreeMap::new();
     for line in text.lines() {
-        let Ok(root) = serde_json::from_str::<Value>(line) else {
+        let Some(data) = docflow_tests::emf::extract(line) else {
             continue;
         };
-        let (Some(function), Some(timestamp)) = (
-            root["function"].as_str(),
-            root["_aws"]["Timestamp"].as_f64(),
-        ) else {
-            continue;
-        };
-        let times = out.entry(function.to_owned()).or_default();
-        if let Some(stage) = root["stage"].as_str() {
-            let entry = times.stages.entry(stage.to_owned()).or_default();
-            for v in values(root.get("StageDuration")) {
-                entry.0 += v;
-                entry.1 += 1;
+        let timestamp = serde_json::from_str::<Value>(line)
+            .ok()
+            .and_then(|root| root["_aws"]["Timestamp"].as_f64());
+        for datum in data {
+            let Some(function) = datum.dimensions.get(dimension::FUNCTION) else {
+                continue;
+            };
+            let times = out.entry(function.clone()).or_default();
+            let sum: f64 = datum.values.iter().sum();
+            let name = datum.name.as_str();
+            match datum.dimensions.get(dimension::STAGE) {
+                Some(stage) if name == stages::DURATION.name => {
+                    let entry = times.stages.entry(stage.clone()).or_default();
+                    entry.0 += sum;
+                    entry.1 += datum.values.len();
+                }
+                Some(_) => {}
+                None if name == batch::BATCH_DURATION.name => {
+                    for batch_ms in &datum.values {
+                        times.batches += 1;
+                        let Some(end) = timestamp else { continue };
+                        let start = end - batch_ms;
+                        times.window = Some(match times.window {
+                            Some((s, e)) => (s.min(start), e.max(end)),
+                            None => (start, end),
+                        });
+                    }
+                }
+                None if name == batch::RECORDS_RECEIVED.name => times.records += sum,
+                None if name == batch::RECORD_DURATION.name => times.record_ms += sum,
+                None => {}
             }
-            continue;
         }
-        for batch_ms in values(root.get("BatchDuration")) {
-            times.batches += 1;
-            let (start, end) = (timestamp - batch_ms, timestamp);
-            times.window = Some(match times.window {
-                Some((s, e)) => (s.min(start), e.max(end)),
-                None => (start, end),
-            });
-        }
-        times.records += values(root.get("RecordsReceived")).iter().sum::<f64>();
-        times.record_ms += values(root.get("RecordDuration")).iter().sum::<f64>();
     }
     out
 }
