@@ -243,7 +243,8 @@ impl Local {
     }
 
     /// A pool of `max_connections` (lazy, as in `Common::from_env`), or the shared one.
-    async fn pool(&self, max_connections: u32) -> anyhow::Result<PgPool> {
+    /// Its connections are named `docflow-<function>` in `pg_stat_activity`.
+    async fn pool(&self, function: &str, max_connections: u32) -> anyhow::Result<PgPool> {
         if let Some(pool) = &self.pool {
             return Ok(pool.clone());
         }
@@ -255,12 +256,16 @@ impl Local {
                 .await
                 .context("no DATABASE_URL and no database_url in the secret")?,
         };
-        Ok(docflow::db::lazy_pool(&url, max_connections)?)
+        Ok(docflow::db::lazy_pool(
+            &url,
+            max_connections,
+            &format!("docflow-{function}"),
+        )?)
     }
 
     /// A pool for the CLI's own queries.
     pub async fn database(&self) -> anyhow::Result<PgPool> {
-        self.pool(4).await
+        self.pool("cli", 4).await
     }
 
     /// The settings as `function` sees them in AWS: its own source queue's visibility.
@@ -272,7 +277,8 @@ impl Local {
 
     async fn common(&self, function: &str) -> anyhow::Result<(PgPool, BatchRuntime)> {
         Ok((
-            self.pool(self.settings.database_max_connections).await?,
+            self.pool(function, self.settings.database_max_connections)
+                .await?,
             BatchRuntime::new(self.sqs.clone(), self.settings_of(function).batch)
                 .with_metrics(self.metrics.clone()),
         ))
@@ -294,7 +300,8 @@ impl Local {
             &self.env(),
             &self.settings_of("ingestion"),
             &self.aws,
-            self.pool(self.settings.database_max_connections).await?,
+            self.pool("ingestion", self.settings.database_max_connections)
+                .await?,
             self.sqs.clone(),
             self.s3.clone(),
             &self.secrets,
@@ -374,7 +381,9 @@ impl Local {
     pub async fn sweeper(&self) -> anyhow::Result<sweeper::Deps> {
         let env = self.env();
         Ok(sweeper::Deps {
-            pool: self.pool(self.settings.database_max_connections).await?,
+            pool: self
+                .pool("sweeper", self.settings.database_max_connections)
+                .await?,
             sqs: self.sqs.clone(),
             queues: sweeper::Queues::from_env(&env)?,
             maesn: Some(self.maesn()?),

@@ -45,7 +45,11 @@ impl Common {
                 .context("no DATABASE_URL and no database_url in the secret")?,
         };
         crate::coldstart::mark("secret_fetch");
-        let pool = crate::db::lazy_pool(&database_url, settings.database_max_connections)?;
+        let pool = crate::db::lazy_pool(
+            &database_url,
+            settings.database_max_connections,
+            &crate::db::application_name("function"),
+        )?;
         let runtime = BatchRuntime::new(sqs.clone(), settings.batch);
         crate::coldstart::mark("pool");
         Ok(Common {

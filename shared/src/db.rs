@@ -58,17 +58,62 @@ pub enum DbSetupError {
     BadUrl,
 }
 
-/// Builds the pool without connecting: the first query connects, so a cold start never
-/// fails because the database is briefly unreachable, and a Lambda instance opens at
-/// most `max_connections` connections.
-pub fn lazy_pool(url: &SecretString, max_connections: u32) -> Result<PgPool, DbSetupError> {
+/// Server-side backstop for a transaction nobody ends: Postgres closes a session that
+/// sits idle inside a transaction this long (SQLSTATE 25P03), releasing its locks. No
+/// docflow transaction waits on anything but Postgres itself (no HTTP call inside one),
+/// so a legitimate idle gap is a round trip and some CPU: milliseconds. 15 s is below
+/// [`LOCK_TIMEOUT`], so a statement queued behind a leaked session gets its lock when the
+/// server ends that session instead of failing first, and far below the shortest
+/// function timeout (120 s) and queue visibility (720 s).
+pub const IDLE_IN_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// How long a statement waits for a row or advisory lock before failing with 55P03
+/// (transient: the message is retried later). Every docflow transaction is short; a wait
+/// this long means a stuck holder, and waiting on would burn the invocation (120 s
+/// timeout). Matching's write phase sets the same value for its tenant lock.
+pub const LOCK_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The connect options of every connection docflow opens: the backstop timeouts above
+/// and an `application_name` (`docflow-<function>`), so `pg_stat_activity` tells whose
+/// session it is.
+pub fn connect_options(
+    url: &SecretString,
+    application_name: &str,
+) -> Result<PgConnectOptions, DbSetupError> {
     let options: PgConnectOptions = url
         .expose_secret()
         .parse()
         .map_err(|_| DbSetupError::BadUrl)?;
+    Ok(options.application_name(application_name).options([
+        (
+            "idle_in_transaction_session_timeout",
+            format!("{}ms", IDLE_IN_TRANSACTION_TIMEOUT.as_millis()),
+        ),
+        ("lock_timeout", format!("{}ms", LOCK_TIMEOUT.as_millis())),
+    ]))
+}
+
+/// Builds the pool without connecting: the first query connects, so a cold start never
+/// fails because the database is briefly unreachable, and a Lambda instance opens at
+/// most `max_connections` connections. Every connection carries [`connect_options`].
+pub fn lazy_pool(
+    url: &SecretString,
+    max_connections: u32,
+    application_name: &str,
+) -> Result<PgPool, DbSetupError> {
     Ok(PgPoolOptions::new()
         .max_connections(max_connections.max(1))
         .acquire_timeout(Duration::from_secs(10))
         .idle_timeout(Duration::from_secs(60))
-        .connect_lazy_with(options))
+        .connect_lazy_with(connect_options(url, application_name)?))
+}
+
+/// The `application_name` of a function's connections: `docflow-<name>`, with the Lambda
+/// function's name when running in Lambda (`AWS_LAMBDA_FUNCTION_NAME`, e.g.
+/// `prod-docflow-ingestion`), else `docflow-<fallback>`.
+pub fn application_name(fallback: &str) -> String {
+    match std::env::var("AWS_LAMBDA_FUNCTION_NAME") {
+        Ok(name) if !name.is_empty() => name,
+        _ => format!("docflow-{fallback}"),
+    }
 }

@@ -1,0 +1,260 @@
+//! Transactions are cancel-safe (issue 23, part 1; vendor/sqlx-postgres/PATCH.md).
+//!
+//! A future can be dropped at any await: `within_deadline`, the batch runtime's deadline
+//! cut, a `select!`, an aborted task. Dropped while `BEGIN`'s reply is in flight, sqlx
+//! 0.8.6 left the pooled session inside a transaction it did not track, and the next
+//! borrower's "autocommit" writes ran inside it: invisible to everyone else, holding
+//! their locks, lost when the connection closed. These tests hold the reply in a TCP
+//! proxy, drop the `begin()` at that moment, and check what the next borrower of the
+//! same connection gets. Both fail against the crates.io sqlx-postgres 0.8.6.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use secrecy::SecretString;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::PgPool;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+/// A TCP proxy to Postgres that can hold the server's bytes: while held, what the
+/// server sends is kept back (and counted) until released. The client's bytes always
+/// pass, so a statement sent while held runs on the server; only its reply waits.
+struct HoldingProxy {
+    port: u16,
+    hold: watch::Sender<bool>,
+    /// Bytes from the server kept back since the last hold began.
+    held: watch::Sender<usize>,
+}
+
+impl HoldingProxy {
+    async fn start(upstream: (String, u16)) -> Arc<HoldingProxy> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+        let proxy = Arc::new(HoldingProxy {
+            port: listener.local_addr().unwrap().port(),
+            hold: watch::channel(false).0,
+            held: watch::channel(0).0,
+        });
+        let me = proxy.clone();
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let Ok(server) = TcpStream::connect(upstream.clone()).await else {
+                    continue;
+                };
+                let (mut client_r, mut client_w) = client.into_split();
+                let (mut server_r, mut server_w) = server.into_split();
+                tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut client_r, &mut server_w).await;
+                    let _ = server_w.shutdown().await;
+                });
+                let me = me.clone();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 64 * 1024];
+                    loop {
+                        let n = match server_r.read(&mut buf).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => n,
+                        };
+                        if *me.hold.borrow() {
+                            me.held.send_modify(|held| *held += n);
+                            let mut hold = me.hold.subscribe();
+                            if hold.wait_for(|h| !*h).await.is_err() {
+                                break;
+                            }
+                        }
+                        if client_w.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        proxy
+    }
+
+    fn hold(&self) {
+        self.held.send_replace(0);
+        self.hold.send_replace(true);
+    }
+
+    fn release(&self) {
+        self.hold.send_replace(false);
+    }
+
+    /// Waits until the server answered something that is now held (generous timeout).
+    async fn reply_held(&self) {
+        let mut held = self.held.subscribe();
+        tokio::time::timeout(Duration::from_secs(30), held.wait_for(|n| *n > 0))
+            .await
+            .expect("the server's reply reached the proxy within 30 s")
+            .expect("proxy alive");
+    }
+}
+
+async fn backend_pid(pool: &PgPool) -> i32 {
+    sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+/// What another session sees of the probe table.
+async fn probe_rows(direct: &PgPool) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM cancel_probe")
+        .fetch_one(direct)
+        .await
+        .unwrap()
+}
+
+async fn states_of(direct: &PgPool, application_name: &str) -> Vec<String> {
+    sqlx::query_scalar(
+        "SELECT coalesce(state, '') FROM pg_stat_activity WHERE application_name = $1",
+    )
+    .bind(application_name)
+    .fetch_all(direct)
+    .await
+    .unwrap()
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_begin_cancelled_while_its_reply_is_in_flight_leaves_the_next_borrower_outside_any_transaction(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let direct = PgPoolOptions::new()
+        .max_connections(2)
+        .connect_with(connect.clone())
+        .await
+        .unwrap();
+    sqlx::query("CREATE TABLE cancel_probe (n int)")
+        .execute(&direct)
+        .await
+        .unwrap();
+    let proxy = HoldingProxy::start((connect.get_host().to_owned(), connect.get_port())).await;
+    // One connection, so the next borrower is the cancelled begin's connection.
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_with(
+            connect
+                .clone()
+                .port(proxy.port)
+                .application_name("cancel-safe-begin"),
+        )
+        .await
+        .unwrap();
+    let pid = backend_pid(&pool).await;
+
+    // BEGIN goes out and runs; its reply is held; the future is dropped right then.
+    proxy.hold();
+    {
+        let mut begin = Box::pin(pool.begin());
+        tokio::select! {
+            result = &mut begin => panic!("begin() finished while its reply was held: {:?}", result.map(|_| ())),
+            _ = proxy.reply_held() => {}
+        }
+    }
+    proxy.release();
+
+    // The next borrower's autocommit write is visible to another session at once.
+    sqlx::query("INSERT INTO cancel_probe VALUES (1)")
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        probe_rows(&direct).await,
+        1,
+        "the write ran inside the cancelled begin's transaction: invisible, and lost on close"
+    );
+    assert_eq!(
+        backend_pid(&pool).await,
+        pid,
+        "the same connection was cleaned, not replaced"
+    );
+    let states = states_of(&direct, "cancel-safe-begin").await;
+    assert!(
+        states.iter().all(|s| !s.starts_with("idle in transaction")),
+        "{states:?}"
+    );
+    // And a real transaction on it still works.
+    let mut tx = pool.begin().await.unwrap();
+    sqlx::query("INSERT INTO cancel_probe VALUES (2)")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(probe_rows(&direct).await, 2);
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_connection_returned_inside_a_transaction_sqlx_does_not_track_is_closed_not_lent(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let direct = PgPoolOptions::new()
+        .max_connections(2)
+        .connect_with(connect.clone())
+        .await
+        .unwrap();
+    sqlx::query("CREATE TABLE cancel_probe (n int)")
+        .execute(&direct)
+        .await
+        .unwrap();
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_with(connect.clone().application_name("untracked-tx"))
+        .await
+        .unwrap();
+    let mut conn = pool.acquire().await.unwrap();
+    let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(&mut *conn)
+        .await
+        .unwrap();
+    // A transaction sqlx does not know about (as a cancelled BEGIN left one before).
+    sqlx::raw_sql("BEGIN").execute(&mut *conn).await.unwrap();
+    drop(conn);
+
+    sqlx::query("INSERT INTO cancel_probe VALUES (1)")
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        probe_rows(&direct).await,
+        1,
+        "the pool lent a connection still inside a transaction"
+    );
+    assert_ne!(backend_pid(&pool).await, pid, "that connection was closed");
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn every_docflow_connection_carries_the_server_side_backstops_and_its_name(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let url = SecretString::from(format!(
+        "postgres://{}@{}:{}/{}",
+        connect.get_username(),
+        connect.get_host(),
+        connect.get_port(),
+        connect.get_database().unwrap()
+    ));
+    let pool = docflow::db::lazy_pool(&url, 1, "docflow-backstop-test").unwrap();
+    let mut conn = pool.acquire().await.unwrap();
+    let settings: (String, String, String) = sqlx::query_as(
+        "SELECT current_setting('idle_in_transaction_session_timeout'), \
+                current_setting('lock_timeout'), current_setting('application_name')",
+    )
+    .fetch_one(&mut *conn)
+    .await
+    .unwrap();
+    assert_eq!(
+        settings,
+        (
+            "15s".to_owned(),
+            "20s".to_owned(),
+            "docflow-backstop-test".to_owned()
+        )
+    );
+    assert!(docflow::db::IDLE_IN_TRANSACTION_TIMEOUT < docflow::db::LOCK_TIMEOUT);
+    conn.close().await.unwrap();
+}
