@@ -241,16 +241,21 @@ pub struct TcpProxy {
 }
 
 impl TcpProxy {
-    /// Listens on the first free port of 4720–4739 and forwards to `upstream`.
+    /// Listens on the first free port of 4720–4739 and forwards to `upstream`. It runs
+    /// on a thread and runtime of its own, so a busy test runtime (2 worker threads
+    /// shared with the functions) never delays the bytes it forwards.
     pub async fn start(upstream: (String, u16)) -> Arc<TcpProxy> {
         let mut bound = None;
         for port in 4720..4740 {
-            if let Ok(listener) = TcpListener::bind(("127.0.0.1", port)).await {
+            if let Ok(listener) = std::net::TcpListener::bind(("127.0.0.1", port)) {
                 bound = Some((listener, port));
                 break;
             }
         }
         let (listener, port) = bound.expect("a free port in 4720-4739 for a proxy");
+        listener
+            .set_nonblocking(true)
+            .expect("non-blocking listener");
         let proxy = Arc::new(TcpProxy {
             port,
             down: AtomicBool::new(false),
@@ -261,31 +266,45 @@ impl TcpProxy {
             accepted: AtomicU64::new(0),
         });
         let me = proxy.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok((mut client, _)) = listener.accept().await else {
-                    continue;
-                };
-                if me.down.load(Ordering::SeqCst) || me.refuse_next.swap(false, Ordering::SeqCst) {
-                    me.refused.fetch_add(1, Ordering::SeqCst);
-                    drop(client);
-                    continue;
-                }
-                me.accepted.fetch_add(1, Ordering::SeqCst);
-                let upstream = upstream.clone();
-                let task = tokio::spawn(async move {
-                    if let Ok(mut server) = TcpStream::connect(upstream).await {
-                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
-                    }
-                });
-                let mut connections = me.connections.lock().unwrap();
-                connections.retain(|t| !t.is_finished());
-                connections.push(task);
-            }
+        // The thread (and its runtime) lives as long as the test process.
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("soak-tcp-proxy")
+                .enable_all()
+                .build()
+                .expect("the proxy's runtime");
+            runtime.block_on(accept_loop(listener, upstream, me));
         });
         proxy
     }
+}
 
+async fn accept_loop(listener: std::net::TcpListener, upstream: (String, u16), me: Arc<TcpProxy>) {
+    let listener = TcpListener::from_std(listener).expect("a tokio listener");
+    loop {
+        let Ok((mut client, _)) = listener.accept().await else {
+            continue;
+        };
+        if me.down.load(Ordering::SeqCst) || me.refuse_next.swap(false, Ordering::SeqCst) {
+            me.refused.fetch_add(1, Ordering::SeqCst);
+            drop(client);
+            continue;
+        }
+        me.accepted.fetch_add(1, Ordering::SeqCst);
+        let upstream = upstream.clone();
+        let task = tokio::spawn(async move {
+            if let Ok(mut server) = TcpStream::connect(upstream).await {
+                let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+            }
+        });
+        let mut connections = me.connections.lock().unwrap();
+        connections.retain(|t| !t.is_finished());
+        connections.push(task);
+    }
+}
+
+impl TcpProxy {
     /// Refuses the next connection whenever it comes, even while up.
     pub fn refuse_next(&self) {
         self.refuse_next.store(true, Ordering::SeqCst);
@@ -1392,7 +1411,9 @@ pub async fn run(profile: Profile) -> Soak {
             }
         })
     };
-    // pg_stat_activity: sessions idle in a transaction.
+    // pg_stat_activity: the functions' sessions idle in a transaction. Only theirs
+    // (`docflow::db::lazy_pool` names them `docflow-<function>`): the harness's own
+    // pool (seeding, approvals, this sampler) is not what the invariant is about.
     let idle = Arc::new(Mutex::new(IdleInTx::default()));
     let sampler_task = {
         let (pool, stop, idle, database) =
@@ -1402,7 +1423,8 @@ pub async fn run(profile: Profile) -> Soak {
                 let rows: Vec<(f64, String)> = sqlx::query_as(
                     r#"SELECT extract(epoch FROM now() - state_change)::float8, left(query, 200)
                          FROM pg_stat_activity
-                        WHERE datname = $1 AND state = 'idle in transaction'"#,
+                        WHERE datname = $1 AND state = 'idle in transaction'
+                          AND application_name LIKE 'docflow-%'"#,
                 )
                 .bind(&database)
                 .fetch_all(&pool)
