@@ -7,12 +7,27 @@
 //! scheduled function (the sweeper) runs every `schedule_every`, never twice at once
 //! (its reserved concurrency is 1 in AWS).
 //!
-//! With `until_idle`, the run ends when, at one check, nothing is in flight here, every
-//! source queue is empty (no visible, in-flight or delayed message: a message waiting
-//! out a retry backoff is still work), no batch started or ended during the check, and
-//! then the scheduled function reports it found nothing. Messages in the DLQs do not
+//! With `until_idle`, the run ends when all of these hold, and then the scheduled
+//! function reports it found nothing:
+//!
+//! - no record this run left on a queue can still come back: every record reported as
+//!   failed (or of a batch that failed as a whole) below its queue's `maxReceiveCount`
+//!   has been received again. The runner knows these by message id, so it never trusts
+//!   a counter for them;
+//! - two checks in a row, the second starting more than one long poll (plus the
+//!   batching window) after the first ended, found nothing in flight here, no batch
+//!   started or ended during or between them, and every source queue empty (no
+//!   visible, in-flight or delayed message: a message waiting out a retry backoff is
+//!   still work).
+//!
+//! Why two checks: SQS (and moto) compute `ApproximateNumberOfMessages` and
+//! `ApproximateNumberOfMessagesNotVisible` at different moments, so a record whose
+//! visibility expires between the two is counted in neither. It can expire only once;
+//! at the second check it is visible (counted), was received (a batch started) or was
+//! moved to the DLQ by a receive in between (really gone). Messages in the DLQs do not
 //! count: they wait for a person.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,6 +35,8 @@ use std::time::Duration;
 use anyhow::Context as _;
 use aws_sdk_sqs::types::QueueAttributeName;
 use tokio::time::Instant;
+
+use aws_lambda_events::event::sqs::SqsEvent;
 
 use super::invoke::{BoxFuture, Invoke};
 use super::mapping::{Completion, EventSourceMapping};
@@ -150,6 +167,13 @@ struct Shared {
     /// Bumped whenever a batch starts or ends: an idle check that saw it change is void.
     generation: AtomicU64,
     stop: AtomicBool,
+    /// Records this run left on a queue that will be delivered again (message id →
+    /// source index): reported as failed below the queue's `maxReceiveCount`. Removed
+    /// when the record is received again. The run is not idle while any is here.
+    awaited: Mutex<HashMap<String, usize>>,
+    /// Each source queue's `maxReceiveCount` (its redrive policy); `None` without one,
+    /// and then every record left on the queue comes back.
+    max_receive: Vec<Option<u32>>,
 }
 
 impl Runner {
@@ -182,9 +206,34 @@ impl Runner {
         shutdown: impl std::future::Future<Output = ()> + Send,
     ) -> anyhow::Result<RunReport> {
         let started = Instant::now();
+        let sources: Vec<Arc<Source>> = self.sources.into_iter().map(Arc::new).collect();
+        let mut max_receive = Vec::with_capacity(sources.len());
+        for source in &sources {
+            depth(&source.mapping.sqs, &source.mapping.queue_url)
+                .await
+                .with_context(|| format!("cannot read the depth of the {} queue", source.name))?;
+            max_receive.push(
+                max_receive_count(&source.mapping.sqs, &source.mapping.queue_url)
+                    .await
+                    .with_context(|| {
+                        format!(
+                            "cannot read the redrive policy of the {} queue",
+                            source.name
+                        )
+                    })?,
+            );
+        }
+        // One long poll plus the batching window: a record whose visibility expired
+        // during one check has, by the next check this far apart, been received or
+        // moved to the DLQ by a receive, or is visible and counted (module docs).
+        let confirm_gap = sources
+            .iter()
+            .map(|s| s.mapping.wait + s.mapping.batching_window)
+            .max()
+            .unwrap_or_default()
+            + Duration::from_millis(500);
         let shared = Arc::new(Shared {
-            stats: self
-                .sources
+            stats: sources
                 .iter()
                 .map(|s| {
                     Mutex::new(QueueStats {
@@ -196,13 +245,9 @@ impl Runner {
             in_flight: AtomicUsize::new(0),
             generation: AtomicU64::new(0),
             stop: AtomicBool::new(false),
+            awaited: Mutex::new(HashMap::new()),
+            max_receive,
         });
-        let sources: Vec<Arc<Source>> = self.sources.into_iter().map(Arc::new).collect();
-        for source in &sources {
-            depth(&source.mapping.sqs, &source.mapping.queue_url)
-                .await
-                .with_context(|| format!("cannot read the depth of the {} queue", source.name))?;
-        }
 
         let mut pollers = Vec::new();
         for (index, source) in sources.iter().enumerate() {
@@ -220,6 +265,8 @@ impl Runner {
         let deadline = self.options.max_duration.map(|d| started + d);
         let mut next_schedule = Instant::now() + self.options.schedule_every;
         let mut last_idle_sweep: Option<Instant> = None;
+        // The first of two quiet, empty checks: when it ended, and the generation then.
+        let mut first_quiet: Option<(Instant, u64)> = None;
         let mut ticker = tokio::time::interval(self.options.check_every);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tokio::pin!(shutdown);
@@ -231,15 +278,32 @@ impl Runner {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 break;
             }
+            let check_started = Instant::now();
             let generation = shared.generation.load(Ordering::SeqCst);
             let quiet_before = shared.in_flight.load(Ordering::SeqCst) == 0;
             let empty = refresh_depths(&sources, &shared, self.observer.as_ref()).await;
             let quiet = quiet_before
                 && shared.in_flight.load(Ordering::SeqCst) == 0
                 && shared.generation.load(Ordering::SeqCst) == generation;
+            let awaiting = !shared.awaited.lock().expect("awaited lock").is_empty();
 
             let scheduled_due = Instant::now() >= next_schedule;
-            let idle_candidate = self.options.until_idle && empty && quiet;
+            let idle_candidate = if self.options.until_idle && empty && quiet && !awaiting {
+                match first_quiet {
+                    // The second quiet, empty check, far enough after the first with no
+                    // batch in between.
+                    Some((ended, g)) if g == generation => {
+                        check_started.duration_since(ended) > confirm_gap
+                    }
+                    _ => {
+                        first_quiet = Some((Instant::now(), generation));
+                        false
+                    }
+                }
+            } else {
+                first_quiet = None;
+                false
+            };
             let idle_sweep_allowed =
                 last_idle_sweep.is_none_or(|t| t.elapsed() >= self.options.min_idle_sweep_gap);
             let Some(scheduled) = &self.scheduled else {
@@ -322,6 +386,12 @@ async fn poll_loop(
         };
         shared.in_flight.fetch_add(1, Ordering::SeqCst);
         shared.generation.fetch_add(1, Ordering::SeqCst);
+        {
+            let mut awaited = shared.awaited.lock().expect("awaited lock");
+            for id in event.records.iter().filter_map(|r| r.message_id.as_deref()) {
+                awaited.remove(id);
+            }
+        }
         let records = event.records.len() as u64;
         stats(&mut |s| s.received += records);
 
@@ -336,6 +406,7 @@ async fn poll_loop(
             .await;
         match source.mapping.apply(&event, &invocation).await {
             Ok(completion) => {
+                await_kept(&shared, index, &event, &completion.kept);
                 let snapshot = stats(&mut |s| {
                     s.batches += 1;
                     if completion.whole_batch_failed {
@@ -361,6 +432,64 @@ async fn poll_loop(
         shared.generation.fetch_add(1, Ordering::SeqCst);
         shared.in_flight.fetch_sub(1, Ordering::SeqCst);
     }
+}
+
+/// Notes the records left on the queue that will be delivered again: those below the
+/// queue's `maxReceiveCount`. A record at its last receive goes to the DLQ instead (on a
+/// receive after its visibility expires), which the two-check rule covers.
+fn await_kept(shared: &Shared, index: usize, event: &SqsEvent, kept: &[String]) {
+    if kept.is_empty() {
+        return;
+    }
+    let max = shared.max_receive[index];
+    let mut awaited = shared.awaited.lock().expect("awaited lock");
+    for record in &event.records {
+        let Some(id) = record.message_id.as_deref() else {
+            continue;
+        };
+        if !kept.iter().any(|k| k == id) {
+            continue;
+        }
+        let receives: u32 = record
+            .attributes
+            .get("ApproximateReceiveCount")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1);
+        if max.is_none_or(|max| receives < max) {
+            awaited.insert(id.to_owned(), index);
+        }
+    }
+}
+
+/// The queue's `maxReceiveCount` from its redrive policy, `None` without one.
+pub async fn max_receive_count(
+    sqs: &aws_sdk_sqs::Client,
+    url: &str,
+) -> anyhow::Result<Option<u32>> {
+    let out = sqs
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(QueueAttributeName::RedrivePolicy)
+        .send()
+        .await
+        .with_context(|| format!("failed to read the attributes of {url}"))?;
+    let Some(policy) = out
+        .attributes
+        .unwrap_or_default()
+        .remove(&QueueAttributeName::RedrivePolicy)
+    else {
+        return Ok(None);
+    };
+    let policy: serde_json::Value = serde_json::from_str(&policy)
+        .with_context(|| format!("redrive policy of {url}: {policy}"))?;
+    let count = match &policy["maxReceiveCount"] {
+        serde_json::Value::Number(n) => n.as_u64(),
+        serde_json::Value::String(s) => s.parse().ok(),
+        _ => None,
+    };
+    count
+        .map(|c| Some(c as u32))
+        .with_context(|| format!("redrive policy of {url} has no maxReceiveCount: {policy}"))
 }
 
 /// Reads every queue's depth into the stats; true when every source queue is empty.
