@@ -5,7 +5,8 @@
 #   2. `terraform fmt -check`, `terraform validate` and `terraform test` (tests/*.tftest.hcl,
 #      against a mocked AWS provider), only where terraform and a local copy of the AWS
 #      provider exist (TF_PLUGIN_DIR, default /opt/tf-plugins): providers cannot be
-#      downloaded here. Skipped with a note otherwise.
+#      downloaded here. Skipped with a note otherwise, except in CI (CI=true), where a
+#      missing one fails the check.
 # The invariants docflow's code relies on are checked by the Rust contract tests
 # (cargo test -p docflow-tests --test infra_contract).
 set -euo pipefail
@@ -64,5 +65,11 @@ if command -v terraform >/dev/null 2>&1 && [[ -d "$plugin_dir/registry.terraform
   done
   TF_IN_AUTOMATION=1 terraform -chdir="$work/infra" test "${color[@]}"
 else
-  echo "== terraform validate and test skipped: they need terraform and the hashicorp/aws provider (downloaded by 'terraform init', which needs network; or a local copy in TF_PLUGIN_DIR)"
+  why="terraform validate and test need terraform and the hashicorp/aws provider (downloaded by 'terraform init', which needs network; or a local copy in TF_PLUGIN_DIR)"
+  if [[ "${CI:-}" == "true" ]]; then
+    # CI machines have both: a missing one is a broken machine, not a reason to pass.
+    echo "infra/check.sh: FAILED in CI: $why" >&2
+    exit 1
+  fi
+  echo "== SKIPPED: $why"
 fi
