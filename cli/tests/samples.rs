@@ -234,22 +234,22 @@ fn generate(sample: &Sample) -> Vec<u8> {
     }
 }
 
-#[test]
-#[ignore = "writes cli/samples/; run after changing a sample"]
-fn write_the_samples() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
-    std::fs::create_dir_all(&dir).unwrap();
-    for sample in SAMPLES {
-        std::fs::write(dir.join(sample.file_name), generate(sample)).unwrap();
-    }
-}
-
+/// With `DOCFLOW_WRITE_SAMPLES=1` it writes the samples instead (run it after changing
+/// a generator): `DOCFLOW_WRITE_SAMPLES=1 cargo test -p docflow-cli --test samples`.
 #[test]
 fn the_committed_samples_are_what_this_file_generates() {
+    if std::env::var("DOCFLOW_WRITE_SAMPLES").is_ok_and(|v| v == "1") {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
+        std::fs::create_dir_all(&dir).unwrap();
+        for sample in SAMPLES {
+            std::fs::write(dir.join(sample.file_name), generate(sample)).unwrap();
+        }
+        return;
+    }
     for sample in SAMPLES {
         assert!(
             sample.bytes == generate(sample).as_slice(),
-            "{} differs from its generator; run `cargo test -p docflow-cli --test samples -- --ignored`",
+            "{} differs from its generator; run `DOCFLOW_WRITE_SAMPLES=1 cargo test -p docflow-cli --test samples`",
             sample.file_name
         );
     }

@@ -18,13 +18,16 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-/// A TCP proxy to Postgres that can hold the server's bytes: while held, what the
-/// server sends is kept back (and counted) until released. The client's bytes always
-/// pass, so a statement sent while held runs on the server; only its reply waits.
+/// A TCP proxy to Postgres that holds the server's reply to one statement: armed with
+/// a pattern, it starts holding when the client's bytes carry it, before forwarding
+/// them, so that statement runs on the server while its reply (and everything after
+/// it) waits in the proxy until released. The pool's own pings before the statement
+/// pass untouched.
 struct HoldingProxy {
     port: u16,
+    armed: std::sync::Mutex<Option<&'static [u8]>>,
     hold: watch::Sender<bool>,
-    /// Bytes from the server kept back since the last hold began.
+    /// Bytes from the server kept back since the hold began.
     held: watch::Sender<usize>,
 }
 
@@ -33,6 +36,7 @@ impl HoldingProxy {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
         let proxy = Arc::new(HoldingProxy {
             port: listener.local_addr().unwrap().port(),
+            armed: std::sync::Mutex::new(None),
             hold: watch::channel(false).0,
             held: watch::channel(0).0,
         });
@@ -44,11 +48,35 @@ impl HoldingProxy {
                 };
                 let (mut client_r, mut client_w) = client.into_split();
                 let (mut server_r, mut server_w) = server.into_split();
+                let up = me.clone();
                 tokio::spawn(async move {
-                    let _ = tokio::io::copy(&mut client_r, &mut server_w).await;
+                    let mut buf = vec![0u8; 64 * 1024];
+                    loop {
+                        let n = match client_r.read(&mut buf).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => n,
+                        };
+                        let trigger = {
+                            let mut armed = up.armed.lock().unwrap();
+                            match *armed {
+                                Some(p) if buf[..n].windows(p.len()).any(|w| w == p) => {
+                                    *armed = None;
+                                    true
+                                }
+                                _ => false,
+                            }
+                        };
+                        if trigger {
+                            up.held.send_replace(0);
+                            up.hold.send_replace(true);
+                        }
+                        if server_w.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
                     let _ = server_w.shutdown().await;
                 });
-                let me = me.clone();
+                let down = me.clone();
                 tokio::spawn(async move {
                     let mut buf = vec![0u8; 64 * 1024];
                     loop {
@@ -56,9 +84,9 @@ impl HoldingProxy {
                             Ok(0) | Err(_) => break,
                             Ok(n) => n,
                         };
-                        if *me.hold.borrow() {
-                            me.held.send_modify(|held| *held += n);
-                            let mut hold = me.hold.subscribe();
+                        if *down.hold.borrow() {
+                            down.held.send_modify(|held| *held += n);
+                            let mut hold = down.hold.subscribe();
                             if hold.wait_for(|h| !*h).await.is_err() {
                                 break;
                             }
@@ -73,16 +101,17 @@ impl HoldingProxy {
         proxy
     }
 
-    fn hold(&self) {
-        self.held.send_replace(0);
-        self.hold.send_replace(true);
+    /// Holds the server's bytes from the next client message carrying `pattern` on.
+    fn hold_reply_to(&self, pattern: &'static [u8]) {
+        *self.armed.lock().unwrap() = Some(pattern);
     }
 
     fn release(&self) {
         self.hold.send_replace(false);
     }
 
-    /// Waits until the server answered something that is now held (generous timeout).
+    /// Waits until the server answered the statement and the answer is held (generous
+    /// timeout).
     async fn reply_held(&self) {
         let mut held = self.held.subscribe();
         tokio::time::timeout(Duration::from_secs(30), held.wait_for(|n| *n > 0))
@@ -146,7 +175,7 @@ async fn a_begin_cancelled_while_its_reply_is_in_flight_leaves_the_next_borrower
     let pid = backend_pid(&pool).await;
 
     // BEGIN goes out and runs; its reply is held; the future is dropped right then.
-    proxy.hold();
+    proxy.hold_reply_to(b"BEGIN\0");
     {
         let mut begin = Box::pin(pool.begin());
         tokio::select! {

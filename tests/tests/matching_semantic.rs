@@ -401,22 +401,6 @@ async fn the_nearest_neighbour_search_is_an_hnsw_index_scan_that_returns_its_lim
     assert_eq!(rows, 10, "{plan}");
 }
 
-/// The figure in docs/matching.md: 100,000 documents of one tenant (plus 20,000 of
-/// another). `cargo test -p docflow-tests --test matching_semantic -- --ignored
-/// --nocapture` (about half an hour on the 2-core dev box: every row goes into the HNSW
-/// index).
-#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
-#[ignore]
-async fn nearest_neighbour_plan_at_100k_documents_of_one_tenant(pool: PgPool) {
-    let (plan, rows) = explain_nearest(&pool, 100_000, 20_000).await;
-    println!("{plan}");
-    assert_eq!(rows, 10, "{plan}");
-    assert!(
-        plan.contains("Index Scan using idx_document_embedding_256"),
-        "{plan}"
-    );
-}
-
 /// The embeddings key was read once per cold start: after a rotation that revoked the
 /// old key, every warm instance got 401 (permanent) and failed each matching for good.
 #[tokio::test]

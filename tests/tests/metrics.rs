@@ -331,12 +331,9 @@ const CHILD: &str = "DOCFLOW_METRICS_CHILD_QUEUE";
 const TRACE_ID: &str = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
 const MARK: &str = "--- child output starts ---";
 
-/// Run by `in_a_real_process_metrics_and_logs_are_separate_stdout_lines` as a child
+/// What `in_a_real_process_metrics_and_logs_are_separate_stdout_lines` runs in its child
 /// process: the real subscriber and the default (stdout) sink, as in Lambda.
-#[tokio::test]
-#[ignore = "run as a child process by the stdout test"]
-async fn child_runs_one_batch_on_stdout() {
-    let url = std::env::var(CHILD).expect("the queue url");
+async fn child_runs_one_batch_on_stdout(url: String) {
     println!("\n{MARK}");
     docflow::telemetry::init();
     let sqs = sqs().await;
@@ -359,6 +356,10 @@ async fn child_runs_one_batch_on_stdout() {
 
 #[tokio::test]
 async fn in_a_real_process_metrics_and_logs_are_separate_stdout_lines() {
+    // In the child process this test runs itself (with the queue in CHILD) as the child.
+    if let Ok(url) = std::env::var(CHILD) {
+        return child_runs_one_batch_on_stdout(url).await;
+    }
     let sqs = sqs().await;
     let queue = fresh_queue(&sqs, "emf-stdout", spec(false)).await;
     let documents: HashSet<String> = (0..2).map(|_| uuid::Uuid::new_v4().to_string()).collect();
@@ -367,9 +368,8 @@ async fn in_a_real_process_metrics_and_logs_are_separate_stdout_lines() {
     }
     let output = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
-            "--ignored",
             "--exact",
-            "child_runs_one_batch_on_stdout",
+            "in_a_real_process_metrics_and_logs_are_separate_stdout_lines",
             "--nocapture",
             "--test-threads=1",
         ])
