@@ -269,7 +269,9 @@ pub fn credit_note(number: &str, invoice_number: &str, date: &str, total: f64) -
 // ---- an LLM that answers only when the test says so ----
 
 /// A Messages API stand-in that holds every request until [`Gate::open`]: a run can be
-/// stopped between its candidate search and its write phase without any sleep.
+/// stopped between its candidate search and its write phase without any sleep. (Not
+/// every test binary that includes this module uses it.)
+#[allow(unused_imports)]
 pub use docflow_tests::gate::Gate;
 
 // ---- Postgres locks ----
