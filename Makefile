@@ -47,9 +47,13 @@ down:
 	scripts/postgres-down.sh
 
 ## test: bring the stack up, then run every test (unit, integration, infra checks, and
-## the Terraform apply against moto where Terraform and its AWS provider are installed)
+## the Terraform apply against moto where Terraform and its AWS provider are installed).
+## The soak inside runs the fault schedule of a fixed SOAK_SEED (TEST_SOAK_SEED), so
+## that `make test` does the same on every run; SOAK_SEED=N picks another.
+TEST_SOAK_SEED := 76221153
 test: up
-	cargo test --workspace --all-targets
+	@echo "make test: SOAK_SEED=$${SOAK_SEED:-$(TEST_SOAK_SEED)}"
+	SOAK_SEED="$${SOAK_SEED:-$(TEST_SOAK_SEED)}" cargo test --workspace --all-targets
 	infra/check.sh
 	scripts/deploy-local.sh --if-available
 
@@ -59,7 +63,8 @@ demo: up
 
 ## soak: 2,000 documents through the local pipeline with seeded faults (LLM, Maesn,
 ## worker crashes, duplicates, a Postgres outage), then the invariants as a table;
-## SOAK_DOCUMENTS, SOAK_SEED (repeat a run), SOAK_MAX_SECONDS. `make test` runs 200.
+## SOAK_DOCUMENTS, SOAK_SEED (repeat a run; default: a new one each run, printed),
+## SOAK_MAX_SECONDS. `make test` runs 200 with a fixed seed.
 .PHONY: soak
 soak: up
 	scripts/soak.sh

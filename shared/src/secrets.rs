@@ -147,6 +147,23 @@ impl SecretStore {
         }
     }
 
+    /// Test support: makes the cached value `by` older, as if it had been fetched that
+    /// much earlier, so a test can cross the TTL without waiting for it. Returns whether
+    /// a value was cached. Not for production code: the TTL is the only expiry.
+    #[doc(hidden)]
+    pub async fn age_cache_for_test(&self, by: Duration) -> bool {
+        let mut cache = self.cache.lock().await;
+        match cache.as_mut() {
+            Some((fetched_at, _)) => {
+                *fetched_at = fetched_at
+                    .checked_sub(by)
+                    .expect("the machine has been up longer than the cache is aged");
+                true
+            }
+            None => false,
+        }
+    }
+
     async fn values(&self) -> Result<Values, SecretError> {
         let mut cache = self.cache.lock().await;
         if let Some((fetched_at, values)) = cache.as_ref()

@@ -4,6 +4,7 @@
 pub mod aws_calls;
 pub mod emf;
 pub mod fuzz_targets;
+pub mod gate;
 pub mod ingestion_harness;
 pub mod llm;
 pub mod pdf;
@@ -124,6 +125,44 @@ pub async fn poll_n(esm: &EventSourceMapping, n: usize) -> SqsEvent {
         }
     }
     panic!("expected {n} records, got {}", event.records.len());
+}
+
+/// Polls until a batch of `n` records arrives, for as long as `timeout` (long polls of
+/// 1 s): for a message that must come back (after a `Retry`, say) sooner than something
+/// else would bring it back. Panics after `timeout`.
+pub async fn poll_n_within(esm: &EventSourceMapping, n: usize, timeout: Duration) -> SqsEvent {
+    let mut event = SqsEvent::default();
+    let deadline = tokio::time::Instant::now() + timeout;
+    while tokio::time::Instant::now() < deadline {
+        if let Some(batch) = esm.poll().await.expect("poll") {
+            event.records.extend(batch.records);
+        }
+        if event.records.len() >= n {
+            return event;
+        }
+    }
+    panic!(
+        "expected {n} records within {} s, got {}",
+        timeout.as_secs(),
+        event.records.len()
+    );
+}
+
+/// Waits until `check` holds, looking every 20 ms; panics naming `what` after `timeout`.
+/// For tests that wait on a condition instead of sleeping for a guess of how long it
+/// takes.
+pub async fn wait_until<F, Fut>(what: &str, timeout: Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let waited = tokio::time::timeout(timeout, async {
+        while !check().await {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(waited.is_ok(), "{what}: not within {} s", timeout.as_secs());
 }
 
 /// A Lambda event with a deadline `budget` from now (or none).

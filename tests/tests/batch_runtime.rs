@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use docflow::local::QueueSpec;
 use docflow::sqs::{BatchConfig, BatchRuntime, Heartbeat, MAX_VISIBILITY, Message, Outcome};
@@ -118,8 +118,8 @@ async fn retry_hides_the_message_for_the_requested_time() {
         visible_bodies(&sqs, &queue.url).await.is_empty(),
         "hidden right after the retry"
     );
-    tokio::time::sleep(Duration::from_millis(2600)).await;
-    let again = poll_n(&esm, 1).await;
+    // Back after the retry's 2 s: well before the queue's 30 s would bring it back.
+    let again = poll_n_within(&esm, 1, Duration::from_secs(20)).await;
     assert_eq!(again.records[0].body.as_deref(), Some("retry-me"));
     assert_eq!(
         again.records[0]
@@ -152,7 +152,13 @@ async fn release_leaves_the_queue_visibility_timeout_in_charge() {
         visible_bodies(&sqs, &queue.url).await.is_empty(),
         "still within the queue's 3 s"
     );
-    tokio::time::sleep(Duration::from_millis(3500)).await;
+    // Back once the queue's 3 s are over (however long this machine takes to notice).
+    wait_until(
+        "the released message is visible again",
+        Duration::from_secs(30),
+        || async { !visible_bodies(&sqs, &queue.url).await.is_empty() },
+    )
+    .await;
     assert_eq!(
         visible_bodies(&sqs, &queue.url).await,
         vec!["release-me".to_owned()]
@@ -252,25 +258,24 @@ async fn a_record_still_running_at_the_deadline_is_reported_failed_and_finished_
         ..BatchConfig::default()
     };
     let runtime = BatchRuntime::new(sqs.clone(), config);
-    let started = Instant::now();
 
-    let response = runtime
-        .run(
+    // The slow record never finishes: the run can only return by giving up on it.
+    let response = tokio::time::timeout(
+        Duration::from_secs(60),
+        runtime.run(
             lambda_event(event.clone(), Some(Duration::from_millis(1500))),
             |m: Message| async move {
                 if m.body == "slow" {
-                    tokio::time::sleep(Duration::from_secs(60)).await;
+                    std::future::pending::<()>().await;
                 }
                 Outcome::Done
             },
-        )
-        .await
-        .unwrap();
+        ),
+    )
+    .await
+    .expect("returned at the deadline although the slow record never finished")
+    .unwrap();
 
-    assert!(
-        started.elapsed() < Duration::from_secs(30),
-        "returned before the slow record finished"
-    );
     assert_eq!(failed_ids(&response), HashSet::from([slow_id.unwrap()]));
     let completion = esm.complete(&event, &response).await.unwrap();
     assert_eq!(completion.deleted.len(), 1);
@@ -488,91 +493,131 @@ async fn concurrency_never_exceeds_the_configured_bound() {
     );
 }
 
+/// The beats a heartbeat test lets through: the next call of the hook (a lease renewal,
+/// in a function) never returns, so the beats are counted exactly, however slow the
+/// machine, and no visibility change is in flight when the work ends.
+const BEATS: usize = 3;
+
+/// A heartbeat hook that counts its calls (noting each in `calls`, at `times`) and holds
+/// the call after [`BEATS`] for ever. `alive` lives as long as the hook and its calls.
+fn counting_hook(
+    beats: Arc<AtomicUsize>,
+    times: Arc<std::sync::Mutex<Vec<tokio::time::Instant>>>,
+    calls: AwsCalls,
+    alive: Arc<()>,
+) -> impl FnMut() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+    move || {
+        let (beats, times, calls, alive) =
+            (beats.clone(), times.clone(), calls.clone(), alive.clone());
+        Box::pin(async move {
+            let _alive = alive;
+            times.lock().unwrap().push(tokio::time::Instant::now());
+            calls.note("hook");
+            if beats.fetch_add(1, Ordering::SeqCst) + 1 > BEATS {
+                std::future::pending::<()>().await;
+            }
+        })
+    }
+}
+
 #[tokio::test]
 async fn heartbeat_extends_visibility_and_calls_the_hook_until_the_record_ends() {
     let sqs = sqs().await;
     // Visibility 2 s: without the heartbeat the message would reappear mid-work.
+    let queue_visibility = Duration::from_secs(2);
     let queue = fresh_queue(&sqs, "heartbeat", spec(2)).await;
     send(&sqs, &queue.url, "long-job").await;
     let esm = mapping(&sqs, &queue.url).await;
     let event = poll_n(&esm, 1).await;
+    let received = tokio::time::Instant::now();
     let (runtime, calls) = recorded_runtime(BatchConfig {
         heartbeat: Heartbeat {
-            every: Duration::from_millis(700),
+            every: Duration::from_millis(300),
             extend_to: Duration::from_secs(20),
         },
-        queue_visibility: Some(Duration::from_secs(2)),
+        queue_visibility: Some(queue_visibility),
         ..BatchConfig::default()
     })
     .await;
     let beats = Arc::new(AtomicUsize::new(0));
     let seen_during_work = Arc::new(std::sync::Mutex::new(Vec::new()));
+    // Whether the hook (and every call of it) was gone once `with_heartbeat` returned.
+    let hook_gone_after_work = Arc::new(std::sync::Mutex::new(None));
 
     let response = {
-        let (beats, seen, sqs, url, calls) = (
+        let (beats, seen, gone, sqs, url, calls) = (
             beats.clone(),
             seen_during_work.clone(),
+            hook_gone_after_work.clone(),
             sqs.clone(),
             queue.url.clone(),
             calls.clone(),
         );
         runtime
             .run(lambda_event(event.clone(), None), move |m: Message| {
-                let (beats, seen, sqs, url, calls) = (
+                let (beats, seen, gone, sqs, url, calls) = (
                     beats.clone(),
                     seen.clone(),
+                    gone.clone(),
                     sqs.clone(),
                     url.clone(),
                     calls.clone(),
                 );
                 async move {
-                    let work = async {
-                        tokio::time::sleep(Duration::from_millis(3000)).await;
-                        // Past the queue's 2 s: only the heartbeat keeps it hidden.
-                        let bodies = visible_bodies(&sqs, &url).await;
-                        seen.lock().unwrap().extend(bodies);
-                    };
-                    m.with_heartbeat(work, || {
-                        let (beats, calls) = (beats.clone(), calls.clone());
+                    let alive = Arc::new(());
+                    let probe = Arc::downgrade(&alive);
+                    let work = {
+                        let beats = beats.clone();
                         async move {
-                            beats.fetch_add(1, Ordering::SeqCst);
-                            calls.note("hook");
+                            // The beats that extend, then the hook held; and past the
+                            // queue's 2 s since the receive: only the heartbeat keeps the
+                            // message hidden.
+                            wait_until("the heartbeat beats", Duration::from_secs(60), || {
+                                let beats = beats.clone();
+                                async move { beats.load(Ordering::SeqCst) > BEATS }
+                            })
+                            .await;
+                            tokio::time::sleep_until(
+                                received + queue_visibility + Duration::from_millis(500),
+                            )
+                            .await;
+                            let bodies = visible_bodies(&sqs, &url).await;
+                            seen.lock().unwrap().extend(bodies);
                         }
-                    })
-                    .await;
+                    };
+                    m.with_heartbeat(work, counting_hook(beats, Arc::default(), calls, alive))
+                        .await;
+                    *gone.lock().unwrap() = Some(probe.upgrade().is_none());
                     Outcome::Release
                 }
             })
             .await
             .unwrap()
     };
-    let beats_at_end = beats.load(Ordering::SeqCst);
-    tokio::time::sleep(Duration::from_millis(1000)).await;
 
     assert!(
         seen_during_work.lock().unwrap().is_empty(),
         "message stayed hidden while working"
     );
-    assert!(
-        (3..=5).contains(&beats_at_end),
-        "about one beat per 700 ms of 3 s: {beats_at_end}"
-    );
     assert_eq!(
-        beats.load(Ordering::SeqCst),
-        beats_at_end,
-        "heartbeat stopped with the record"
+        *hook_gone_after_work.lock().unwrap(),
+        Some(true),
+        "heartbeat stopped with the record: nothing holds its hook any more"
     );
+    assert_eq!(beats.load(Ordering::SeqCst), BEATS + 1);
     assert_eq!(response.batch_item_failures.len(), 1);
     assert!(
         visible_bodies(&sqs, &queue.url).await.is_empty(),
-        "extended to 20 s, still hidden"
+        "extended to 20 s, still hidden past the queue's 2 s"
     );
     // The hook (a lease renewal) runs before each extension, so the message is never
-    // kept hidden on the strength of a lease that was not renewed.
+    // kept hidden on the strength of a lease that was not renewed: the held hook call
+    // has no extension after it.
     let actions = calls.actions();
-    let expected: Vec<&str> = (0..beats_at_end)
+    let mut expected: Vec<&str> = (0..BEATS)
         .flat_map(|_| ["hook", "sqs:ChangeMessageVisibility"])
         .collect();
+    expected.push("hook");
     assert_eq!(actions, expected);
     calls.assert_declared();
 }
@@ -581,39 +626,65 @@ async fn heartbeat_extends_visibility_and_calls_the_hook_until_the_record_ends()
 async fn the_first_heartbeats_never_shorten_the_queue_s_own_visibility() {
     let sqs = sqs().await;
     // The queue hides a received message for 20 s; the heartbeat's own extension is 2 s.
+    let queue_visibility = Duration::from_secs(20);
+    let extend_to = Duration::from_secs(2);
     let queue = fresh_queue(&sqs, "hb-no-shorten", spec(20)).await;
     send(&sqs, &queue.url, "short-job").await;
     let esm = mapping(&sqs, &queue.url).await;
     let event = poll_n(&esm, 1).await;
-    let started = Instant::now();
     let (runtime, calls) = recorded_runtime(BatchConfig {
         heartbeat: Heartbeat {
             every: Duration::from_millis(300),
-            extend_to: Duration::from_secs(2),
+            extend_to,
         },
-        queue_visibility: Some(Duration::from_secs(20)),
+        queue_visibility: Some(queue_visibility),
         ..BatchConfig::default()
     })
     .await;
+    let beats = Arc::new(AtomicUsize::new(0));
+    let hook_times = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let before_run = tokio::time::Instant::now();
 
-    let response = runtime
-        .run(lambda_event(event.clone(), None), |m: Message| async move {
-            m.with_heartbeat(tokio::time::sleep(Duration::from_millis(1000)), || async {})
-                .await;
-            Outcome::Release
-        })
-        .await
-        .unwrap();
+    let response = {
+        let (beats, hook_times, calls) = (beats.clone(), hook_times.clone(), calls.clone());
+        runtime
+            .run(lambda_event(event.clone(), None), move |m: Message| {
+                let (beats, hook_times, calls) = (beats.clone(), hook_times.clone(), calls.clone());
+                async move {
+                    let work = {
+                        let beats = beats.clone();
+                        wait_until("the heartbeat beats", Duration::from_secs(60), move || {
+                            let beats = beats.clone();
+                            async move { beats.load(Ordering::SeqCst) > BEATS }
+                        })
+                    };
+                    m.with_heartbeat(work, counting_hook(beats, hook_times, calls, Arc::new(())))
+                        .await;
+                    Outcome::Release
+                }
+            })
+            .await
+            .unwrap()
+    };
     esm.complete(&event, &response).await.unwrap();
 
     let sent = calls.visibility_timeouts();
-    assert!(!sent.is_empty(), "the heartbeat beat");
-    assert!(
-        sent.iter().all(|&s| s >= 18),
-        "each beat kept what was left of the queue's 20 s: {sent:?}"
-    );
-    // A 2 s extension at the last beat (about 0.9 s in) would end by 3 s.
-    tokio::time::sleep(Duration::from_millis(3500).saturating_sub(started.elapsed())).await;
+    let hook_times = hook_times.lock().unwrap().clone();
+    assert_eq!(sent.len(), BEATS, "the heartbeat beat");
+    assert_eq!(hook_times.len(), BEATS + 1);
+    // Beat i computed its extension after its hook call and before the next one began:
+    // at most `hook_times[i + 1] - before_run` into the queue's 20 s.
+    for (i, &s) in sent.iter().enumerate() {
+        let elapsed = hook_times[i + 1].duration_since(before_run).as_secs_f64();
+        let left = queue_visibility.as_secs_f64() - elapsed.ceil();
+        assert!(
+            s as f64 >= left && s as u64 > extend_to.as_secs(),
+            "each beat kept what was left of the queue's 20 s ({left} s at beat {i}): {sent:?}"
+        );
+    }
+    // A 2 s extension at the last beat would be over 2 s after it had been answered,
+    // which was before the next hook call.
+    tokio::time::sleep_until(hook_times[BEATS] + extend_to + Duration::from_secs(1)).await;
     assert!(
         visible_bodies(&sqs, &queue.url).await.is_empty(),
         "still hidden by the queue's own visibility"
@@ -667,8 +738,8 @@ async fn a_fifo_retry_hides_the_message_and_keeps_the_group_in_order() {
         esm.poll().await.unwrap().is_none(),
         "a2 is not delivered while a1, before it in the group, is hidden"
     );
-    tokio::time::sleep(Duration::from_millis(2600)).await;
-    let again = poll_n(&esm, 1).await;
+    // Back after a1's 2 s: well before the queue's 30 s would bring it back.
+    let again = poll_n_within(&esm, 1, Duration::from_secs(20)).await;
     let bodies: Vec<_> = again
         .records
         .iter()
@@ -825,6 +896,7 @@ async fn work_that_would_outlive_the_deadline_gives_up_in_time_for_the_record_to
     send(&sqs, &queue.url, "slow").await;
     let esm = mapping(&sqs, &queue.url).await;
     let event = poll_n(&esm, 1).await;
+    let received = tokio::time::Instant::now();
     let (runtime, calls) = recorded_runtime(BatchConfig {
         deadline_margin: Duration::from_millis(500),
         ..BatchConfig::default()
@@ -866,7 +938,8 @@ async fn work_that_would_outlive_the_deadline_gives_up_in_time_for_the_record_to
         "the record saw the deadline coming"
     );
     assert_eq!(response.batch_item_failures.len(), 1);
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Past the queue's own 2 s since the receive: only the Retry keeps it hidden.
+    tokio::time::sleep_until(received + Duration::from_secs(3)).await;
     assert!(
         visible_bodies(&sqs, &queue.url).await.is_empty(),
         "its own Retry{{20 s}} applied"

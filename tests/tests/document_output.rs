@@ -12,6 +12,7 @@ use docflow::Outcome;
 use docflow::ids::DocumentId;
 use docflow::output::worker;
 use docflow::sqs::Heartbeat;
+use docflow_tests::gate::Gate;
 use docflow_tests::output::{
     ACCOUNT_KEY, API_KEY, COMPANY_ID, FILE_BYTES, FILE_NAME, Options, OutputEnv, hanging_listener,
     sample_event, setup, setup_with,
@@ -37,19 +38,29 @@ fn accepted(task_id: &str) -> Mock {
 
 /// [`accepted`], answering after `delay`.
 fn accepted_after(task_id: &str, delay: Duration) -> Mock {
+    accepting().respond_with(accepted_answer(task_id).set_delay(delay))
+}
+
+/// [`accepted`], answering only once the test opens the returned gate.
+fn accepted_through_gate(task_id: &str) -> (Mock, Gate) {
+    let gate = Gate::answering(accepted_answer(task_id));
+    (accepting().respond_with(gate.clone()), gate)
+}
+
+/// A create request with the right keys.
+fn accepting() -> wiremock::MockBuilder {
     Mock::given(method("POST"))
         .and(path(CREATE))
         .and(header("X-API-KEY", API_KEY))
         .and(header("X-ACCOUNT-KEY", ACCOUNT_KEY))
         .and(query_param("companyId", COMPANY_ID))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(json!({
-                    "meta": { "warnings": [] },
-                    "data": { "taskId": task_id }
-                }))
-                .set_delay(delay),
-        )
+}
+
+fn accepted_answer(task_id: &str) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(json!({
+        "meta": { "warnings": [] },
+        "data": { "taskId": task_id }
+    }))
 }
 
 fn maesn_error(status: u16, message: &str) -> Mock {
@@ -962,40 +973,55 @@ async fn a_missing_document_file_fails_the_job_without_calling_maesn(pool: PgPoo
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn the_heartbeat_moves_updated_at_and_keeps_the_message_hidden(pool: PgPool) {
-    // Queue visibility 1 s, each beat (every 700 ms) hides the message for 2 s more,
-    // and Maesn takes 3.5 s: past 2 s only the heartbeat keeps it hidden.
+    // Queue visibility 1 s, each beat (every 700 ms) hides the message for 2 s more, and
+    // Maesn holds the export until the test has looked: past 1 s only the heartbeat
+    // keeps the message hidden.
+    let queue_visibility = Duration::from_secs(1);
     let env = setup_with(
         pool,
         Options {
-            queue_visibility: Duration::from_secs(1),
+            queue_visibility,
             heartbeat: Heartbeat {
                 every: Duration::from_millis(700),
                 extend_to: Duration::from_secs(2),
             },
+            // Longer than the gate may hold the request.
+            maesn_timeout: docflow_tests::gate::HOLD_LIMIT,
             ..Options::default()
         },
     )
     .await;
-    accepted_after("task-slow", Duration::from_millis(3500))
-        .mount(&env.maesn)
-        .await;
+    let (mock, maesn) = accepted_through_gate("task-slow");
+    mock.mount(&env.maesn).await;
     let job_id = enqueued(&env).await;
     let event = docflow_tests::poll_n(&env.esm, 1).await;
+    let received = tokio::time::Instant::now();
 
     let observe = async {
-        tokio::time::sleep(Duration::from_millis(3000)).await;
-        let job = env.job(job_id).await;
+        maesn.arrived().await;
+        // Two beats at least: updated_at 1.4 s past the claim (the beats come later on a
+        // busy machine, never sooner).
+        let during = tokio::time::timeout(Duration::from_secs(60), async {
+            loop {
+                let job = env.job(job_id).await;
+                if job.updated_at - job.started_at.unwrap() >= chrono::Duration::milliseconds(1400)
+                {
+                    return job;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("the heartbeat did not move updated_at within 60 s while Maesn held the export");
+        // Past the queue's own visibility since the receive.
+        tokio::time::sleep_until(received + queue_visibility + Duration::from_millis(500)).await;
         let visible = visible_bodies(&env.sqs, &env.queue.url).await;
-        (job, visible)
+        maesn.open();
+        (during, visible)
     };
     let (response, (during, visible_during)) = tokio::join!(env.invoke(event), observe);
 
-    assert_eq!(during.status, "running");
-    let touched_after = during.updated_at - during.started_at.unwrap();
-    assert!(
-        touched_after >= chrono::Duration::milliseconds(1400),
-        "updated_at moved while working: {touched_after}"
-    );
+    assert_eq!(during.status, "running", "touched while working");
     assert!(visible_during.is_empty(), "message hidden by the heartbeat");
     assert!(response.batch_item_failures.is_empty());
     assert_eq!(env.job(job_id).await.status, "dispatched");
@@ -1781,11 +1807,17 @@ async fn an_audit_insert_racing_a_take_over_waits_for_it_and_exports_nothing(poo
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_task_id_maesn_gives_after_the_job_was_taken_over_is_kept_on_the_audit(pool: PgPool) {
-    let env = setup(pool).await;
-    accepted_after("task-late", Duration::from_millis(1500))
-        .expect(1)
-        .mount(&env.maesn)
-        .await;
+    let env = setup_with(
+        pool,
+        Options {
+            // Longer than the gate may hold the request.
+            maesn_timeout: docflow_tests::gate::HOLD_LIMIT,
+            ..Options::default()
+        },
+    )
+    .await;
+    let (mock, maesn) = accepted_through_gate("task-late");
+    mock.expect(1).mount(&env.maesn).await;
     let job_id = enqueued(&env).await;
     let stale = Duration::from_secs(600);
     let a = worker::claim(&env.pool, job_id.into(), stale)
@@ -1807,25 +1839,15 @@ async fn a_task_id_maesn_gives_after_the_job_was_taken_over_is_kept_on_the_audit
             worker::export(&pool, &s3, &maesn, &settings, &a, attempt).await
         })
     };
-    // A is waiting on Maesn (its audit is committed): its job goes stale and B takes it.
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while env
-            .maesn
-            .received_requests()
-            .await
-            .unwrap_or_default()
-            .is_empty()
-        {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .expect("A calls Maesn");
+    // A is waiting on Maesn, which holds its request (A's audit is committed): its job
+    // goes stale and B takes it; only then does Maesn answer A.
+    maesn.arrived().await;
     make_stale(&env, job_id).await;
     let b = worker::claim(&env.pool, job_id.into(), stale)
         .await
         .unwrap()
         .expect("stale: taken over");
+    maesn.open();
 
     let a_outcome = exporting.await.unwrap().unwrap();
 

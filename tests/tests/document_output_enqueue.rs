@@ -4,6 +4,8 @@
 //! "already in flight", the guarded failure update after a send error, and the queue's
 //! definition.
 
+use std::time::Duration;
+
 use docflow::ids::DocumentId;
 use docflow::output::worker;
 use docflow::output::{Dispatch, Dispatcher, EnqueueError, Ineligible, JobStatus, Trigger};
@@ -298,19 +300,23 @@ async fn two_concurrent_enqueues_make_one_job_and_the_other_is_already_in_flight
     let (racing, ()) = tokio::join!(
         docflow::output::on_final_approval(&mut second, doc, Some(env.tenant.approver_id)),
         async {
-            loop {
-                let waiting: i64 = sqlx::query_scalar(
-                    r#"SELECT count(*) FROM pg_stat_activity
-                        WHERE datname = current_database() AND wait_event_type = 'Lock'"#,
-                )
-                .fetch_one(&env.pool)
-                .await
-                .unwrap();
-                if waiting > 0 {
-                    break;
+            tokio::time::timeout(Duration::from_secs(60), async {
+                loop {
+                    let waiting: i64 = sqlx::query_scalar(
+                        r#"SELECT count(*) FROM pg_stat_activity
+                            WHERE datname = current_database() AND wait_event_type = 'Lock'"#,
+                    )
+                    .fetch_one(&env.pool)
+                    .await
+                    .unwrap();
+                    if waiting > 0 {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
                 }
-                tokio::task::yield_now().await;
-            }
+            })
+            .await
+            .expect("the second enqueue did not wait on the first's lock within 60 s");
             first.commit().await.unwrap();
         }
     );

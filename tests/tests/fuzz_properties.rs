@@ -496,34 +496,49 @@ proptest! {
 // --- kept inputs -----------------------------------------------------------------------------
 
 /// Every input a fuzzer or a property test once broke a target with stays a test:
-/// `fuzz/regressions/<target>/<file>` is replayed through `<target>`.
+/// `fuzz/regressions/<target>/<file>` is replayed through `<target>`. The directory is
+/// part of the repository, so finding nothing to replay is a failure, not a pass.
 #[test]
 fn every_kept_regression_input_passes_its_target() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/regressions");
-    let Ok(dirs) = std::fs::read_dir(&root) else {
-        return;
-    };
-    let mut replayed = 0;
+    let dirs = std::fs::read_dir(&root)
+        .unwrap_or_else(|e| panic!("{} cannot be read: {e}", root.display()));
+    let mut replayed: Vec<(String, usize)> = Vec::new();
     for dir in dirs {
         let dir = dir.unwrap().path();
-        let target: fn(&[u8]) = match dir.file_name().and_then(|n| n.to_str()) {
-            Some("sqs_event") => targets::sqs_event,
-            Some("message_body") => targets::message_body,
-            Some("llm_response") => targets::llm_response,
-            Some("structured_data") => targets::structured_data,
-            Some("rules_text") => targets::rules_text,
-            Some("rules_pdf") => targets::rules_pdf,
-            Some("maesn_response") => targets::maesn_response,
-            Some("image") => targets::image,
+        let name = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_owned();
+        let target: fn(&[u8]) = match name.as_str() {
+            "sqs_event" => targets::sqs_event,
+            "message_body" => targets::message_body,
+            "llm_response" => targets::llm_response,
+            "structured_data" => targets::structured_data,
+            "rules_text" => targets::rules_text,
+            "rules_pdf" => targets::rules_pdf,
+            "maesn_response" => targets::maesn_response,
+            "image" => targets::image,
             other => panic!("fuzz/regressions/{other:?} names no target"),
         };
+        let mut count = 0;
         for file in std::fs::read_dir(&dir).unwrap() {
             let path = file.unwrap().path();
             let data = std::fs::read(&path).unwrap();
             eprintln!("replaying {}", path.display());
             target(&data);
-            replayed += 1;
+            count += 1;
         }
+        replayed.push((name, count));
     }
-    eprintln!("{replayed} kept inputs replayed");
+    eprintln!("kept inputs replayed per target: {replayed:?}");
+    assert!(
+        !replayed.is_empty(),
+        "no target has kept inputs under {}",
+        root.display()
+    );
+    for (target, count) in &replayed {
+        assert!(*count > 0, "fuzz/regressions/{target}/ replayed no input");
+    }
 }

@@ -1257,7 +1257,8 @@ async fn a_rotated_llm_key_is_read_again_instead_of_failing_ingestions_for_good(
         .send()
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Past the TTL, without waiting for it.
+    assert!(store.age_cache_for_test(Duration::from_secs(2)).await);
     Mock::given(method("POST"))
         .and(path("/v1/messages"))
         .and(header("x-api-key", "sk-ant-new"))

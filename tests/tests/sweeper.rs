@@ -23,7 +23,7 @@ use docflow_tests::output::{OutputEnv, setup};
 use docflow_tests::pdf::text_pdf;
 use docflow_tests::*;
 use lambda_runtime::{Context, LambdaEvent};
-use matching_support::{invoice, purchase_order, slack_bodies, slack_notifier, slack_server};
+use matching_support::{Gate, invoice, purchase_order, slack_bodies, slack_notifier, slack_server};
 use serde_json::json;
 use sqlx::PgPool;
 use sweeper::{Deps, Queues, SweepConfig, SweepReport};
@@ -780,20 +780,31 @@ async fn work_resent_the_maximum_times_is_failed_visibly_notified_once_and_never
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_matching_give_up_meeting_a_late_delivery_tells_the_admins_once(pool: PgPool) {
     // Arrange: a document re-sent to matching the maximum times and stuck again, and a
-    // Slack that takes its time, so the sweeper's notice is still on its way when a
-    // delivery of the document's last re-sent message arrives.
+    // Slack that holds the sweeper's notice until the test lets it through, so that the
+    // notice is still on its way when a delivery of the document's last re-sent message
+    // arrives.
     let slow_slack = MockServer::start().await;
+    let slack_gate = Gate::answering(ResponseTemplate::new(200).set_body_string("ok"));
     Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_string("ok")
-                .set_delay(Duration::from_millis(1500)),
-        )
+        .respond_with(slack_gate.clone())
         .mount(&slow_slack)
         .await;
+    // A notifier that waits as long as the gate may hold it: a timed-out attempt would
+    // be retried and reach Slack twice.
+    let patient_notifier = || {
+        docflow::notify::Notifier::new(
+            Some(matching_support::ADMIN_BASE_URL.into()),
+            docflow_tests::gate::HOLD_LIMIT,
+        )
+        .with_retry(matching_support::fast_retry())
+        .with_channel(docflow::notify::SlackChannel::new(
+            reqwest::Client::new(),
+            format!("{}/services/T000/B000/XXXX", slow_slack.uri()).into(),
+        ))
+    };
     let mut env = env(pool).await;
-    env.deps.notifier = slack_notifier(&slow_slack);
-    let matching_deps = matching_support::deps(&env.pool, None, slack_notifier(&slow_slack)).await;
+    env.deps.notifier = patient_notifier();
+    let matching_deps = matching_support::deps(&env.pool, None, patient_notifier()).await;
     let tenant = matching_support::tenant(&env.pool, "Acme AG").await;
     let document = matching_support::document(
         &env.pool,
@@ -823,15 +834,10 @@ async fn a_matching_give_up_meeting_a_late_delivery_tells_the_admins_once(pool: 
     // Act: the sweep gives up; as soon as the failure is committed, and while the
     // sweeper is telling the admins, the delivery arrives.
     let delivery = async {
-        let waited = std::time::Instant::now();
-        loop {
-            let (status, _, _) = env.matching_status(document).await;
-            if status.as_deref() == Some("failed") {
-                break;
-            }
-            assert!(waited.elapsed() < Duration::from_secs(20), "no give-up");
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        // The notice reaching Slack (and held there) comes after the give-up's commit.
+        slack_gate.arrived().await;
+        let (status, _, _) = env.matching_status(document).await;
+        assert_eq!(status.as_deref(), Some("failed"), "given up before telling");
         let untold: bool =
             sqlx::query_scalar("SELECT matching_notified_at IS NULL FROM document WHERE id = $1")
                 .bind(document)
@@ -841,6 +847,7 @@ async fn a_matching_give_up_meeting_a_late_delivery_tells_the_admins_once(pool: 
         let response = matching::handler(&matching_deps, lambda_event(late, None))
             .await
             .unwrap();
+        slack_gate.open();
         (untold, response)
     };
     let (report, (untold_when_delivered, response)) = tokio::join!(sweep(&env.deps), delivery);

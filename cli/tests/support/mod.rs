@@ -119,7 +119,8 @@ pub struct Profile {
 
 impl Profile {
     /// `SOAK_DOCUMENTS` (default `default_documents`), `SOAK_SEED` (default: from the
-    /// clock; printed), `SOAK_MAX_SECONDS` (default 900).
+    /// clock; printed; `make test` pins one, `make soak` leaves it to the clock),
+    /// `SOAK_MAX_SECONDS` (default 900).
     pub fn from_env(default_documents: usize) -> Profile {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         let documents: usize = var("SOAK_DOCUMENTS")

@@ -269,62 +269,10 @@ pub fn credit_note(number: &str, invoice_number: &str, date: &str, total: f64) -
 // ---- an LLM that answers only when the test says so ----
 
 /// A Messages API stand-in that holds every request until [`Gate::open`]: a run can be
-/// stopped between its candidate search and its write phase without any sleep. The
-/// wiremock server answers on its own thread, so blocking it holds only the LLM call.
-#[derive(Clone)]
-pub struct Gate {
-    arrived: std::sync::Arc<tokio::sync::Semaphore>,
-    open: std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
-    answer: ResponseTemplate,
-}
-
-impl Gate {
-    pub fn new(answer: &str) -> Self {
-        Gate::answering(docflow_tests::llm::anthropic_text(answer))
-    }
-
-    /// A gate that, once open, answers with `response` (an API error, say).
-    pub fn answering(response: ResponseTemplate) -> Self {
-        Gate {
-            arrived: std::sync::Arc::new(tokio::sync::Semaphore::new(0)),
-            open: std::sync::Arc::default(),
-            answer: response,
-        }
-    }
-
-    /// Waits until a request reached the stand-in (and is being held).
-    pub async fn arrived(&self) {
-        self.arrived
-            .acquire()
-            .await
-            .expect("gate semaphore open")
-            .forget();
-    }
-
-    /// Lets every held and later request through.
-    pub fn open(&self) {
-        let (lock, cvar) = &*self.open;
-        *lock.lock().unwrap() = true;
-        cvar.notify_all();
-    }
-}
-
-impl wiremock::Respond for Gate {
-    fn respond(&self, _request: &wiremock::Request) -> ResponseTemplate {
-        self.arrived.add_permits(1);
-        let (lock, cvar) = &*self.open;
-        let mut open = lock.lock().unwrap();
-        while !*open {
-            // Bounded so a failing test cannot hang the server thread for ever.
-            let (guard, timeout) = cvar.wait_timeout(open, Duration::from_secs(30)).unwrap();
-            open = guard;
-            if timeout.timed_out() {
-                break;
-            }
-        }
-        self.answer.clone()
-    }
-}
+/// stopped between its candidate search and its write phase without any sleep. (Not
+/// every test binary that includes this module uses it.)
+#[allow(unused_imports)]
+pub use docflow_tests::gate::Gate;
 
 // ---- Postgres locks ----
 
