@@ -24,7 +24,10 @@ variables {
   vpc_id                     = "vpc-0123456789abcdef0"
   subnet_ids                 = ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"]
   database_security_group_id = "sg-0123456789abcdef0"
-  lambda_package_dir         = "tests/fixtures/lambda"
+  route_table_ids            = ["rtb-0123456789abcdef0"]
+  lambda_package_dir         = "tests/fixtures/packages/arm64"
+  # The account quota after an increase; runs below set a new account's 10.
+  lambda_concurrent_executions_quota = 1000
 }
 
 run "the_stack_plans_with_the_documented_names_and_settings" {
