@@ -15,6 +15,9 @@ secret_recovery_window_days = 0
 llm_provider = "rules"
 log_level    = "info"
 
+# moto does not limit concurrency; the precondition still runs against this value.
+lambda_concurrent_executions_quota = 1000
+
 max_receive_count = 3
 maximum_concurrency = {
   ingestion         = 2

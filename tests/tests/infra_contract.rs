@@ -582,8 +582,8 @@ fn a_setting_cannot_override_max_receive_count() {
 fn a_missing_dlq_alarm_is_reported() {
     let broken = real_infra().replace(
         MODULE_ALARMS,
-        r#"metric_name         = "ApproximateNumberOfMessagesVisible""#,
-        r#"metric_name         = "NumberOfMessagesSent""#,
+        r#"metric_name = "ApproximateNumberOfMessagesVisible""#,
+        r#"metric_name = "NumberOfMessagesSent""#,
     );
     assert_reported(
         &violations(&broken),
@@ -591,6 +591,105 @@ fn a_missing_dlq_alarm_is_reported() {
             "module.matching",
             "no alarm with actions on AWS/SQS ApproximateNumberOfMessagesVisible",
         ],
+    );
+}
+
+// --- issue 29 ------------------------------------------------------------------------------
+
+/// Item 8: an alarm on the DLQ's depth latches while old messages wait there.
+#[test]
+fn a_dlq_alarm_on_its_depth_instead_of_new_arrivals_is_reported() {
+    let broken = real_infra().replace(
+        MODULE_ALARMS,
+        r#"expression  = "DIFF(visible)""#,
+        r#"expression  = "visible""#,
+    );
+    for instance in [
+        "module.ingestion",
+        "module.matching",
+        "module.document_output",
+    ] {
+        assert_reported(
+            &violations(&broken),
+            &[instance, "must fire on new messages in the DLQ"],
+        );
+    }
+}
+
+/// The contract is checked with a customer managed key too: the KMS statements exist
+/// only then.
+fn with_a_kms_key(sources: Sources) -> Sources {
+    sources.append(
+        "environments/example.tfvars",
+        "kms_key_arn = \"arn:aws:kms:eu-central-1:123456789012:key/00000000-0000-0000-0000-000000000000\"\n",
+    )
+}
+
+/// Item 12.
+#[test]
+fn with_a_kms_key_every_function_uses_it_only_through_its_services() {
+    let found = violations(&with_a_kms_key(real_infra()));
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+#[test]
+fn a_kms_grant_without_kms_via_service_is_reported() {
+    let broken = with_a_kms_key(real_infra()).replace(
+        MODULE_IAM,
+        r#"variable = "kms:ViaService""#,
+        r#"variable = "aws:SourceVpc""#,
+    );
+    assert_reported(
+        &violations(&broken),
+        &["module.matching", "\"UseDataKey\"", "without a kms:ViaService condition"],
+    );
+    let broken = with_a_kms_key(real_infra()).replace(
+        "sweeper.tf",
+        r#"variable = "kms:ViaService""#,
+        r#"variable = "aws:SourceVpc""#,
+    );
+    assert_reported(
+        &violations(&broken),
+        &["aws_lambda_function.sweeper", "without a kms:ViaService condition"],
+    );
+}
+
+#[test]
+fn listing_the_documents_bucket_beyond_the_function_prefixes_is_reported() {
+    let broken = real_infra().replace(
+        MODULE_IAM,
+        r#"variable = "s3:prefix""#,
+        r#"variable = "s3:delimiter""#,
+    );
+    assert_reported(
+        &violations(&broken),
+        &[
+            "module.ingestion",
+            "grants s3:ListBucket without an s3:prefix condition on [\"documents/*\", \"ingestions/*\"]",
+        ],
+    );
+}
+
+/// Item 6.
+#[test]
+fn a_vpc_function_whose_role_cannot_describe_subnets_is_reported() {
+    let broken = real_infra().replace(
+        MODULE_IAM,
+        r#"actions   = ["ec2:DescribeSubnets"]"#,
+        r#"actions   = ["xray:PutTelemetryRecords"]"#,
+    );
+    assert_reported(
+        &violations(&broken),
+        &["module.document_output", "does not grant ec2:DescribeSubnets"],
+    );
+    let broken = real_infra().replace(
+        "sweeper.tf",
+        r#"actions   = ["ec2:DescribeSubnets"]"#,
+        r#"actions   = ["xray:PutTelemetryRecords"]"#,
+    );
+    assert_reported(
+        &violations(&broken),
+        &["aws_lambda_function.sweeper", "does not grant ec2:DescribeSubnets"],
     );
 }
 
