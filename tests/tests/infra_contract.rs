@@ -641,7 +641,11 @@ fn a_kms_grant_without_kms_via_service_is_reported() {
     );
     assert_reported(
         &violations(&broken),
-        &["module.matching", "\"UseDataKey\"", "without a kms:ViaService condition"],
+        &[
+            "module.matching",
+            "\"UseDataKey\"",
+            "without a kms:ViaService condition",
+        ],
     );
     let broken = with_a_kms_key(real_infra()).replace(
         "sweeper.tf",
@@ -650,7 +654,10 @@ fn a_kms_grant_without_kms_via_service_is_reported() {
     );
     assert_reported(
         &violations(&broken),
-        &["aws_lambda_function.sweeper", "without a kms:ViaService condition"],
+        &[
+            "aws_lambda_function.sweeper",
+            "without a kms:ViaService condition",
+        ],
     );
 }
 
@@ -680,7 +687,10 @@ fn a_vpc_function_whose_role_cannot_describe_subnets_is_reported() {
     );
     assert_reported(
         &violations(&broken),
-        &["module.document_output", "does not grant ec2:DescribeSubnets"],
+        &[
+            "module.document_output",
+            "does not grant ec2:DescribeSubnets",
+        ],
     );
     let broken = real_infra().replace(
         "sweeper.tf",
@@ -689,7 +699,10 @@ fn a_vpc_function_whose_role_cannot_describe_subnets_is_reported() {
     );
     assert_reported(
         &violations(&broken),
-        &["aws_lambda_function.sweeper", "does not grant ec2:DescribeSubnets"],
+        &[
+            "aws_lambda_function.sweeper",
+            "does not grant ec2:DescribeSubnets",
+        ],
     );
 }
 

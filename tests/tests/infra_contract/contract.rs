@@ -536,10 +536,12 @@ fn check_dlq_alarm(instance: &Module, dlq_name: &str, found: &mut Violations) {
                     == Some(Value::from(dlq_name))
         })
     };
-    let alarm = instance.of_kind("aws_cloudwatch_metric_alarm").find(|alarm| {
-        !strings(alarm.attr("alarm_actions").as_ref()).is_empty()
-            && blocks(&alarm.body, "metric_query").any(|q| reads_dlq(q))
-    });
+    let alarm = instance
+        .of_kind("aws_cloudwatch_metric_alarm")
+        .find(|alarm| {
+            !strings(alarm.attr("alarm_actions").as_ref()).is_empty()
+                && blocks(&alarm.body, "metric_query").any(|q| reads_dlq(q))
+        });
     let Some(alarm) = alarm else {
         return found.add_to(
             &instance.address,

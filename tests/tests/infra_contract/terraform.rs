@@ -647,13 +647,20 @@ fn merge(args: FuncArgs) -> Result<Value, String> {
 fn concat(args: FuncArgs) -> Result<Value, String> {
     let mut joined = Vec::new();
     for arg in args.iter() {
-        joined.extend(arg.as_array().ok_or("concat: arguments must be lists")?.iter().cloned());
+        joined.extend(
+            arg.as_array()
+                .ok_or("concat: arguments must be lists")?
+                .iter()
+                .cloned(),
+        );
     }
     Ok(Value::Array(joined))
 }
 
 fn distinct(args: FuncArgs) -> Result<Value, String> {
-    let items = args[0].as_array().ok_or("distinct: argument must be a list")?;
+    let items = args[0]
+        .as_array()
+        .ok_or("distinct: argument must be a list")?;
     let mut kept: Vec<Value> = Vec::new();
     for item in items {
         if !kept.contains(item) {
