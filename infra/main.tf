@@ -61,7 +61,7 @@ module "ingestion" {
   # Backoff is at most 600 s between attempts.
   oldest_message_age_alarm_seconds = 1800
 
-  secret_arn            = aws_secretsmanager_secret.app.arn
+  secret_arn            = aws_secretsmanager_secret.ingestion.arn
   documents_bucket_name = aws_s3_bucket.documents.id
   documents_bucket_arn  = aws_s3_bucket.documents.arn
   s3_read_prefixes      = ["documents/", "ingestions/"]
@@ -105,7 +105,7 @@ module "matching" {
   # while everything works as designed.
   oldest_message_age_alarm_seconds = 3600
 
-  secret_arn        = aws_secretsmanager_secret.app.arn
+  secret_arn        = aws_secretsmanager_secret.matching.arn
   ses_identity_arns = local.ses_send_arns
   # Three LLM attempts (30 s each, plus 2 s and 4 s waits) fit in the 120 s timeout
   # minus the 15 s failure reserve and the 2 s deadline margin.
@@ -141,7 +141,7 @@ module "document_output" {
   message_retention_seconds        = var.message_retention_seconds
   oldest_message_age_alarm_seconds = 1800
 
-  secret_arn            = aws_secretsmanager_secret.app.arn
+  secret_arn            = aws_secretsmanager_secret.document_output.arn
   documents_bucket_name = aws_s3_bucket.documents.id
   documents_bucket_arn  = aws_s3_bucket.documents.arn
   s3_read_prefixes      = ["documents/"]

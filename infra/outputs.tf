@@ -40,9 +40,14 @@ output "documents_bucket" {
   value       = aws_s3_bucket.documents.id
 }
 
-output "secret_arn" {
-  description = "ARN of the credentials secret; fill it with `aws secretsmanager put-secret-value --secret-id <this>`."
-  value       = aws_secretsmanager_secret.app.arn
+output "secret_arns" {
+  description = "ARN of each function's credentials secret; fill each with `aws secretsmanager put-secret-value --secret-id <this>` (README.md, The secrets)."
+  value = {
+    ingestion         = aws_secretsmanager_secret.ingestion.arn
+    matching          = aws_secretsmanager_secret.matching.arn
+    "document-output" = aws_secretsmanager_secret.document_output.arn
+    sweeper           = aws_secretsmanager_secret.sweeper.arn
+  }
 }
 
 output "alarm_topic_arn" {

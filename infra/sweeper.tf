@@ -66,7 +66,7 @@ data "aws_iam_policy_document" "sweeper" {
   statement {
     sid       = "ReadAppSecret"
     actions   = ["secretsmanager:GetSecretValue"]
-    resources = [aws_secretsmanager_secret.app.arn]
+    resources = [aws_secretsmanager_secret.sweeper.arn]
   }
 
   # Polling a tenant's open DATEV tasks needs its Maesn account key: <prefix><tenant id>,
@@ -166,7 +166,7 @@ resource "aws_lambda_function" "sweeper" {
   environment {
     variables = merge(local.notify_settings, {
       RUST_LOG                  = var.log_level
-      DOCFLOW_SECRET_ID         = aws_secretsmanager_secret.app.arn
+      DOCFLOW_SECRET_ID         = aws_secretsmanager_secret.sweeper.arn
       INGESTION_QUEUE_URL       = module.ingestion.queue_url
       MATCHING_QUEUE_URL        = module.matching.queue_url
       DOCUMENT_OUTPUT_QUEUE_URL = module.document_output.queue_url

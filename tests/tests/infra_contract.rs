@@ -341,7 +341,7 @@ fn a_secret_value_in_terraform_or_in_an_environment_is_reported() {
     let broken = real_infra()
         .append(
             "secret.tf",
-            "\nresource \"aws_secretsmanager_secret_version\" \"app\" {\n  secret_id     = aws_secretsmanager_secret.app.id\n  secret_string = \"{}\"\n}\n",
+            "\nresource \"aws_secretsmanager_secret_version\" \"app\" {\n  secret_id     = aws_secretsmanager_secret.sweeper.id\n  secret_string = \"{}\"\n}\n",
         )
         .replace(
             "sweeper.tf",
@@ -373,7 +373,7 @@ fn a_secret_value_in_terraform_or_in_an_environment_is_reported() {
 fn a_secret_id_that_is_not_an_arn_is_reported() {
     let broken = real_infra().replace(
         "sweeper.tf",
-        "DOCFLOW_SECRET_ID         = aws_secretsmanager_secret.app.arn",
+        "DOCFLOW_SECRET_ID         = aws_secretsmanager_secret.sweeper.arn",
         "DOCFLOW_SECRET_ID         = \"docflow/app\"",
     );
     assert_reported(
@@ -410,7 +410,7 @@ fn a_wildcard_resource_for_sqs_actions_is_reported() {
 fn a_wildcard_secret_arn_is_reported() {
     let broken = real_infra().replace(
         "sweeper.tf",
-        "resources = [aws_secretsmanager_secret.app.arn]",
+        "resources = [aws_secretsmanager_secret.sweeper.arn]",
         r#"resources = ["arn:aws:secretsmanager:eu-central-1:123456789012:secret:*"]"#,
     );
     assert_reported(
