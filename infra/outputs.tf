@@ -60,6 +60,11 @@ output "functions_security_group_id" {
   value       = aws_security_group.functions.id
 }
 
+output "database_url_template" {
+  description = "The form of every secret's database_url: host, port and sslmode (database_tls) as this environment expects them."
+  value       = "postgres://<user>:<password>@${coalesce(var.rds_proxy_endpoint, "<database host>")}:${var.database_port}/docflow?sslmode=${var.database_tls}"
+}
+
 output "database_host" {
   description = "The RDS Proxy endpoint, when one is given: the host to use in the secret's database_url."
   value       = var.rds_proxy_endpoint

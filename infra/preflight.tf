@@ -47,6 +47,12 @@ resource "terraform_data" "preflight" {
       error_message = "Ingestion can poll ${local.textract_polls_per_second} Textract jobs per second (maximum_concurrency[ingestion] x ingestion_batch_concurrency / 5 s), above textract_requests_per_second_quota ${var.textract_requests_per_second_quota}: throttled calls burn receives. Lower either, or raise the Textract quotas in Service Quotas and say so here."
     }
 
+    # --- database TLS (item 10) ---
+    precondition {
+      condition     = var.database_tls != "verify-full" || var.rds_proxy_endpoint != null
+      error_message = "database_tls = verify-full needs rds_proxy_endpoint: the functions verify the database's certificate against the public roots (webpki), which sign RDS Proxy's certificate but not the RDS CA of a DB instance. Put an RDS Proxy in front of the database, or set database_tls = \"require\" to accept an unverified certificate."
+    }
+
     # --- the S3 gateway endpoint (item 13) ---
     precondition {
       condition     = !var.manage_s3_gateway_endpoint || length(var.route_table_ids) > 0

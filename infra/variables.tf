@@ -371,3 +371,14 @@ variable "lambda_concurrent_executions_quota" {
     error_message = "lambda_concurrent_executions_quota must be a whole number >= 1 (aws lambda get-account-settings --query AccountLimit.ConcurrentExecutions)."
   }
 }
+
+variable "database_tls" {
+  description = "The sslmode every secret's database_url uses: verify-full (the default; needs rds_proxy_endpoint, because the functions trust the public roots, which sign RDS Proxy's certificate but not the RDS CA), or require (encrypted, server certificate not verified: only where no RDS Proxy can be used, accepting that)."
+  type        = string
+  default     = "verify-full"
+
+  validation {
+    condition     = contains(["verify-full", "require"], var.database_tls)
+    error_message = "database_tls must be verify-full or require."
+  }
+}

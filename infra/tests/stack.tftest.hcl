@@ -37,6 +37,7 @@ variables {
   subnet_ids                 = ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"]
   database_security_group_id = "sg-0123456789abcdef0"
   route_table_ids            = ["rtb-0123456789abcdef0"]
+  rds_proxy_endpoint         = "docflow.proxy-abcdefghijkl.eu-central-1.rds.amazonaws.com"
   lambda_package_dir         = "tests/fixtures/packages/arm64"
   # The account quota after an increase; runs below set a new account's 10.
   lambda_concurrent_executions_quota = 1000
@@ -309,5 +310,40 @@ run "textract_polling_fits_with_fewer_jobs_per_instance" {
   assert {
     condition     = aws_cloudwatch_metric_alarm.textract_throttled[0].threshold == 0
     error_message = "an alarm on Textract throttling"
+  }
+}
+
+# Item 10: verify-full is the default, and it needs RDS Proxy (its certificate chains to
+# the public roots the functions trust; the RDS CA is not among them).
+run "verify_full_without_an_rds_proxy_fails_the_plan" {
+  command = plan
+
+  variables {
+    rds_proxy_endpoint = null
+  }
+
+  expect_failures = [terraform_data.preflight]
+}
+
+run "verify_full_through_rds_proxy_is_the_default" {
+  command = plan
+
+  assert {
+    condition     = output.database_url_template == "postgres://<user>:<password>@docflow.proxy-abcdefghijkl.eu-central-1.rds.amazonaws.com:5432/docflow?sslmode=verify-full"
+    error_message = "the database URL's default is sslmode=verify-full to the RDS Proxy"
+  }
+}
+
+run "unverified_tls_only_when_asked_for" {
+  command = plan
+
+  variables {
+    rds_proxy_endpoint = null
+    database_tls       = "require"
+  }
+
+  assert {
+    condition     = endswith(output.database_url_template, "sslmode=require")
+    error_message = "database_tls = require is the explicit opt-out"
   }
 }

@@ -706,6 +706,25 @@ fn a_vpc_function_whose_role_cannot_describe_subnets_is_reported() {
     );
 }
 
+/// Item 10: with `sslmode=verify-full` and no `sslrootcert`, sqlx (`tls-rustls`: ring and
+/// webpki-roots) verifies the database's certificate against the webpki roots. RDS
+/// Proxy's certificate (ACM) chains to Amazon Root CA 1, which is among them; the RDS
+/// CA that signs a DB instance's certificate is not, hence infra/'s `database_tls =
+/// verify-full` needs `rds_proxy_endpoint` (preflight.tf).
+#[test]
+fn verify_full_through_rds_proxy_needs_no_extra_root_certificate() {
+    let trusted = |name: &[u8]| {
+        webpki_roots::TLS_SERVER_ROOTS
+            .iter()
+            .any(|root| root.subject.as_ref().windows(name.len()).any(|w| w == name))
+    };
+    assert!(trusted(b"Amazon Root CA 1"), "RDS Proxy's root is trusted");
+    assert!(
+        !trusted(b"Amazon RDS"),
+        "the RDS CA is not among the roots: a DB instance's certificate needs a CA bundle"
+    );
+}
+
 #[test]
 fn an_errors_alarm_on_a_count_instead_of_a_rate_is_reported() {
     let broken = real_infra().replace(
