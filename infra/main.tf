@@ -19,14 +19,22 @@ locals {
     var.llm_model == null ? {} : { LLM_MODEL = var.llm_model },
   )
 
+  # Email notifications need all three of ses_identity_arn, notify_email_from and
+  # notify_email_to (preflight.tf fails the plan otherwise): the settings and the
+  # ses:SendEmail grant come together or not at all.
+  email_enabled = var.ses_identity_arn != null && var.notify_email_from != null && var.notify_email_to != null
+  # ses:SendEmail is authorised on the sender's identity and, in the SES sandbox, on
+  # every recipient's identity too (ses_recipient_identity_arns).
+  ses_send_arns = local.email_enabled ? concat([var.ses_identity_arn], var.ses_recipient_identity_arns) : []
+
   # Admin notifications of matching and document output: a channel is on only when
   # configured.
   notify_settings = merge(
     var.admin_base_url == null ? {} : { ADMIN_BASE_URL = var.admin_base_url },
-    var.notify_email_from == null || var.notify_email_to == null ? {} : {
+    local.email_enabled ? {
       NOTIFY_EMAIL_FROM = var.notify_email_from
       NOTIFY_EMAIL_TO   = var.notify_email_to
-    },
+    } : {},
   )
 }
 
@@ -43,13 +51,17 @@ module "ingestion" {
   memory_mb           = 1024
   batch_size          = 10
   maximum_concurrency = var.maximum_concurrency["ingestion"]
+  enabled             = var.consumers_enabled
+  # Records of a batch processed at once, hence Textract jobs polled at once per instance
+  # (preflight.tf bounds the product with the Textract quota).
+  batch_concurrency = var.ingestion_batch_concurrency
 
   max_receive_count         = var.max_receive_count
   message_retention_seconds = var.message_retention_seconds
   # Backoff is at most 600 s between attempts.
   oldest_message_age_alarm_seconds = 1800
 
-  secret_arn            = aws_secretsmanager_secret.app.arn
+  secret_arn            = aws_secretsmanager_secret.ingestion.arn
   documents_bucket_name = aws_s3_bucket.documents.id
   documents_bucket_arn  = aws_s3_bucket.documents.arn
   s3_read_prefixes      = ["documents/", "ingestions/"]
@@ -85,6 +97,7 @@ module "matching" {
   memory_mb           = 512
   batch_size          = 10
   maximum_concurrency = var.maximum_concurrency["matching"]
+  enabled             = var.consumers_enabled
 
   max_receive_count         = var.max_receive_count
   message_retention_seconds = var.message_retention_seconds
@@ -92,8 +105,8 @@ module "matching" {
   # while everything works as designed.
   oldest_message_age_alarm_seconds = 3600
 
-  secret_arn        = aws_secretsmanager_secret.app.arn
-  ses_identity_arns = var.ses_identity_arn == null ? [] : [var.ses_identity_arn]
+  secret_arn        = aws_secretsmanager_secret.matching.arn
+  ses_identity_arns = local.ses_send_arns
   # Three LLM attempts (30 s each, plus 2 s and 4 s waits) fit in the 120 s timeout
   # minus the 15 s failure reserve and the 2 s deadline margin.
   settings = merge(local.llm_settings, { LLM_TIMEOUT_SECONDS = "30" }, local.notify_settings)
@@ -122,12 +135,13 @@ module "document_output" {
   memory_mb           = 512
   batch_size          = 10
   maximum_concurrency = var.maximum_concurrency["document-output"]
+  enabled             = var.consumers_enabled
 
   max_receive_count                = var.max_receive_count
   message_retention_seconds        = var.message_retention_seconds
   oldest_message_age_alarm_seconds = 1800
 
-  secret_arn            = aws_secretsmanager_secret.app.arn
+  secret_arn            = aws_secretsmanager_secret.document_output.arn
   documents_bucket_name = aws_s3_bucket.documents.id
   documents_bucket_arn  = aws_s3_bucket.documents.arn
   s3_read_prefixes      = ["documents/"]
@@ -135,7 +149,7 @@ module "document_output" {
   # (docs/document-output.md), created when the tenant connects DATEV.
   tenant_secret_prefixes = { DATEV_CREDENTIALS_PREFIX = local.datev_credentials_prefix }
   # Failed and in-doubt exports are notified to the admins like matching's failures.
-  ses_identity_arns = var.ses_identity_arn == null ? [] : [var.ses_identity_arn]
+  ses_identity_arns = local.ses_send_arns
   settings          = merge(local.notify_settings, { STALE_RUNNING_SECONDS = tostring(var.stale_running_seconds) })
 
   subnet_ids         = var.subnet_ids
@@ -147,4 +161,49 @@ module "document_output" {
 
   database_max_connections = var.database_max_connections
   metrics_namespace        = local.metrics_namespace
+}
+
+# Textract throttling (issue 29, item 5): a throttled call fails the record's OCR as a
+# transient error, so its message is retried and burns one of its receives. Textract's
+# metrics are per account and region (dimension Operation), not per function: with
+# ocr_provider = textract, ingestion is what calls these three operations.
+resource "aws_cloudwatch_metric_alarm" "textract_throttled" {
+  count = var.ocr_provider == "textract" ? 1 : 0
+
+  alarm_name        = "${local.name_prefix}docflow-textract-throttled"
+  alarm_description = "Textract throttled OCR calls in 5 minutes (ThrottledCount of DetectDocumentText, StartDocumentTextDetection, GetDocumentTextDetection): ingestion retries them and each retry uses a receive. Lower maximum_concurrency[ingestion] or ingestion_batch_concurrency, or raise the Textract quotas (Service Quotas) and textract_requests_per_second_quota."
+
+  metric_query {
+    id          = "throttled"
+    expression  = "FILL(detect, 0) + FILL(start, 0) + FILL(poll, 0)"
+    label       = "Throttled Textract calls"
+    return_data = true
+  }
+
+  dynamic "metric_query" {
+    for_each = {
+      detect = "DetectDocumentText"
+      start  = "StartDocumentTextDetection"
+      poll   = "GetDocumentTextDetection"
+    }
+
+    content {
+      id = metric_query.key
+      metric {
+        namespace   = "AWS/Textract"
+        metric_name = "ThrottledCount"
+        dimensions  = { Operation = metric_query.value }
+        stat        = "Sum"
+        period      = 300
+      }
+    }
+  }
+
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = 0
+  treat_missing_data  = "notBreaching"
+
+  alarm_actions = [aws_sns_topic.alarms.arn]
+  ok_actions    = [aws_sns_topic.alarms.arn]
 }

@@ -35,3 +35,17 @@ resource "aws_vpc_security_group_ingress_rule" "database_from_functions" {
   to_port                      = var.database_port
   referenced_security_group_id = aws_security_group.functions.id
 }
+
+# S3 through a gateway endpoint: free, and document traffic (uploads read by ingestion
+# and Textract's input, transcriptions written back) stays off the NAT gateway, which
+# charges per GB. The routes go into the functions' route tables.
+resource "aws_vpc_endpoint" "s3" {
+  count = var.manage_s3_gateway_endpoint ? 1 : 0
+
+  vpc_id            = var.vpc_id
+  service_name      = "com.amazonaws.${var.aws_region}.s3"
+  vpc_endpoint_type = "Gateway"
+  route_table_ids   = var.route_table_ids
+
+  tags = { Name = "${local.name_prefix}docflow-s3" }
+}

@@ -40,9 +40,14 @@ output "documents_bucket" {
   value       = aws_s3_bucket.documents.id
 }
 
-output "secret_arn" {
-  description = "ARN of the credentials secret; fill it with `aws secretsmanager put-secret-value --secret-id <this>`."
-  value       = aws_secretsmanager_secret.app.arn
+output "secret_arns" {
+  description = "ARN of each function's credentials secret; fill each with `aws secretsmanager put-secret-value --secret-id <this>` (README.md, The secrets)."
+  value = {
+    ingestion         = aws_secretsmanager_secret.ingestion.arn
+    matching          = aws_secretsmanager_secret.matching.arn
+    "document-output" = aws_secretsmanager_secret.document_output.arn
+    sweeper           = aws_secretsmanager_secret.sweeper.arn
+  }
 }
 
 output "alarm_topic_arn" {
@@ -53,6 +58,11 @@ output "alarm_topic_arn" {
 output "functions_security_group_id" {
   description = "Security group of the functions (admit it on the database or RDS Proxy when manage_database_ingress is false)."
   value       = aws_security_group.functions.id
+}
+
+output "database_url_template" {
+  description = "The form of every secret's database_url: host, port and sslmode (database_tls) as this environment expects them."
+  value       = "postgres://<user>:<password>@${coalesce(var.rds_proxy_endpoint, "<database host>")}:${var.database_port}/docflow?sslmode=${var.database_tls}"
 }
 
 output "database_host" {

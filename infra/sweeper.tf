@@ -7,6 +7,20 @@ locals {
   # Where document output reads each tenant's Maesn account key; the sweeper reads the
   # same secrets to poll open DATEV tasks.
   datev_credentials_prefix = "${local.name_prefix}docflow/datev/"
+
+  # The schedule's interval in seconds for rate(N unit) expressions; null for cron(...),
+  # which the sweeper alarms treat as "at least hourly" (README.md).
+  sweeper_rate = try(regex("^rate\\(([0-9]+) (minutes?|hours?|days?)\\)$", var.sweeper_schedule_expression), null)
+  sweeper_interval_seconds = local.sweeper_rate == null ? null : tonumber(local.sweeper_rate[0]) * lookup({
+    minute = 60, minutes = 60, hour = 3600, hours = 3600, day = 86400, days = 86400
+  }, local.sweeper_rate[1])
+  # One alarm period holds at least one scheduled run (and never less than 15 minutes).
+  sweeper_alarm_period_seconds = local.sweeper_interval_seconds == null ? 3600 : max(900, ceil(local.sweeper_interval_seconds / 60) * 60)
+  sweeper_timeout_seconds      = 120
+
+  # What the zip was built for (see modules/queue-function/main.tf).
+  sweeper_package_path     = "${var.lambda_package_dir}/sweeper/bootstrap.zip"
+  sweeper_package_manifest = fileexists("${var.lambda_package_dir}/sweeper/architecture.json") ? jsondecode(file("${var.lambda_package_dir}/sweeper/architecture.json")) : null
 }
 
 data "aws_region" "current" {}
@@ -52,7 +66,7 @@ data "aws_iam_policy_document" "sweeper" {
   statement {
     sid       = "ReadAppSecret"
     actions   = ["secretsmanager:GetSecretValue"]
-    resources = [aws_secretsmanager_secret.app.arn]
+    resources = [aws_secretsmanager_secret.sweeper.arn]
   }
 
   # Polling a tenant's open DATEV tasks needs its Maesn account key: <prefix><tenant id>,
@@ -78,7 +92,7 @@ data "aws_iam_policy_document" "sweeper" {
 
   # Give-ups and failed DATEV exports are notified to the admins like matching's failures.
   dynamic "statement" {
-    for_each = var.ses_identity_arn == null ? [] : [[var.ses_identity_arn]]
+    for_each = length(local.ses_send_arns) > 0 ? [local.ses_send_arns] : []
 
     content {
       sid       = "SendNotificationEmail"
@@ -87,6 +101,8 @@ data "aws_iam_policy_document" "sweeper" {
     }
   }
 
+  # The key only through the services that encrypt with it for the sweeper: the queues
+  # it sends to, the secrets, its environment.
   dynamic "statement" {
     for_each = var.kms_key_arn == null ? [] : [[var.kms_key_arn]]
 
@@ -94,7 +110,21 @@ data "aws_iam_policy_document" "sweeper" {
       sid       = "UseDataKey"
       actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
       resources = statement.value
+
+      condition {
+        test     = "StringEquals"
+        variable = "kms:ViaService"
+        values   = [for service in ["sqs", "secretsmanager", "lambda"] : "${service}.${data.aws_region.current.name}.amazonaws.com"]
+      }
     }
+  }
+
+  # Lambda creates the sweeper's network interfaces with this role; the managed policy
+  # below lacks ec2:DescribeSubnets. EC2 Describe actions take no resource ARNs.
+  statement {
+    sid       = "DescribeVpcSubnets"
+    actions   = ["ec2:DescribeSubnets"]
+    resources = ["*"]
   }
 }
 
@@ -114,26 +144,29 @@ data "aws_partition" "current" {}
 resource "aws_lambda_function" "sweeper" {
   #checkov:skip=CKV_AWS_116:scheduled and idempotent: a failed run is not retried (see the invoke config) but superseded by the next scheduled run
   #checkov:skip=CKV_AWS_272:code signing is not used; the zip is built and deployed by the same pipeline
+  #checkov:skip=CKV_AWS_115:no reserved concurrency: a new account's 10 concurrent executions cannot spare it, and a precondition keeps the schedule's interval above the timeout, so sweeps cannot overlap
   function_name = local.sweeper_name
   description   = "docflow sweeper: re-enqueues stale ingestions, matchings and output jobs"
   role          = aws_iam_role.sweeper.arn
 
-  filename         = "${var.lambda_package_dir}/sweeper/bootstrap.zip"
-  source_code_hash = filebase64sha256("${var.lambda_package_dir}/sweeper/bootstrap.zip")
+  filename         = local.sweeper_package_path
+  source_code_hash = filebase64sha256(local.sweeper_package_path)
   runtime          = "provided.al2023"
   handler          = "bootstrap"
   architectures    = [var.lambda_architecture]
   memory_size      = 256
-  timeout          = 120
+  timeout          = local.sweeper_timeout_seconds
   kms_key_arn      = var.kms_key_arn
 
-  # One sweep at a time: overlapping sweeps would only send duplicate messages.
-  reserved_concurrent_executions = 1
+  # No reserved concurrency (issue 29): Lambda refuses a reservation that leaves less
+  # than its minimum unreserved, which a new account (10 concurrent executions) cannot
+  # spare. Sweeps cannot overlap anyway: the schedule's interval is longer than the
+  # timeout (precondition below) and a failed sweep is not retried.
 
   environment {
     variables = merge(local.notify_settings, {
       RUST_LOG                  = var.log_level
-      DOCFLOW_SECRET_ID         = aws_secretsmanager_secret.app.arn
+      DOCFLOW_SECRET_ID         = aws_secretsmanager_secret.sweeper.arn
       INGESTION_QUEUE_URL       = module.ingestion.queue_url
       MATCHING_QUEUE_URL        = module.matching.queue_url
       DOCUMENT_OUTPUT_QUEUE_URL = module.document_output.queue_url
@@ -163,6 +196,23 @@ resource "aws_lambda_function" "sweeper" {
     aws_iam_role_policy.sweeper,
     aws_iam_role_policy_attachment.sweeper_vpc_access,
   ]
+
+  lifecycle {
+    precondition {
+      condition     = try(local.sweeper_package_manifest.architecture == var.lambda_architecture && local.sweeper_package_manifest.bootstrap_zip_sha256 == filesha256(local.sweeper_package_path), false)
+      error_message = "${local.sweeper_package_path} is recorded as built for ${try(local.sweeper_package_manifest.architecture, "nothing (no architecture.json next to it)")}${try(local.sweeper_package_manifest.bootstrap_zip_sha256 == filesha256(local.sweeper_package_path), false) ? "" : ", or the zip changed since its manifest was written"}; the functions run on ${var.lambda_architecture}. Build with `make package ARCH=${var.lambda_architecture}` (which writes the manifest), or set lambda_architecture to match."
+    }
+
+    precondition {
+      condition     = local.sweeper_interval_seconds == null || try(local.sweeper_interval_seconds > local.sweeper_timeout_seconds, false)
+      error_message = "sweeper_schedule_expression must run the sweeper less often than its ${local.sweeper_timeout_seconds} s timeout, so that two sweeps never overlap (it has no reserved concurrency)."
+    }
+
+    precondition {
+      condition     = local.sweeper_interval_seconds == null || try(local.sweeper_interval_seconds <= 3600, false)
+      error_message = "sweeper_schedule_expression must run the sweeper at least hourly: the not-invoked alarm looks at 3 periods of one run each, and lost messages wait for it."
+    }
+  }
 }
 
 # EventBridge invokes asynchronously; do not let Lambda retry a failed sweep later,
@@ -177,6 +227,8 @@ resource "aws_cloudwatch_event_rule" "sweeper" {
   name                = local.sweeper_name
   description         = "Runs the docflow sweeper"
   schedule_expression = var.sweeper_schedule_expression
+  # Off until the secret is filled and the schema migrated (consumers_enabled, README.md).
+  state = var.consumers_enabled ? "ENABLED" : "DISABLED"
 }
 
 resource "aws_cloudwatch_event_target" "sweeper" {
@@ -226,6 +278,51 @@ resource "aws_cloudwatch_metric_alarm" "sweeper_errors" {
   }
 
   evaluation_periods  = 2
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = 0
+  treat_missing_data  = "notBreaching"
+
+  alarm_actions = [aws_sns_topic.alarms.arn]
+  ok_actions    = [aws_sns_topic.alarms.arn]
+}
+
+# A sweeper that never runs raises no error: the errors alarm above reads 0 % when
+# EventBridge never invokes it (rule disabled or deleted, permission missing, function
+# throttled before it starts). Fewer than one invocation in each of 3 periods, each long
+# enough to hold a scheduled run, with missing data counted as breaching, is that case.
+# Armed only while consumers are enabled: a first apply leaves the schedule off.
+resource "aws_cloudwatch_metric_alarm" "sweeper_not_invoked" {
+  alarm_name        = "${local.sweeper_name}-not-invoked"
+  alarm_description = "The sweeper was not invoked in 3 consecutive periods of ${local.sweeper_alarm_period_seconds} s: lost messages are not being re-sent. Check the rule ${local.sweeper_name} (enabled? target?), its FailedInvocations and the function's throttles."
+
+  namespace           = "AWS/Lambda"
+  metric_name         = "Invocations"
+  dimensions          = { FunctionName = aws_lambda_function.sweeper.function_name }
+  statistic           = "Sum"
+  period              = local.sweeper_alarm_period_seconds
+  evaluation_periods  = 3
+  datapoints_to_alarm = 3
+  comparison_operator = "LessThanThreshold"
+  threshold           = 1
+  treat_missing_data  = "breaching"
+
+  # No actions while the schedule is off (first apply): nothing to page about yet.
+  alarm_actions = var.consumers_enabled ? [aws_sns_topic.alarms.arn] : []
+  ok_actions    = var.consumers_enabled ? [aws_sns_topic.alarms.arn] : []
+}
+
+# EventBridge could not invoke the sweeper (permission removed, function deleted or
+# throttled): the rule counts each failed delivery.
+resource "aws_cloudwatch_metric_alarm" "sweeper_schedule_failed" {
+  alarm_name        = "${local.sweeper_name}-schedule-failed-invocations"
+  alarm_description = "EventBridge failed to invoke the sweeper from rule ${local.sweeper_name}: check the function's resource policy (AllowEventBridgeSchedule), that the function exists, and its throttles."
+
+  namespace           = "AWS/Events"
+  metric_name         = "FailedInvocations"
+  dimensions          = { RuleName = aws_cloudwatch_event_rule.sweeper.name }
+  statistic           = "Sum"
+  period              = 300
+  evaluation_periods  = 1
   comparison_operator = "GreaterThanThreshold"
   threshold           = 0
   treat_missing_data  = "notBreaching"

@@ -123,6 +123,28 @@ variable "maximum_concurrency" {
   }
 }
 
+variable "ingestion_batch_concurrency" {
+  description = "Records of one ingestion batch processed at once (its BATCH_CONCURRENCY), hence Textract jobs one ingestion instance runs and polls at once."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.ingestion_batch_concurrency >= 1 && var.ingestion_batch_concurrency <= 100 && floor(var.ingestion_batch_concurrency) == var.ingestion_batch_concurrency
+    error_message = "ingestion_batch_concurrency must be a whole number from 1 to 100."
+  }
+}
+
+variable "textract_requests_per_second_quota" {
+  description = "The lowest of the account's Textract request quotas in aws_region for DetectDocumentText, StartDocumentTextDetection and GetDocumentTextDetection (Service Quotas console, Amazon Textract; lower in smaller regions). With ocr_provider = textract the plan fails when maximum_concurrency[ingestion] x ingestion_batch_concurrency jobs, each polled every 5 s, could exceed it."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.textract_requests_per_second_quota > 0
+    error_message = "textract_requests_per_second_quota must be above 0."
+  }
+}
+
 variable "database_max_connections" {
   description = "Database connections per function instance (DATABASE_MAX_CONNECTIONS). Peak connections = (sum of maximum_concurrency + 1 for the sweeper) x this."
   type        = number
@@ -202,13 +224,24 @@ variable "kms_key_arn" {
 }
 
 variable "ses_identity_arn" {
-  description = "SES identity (verified domain or address) that matching sends admin notifications from. null = no email permission."
+  description = "SES identity (verified domain or address, in aws_region) that the admin notifications are sent from. Give it with notify_email_from and notify_email_to, or none of the three. null = no email channel and no email permission."
   type        = string
   default     = null
 
   validation {
     condition     = var.ses_identity_arn == null ? true : can(regex("^arn:[a-z-]+:ses:[a-z0-9-]+:[0-9]{12}:identity/.+$", var.ses_identity_arn))
     error_message = "ses_identity_arn must be an SES identity ARN or null."
+  }
+}
+
+variable "ses_recipient_identity_arns" {
+  description = "Only while the account is in the SES sandbox: the identities (verified addresses or domains, same region) of the notify_email_to recipients. SES authorises ses:SendEmail on each recipient's identity there too, so the functions are granted them. [] once production access is granted (README.md, Email)."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for arn in var.ses_recipient_identity_arns : can(regex("^arn:[a-z-]+:ses:[a-z0-9-]+:[0-9]{12}:identity/.+$", arn))])
+    error_message = "ses_recipient_identity_arns must be SES identity ARNs."
   }
 }
 
@@ -250,6 +283,23 @@ variable "subnet_ids" {
     condition     = length(var.subnet_ids) >= 1 && alltrue([for id in var.subnet_ids : can(regex("^subnet-[0-9a-f]+$", id))])
     error_message = "subnet_ids must be one or more subnet ids (subnet-...)."
   }
+}
+
+variable "route_table_ids" {
+  description = "Route tables of subnet_ids. The S3 gateway endpoint (free) is added to them, so document traffic to S3 stays off the NAT gateway. [] only with manage_s3_gateway_endpoint = false."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for id in var.route_table_ids : can(regex("^rtb-[0-9a-f]+$", id))])
+    error_message = "route_table_ids must be route table ids (rtb-...)."
+  }
+}
+
+variable "manage_s3_gateway_endpoint" {
+  description = "Create the S3 gateway endpoint on route_table_ids. false when the VPC already routes S3 through a gateway endpoint of its own (a route table takes only one)."
+  type        = bool
+  default     = true
 }
 
 variable "database_security_group_id" {
@@ -301,5 +351,34 @@ variable "sweeper_schedule_expression" {
   validation {
     condition     = can(regex("^(rate|cron)\\(.+\\)$", var.sweeper_schedule_expression))
     error_message = "sweeper_schedule_expression must be a rate(...) or cron(...) expression."
+  }
+}
+
+# --- going live -------------------------------------------------------------------------------
+
+variable "consumers_enabled" {
+  description = "Whether the event source mappings poll the queues and the sweeper's schedule runs. false (the default) on the first apply: the secret is still empty and the schema not migrated, so every invocation would fail and send its messages to the DLQs. Set true once both are done (README.md, Deploy)."
+  type        = bool
+  default     = false
+}
+
+variable "lambda_concurrent_executions_quota" {
+  description = "The account's Lambda concurrent executions in aws_region: `aws lambda get-account-settings --query AccountLimit.ConcurrentExecutions` (new accounts: 10). The plan fails when the sum of maximum_concurrency plus the sweeper does not fit into it, instead of throttling in production."
+  type        = number
+
+  validation {
+    condition     = var.lambda_concurrent_executions_quota >= 1 && floor(var.lambda_concurrent_executions_quota) == var.lambda_concurrent_executions_quota
+    error_message = "lambda_concurrent_executions_quota must be a whole number >= 1 (aws lambda get-account-settings --query AccountLimit.ConcurrentExecutions)."
+  }
+}
+
+variable "database_tls" {
+  description = "The sslmode every secret's database_url uses: verify-full (the default; needs rds_proxy_endpoint, because the functions trust the public roots, which sign RDS Proxy's certificate but not the RDS CA), or require (encrypted, server certificate not verified: only where no RDS Proxy can be used, accepting that)."
+  type        = string
+  default     = "verify-full"
+
+  validation {
+    condition     = contains(["verify-full", "require"], var.database_tls)
+    error_message = "database_tls must be verify-full or require."
   }
 }

@@ -1,7 +1,7 @@
 """Checks a Terraform deployment against the AWS API: what `terraform show -json` says
 was declared must exist, with the settings docflow relies on.
 
-    python scripts/check_deploy.py <state.json> <endpoint> <region> <architecture>
+    python scripts/check_deploy.py <state.json> <endpoint> <region> <architecture> <consumers_enabled>
 
 Used by scripts/deploy-local.sh against moto. Prints one line per check and exits 1 when
 anything is missing or different.
@@ -12,12 +12,14 @@ import sys
 
 import boto3
 
-state_path, endpoint, region, architecture = sys.argv[1:5]
+state_path, endpoint, region, architecture, consumers = sys.argv[1:6]
+consumers_enabled = consumers == "true"
 with open(state_path, encoding="utf-8") as f:
     state = json.load(f)
 
 client = lambda service: boto3.client(service, endpoint_url=endpoint, region_name=region)  # noqa: E731
 sqs, lam, events = client("sqs"), client("lambda"), client("events")
+ec2, cloudwatch = client("ec2"), client("cloudwatch")
 
 
 def resources(module):
@@ -125,7 +127,12 @@ for m in declared.get("aws_lambda_event_source_mapping", []):
         f"found {x.get('ScalingConfig')}",
     )
     check(x.get("BatchSize") == m["batch_size"], f"mapping {queue} batch size {m['batch_size']}", f"found {x.get('BatchSize')}")
-    check(x.get("State") == "Enabled", f"mapping {queue} enabled", f"found {x.get('State')}")
+    want_state = "Enabled" if consumers_enabled else "Disabled"
+    check(
+        m.get("enabled") is consumers_enabled and x.get("State") == want_state,
+        f"mapping {queue} {want_state.lower()} (consumers_enabled={consumers})",
+        f"found {x.get('State')}, declared enabled={m.get('enabled')}",
+    )
 
 # The sweeper's schedule.
 for rule in declared.get("aws_cloudwatch_event_rule", []):
@@ -134,10 +141,11 @@ for rule in declared.get("aws_cloudwatch_event_rule", []):
     except Exception as e:  # noqa: BLE001
         check(False, f"schedule {rule['name']} exists", str(e))
         continue
+    want_state = "ENABLED" if consumers_enabled else "DISABLED"
     check(
-        got.get("ScheduleExpression") == rule["schedule_expression"] and got.get("State") == "ENABLED",
-        f"schedule {rule['name']} {rule['schedule_expression']} enabled",
-        f"found {got.get('ScheduleExpression')} {got.get('State')}",
+        got.get("ScheduleExpression") == rule["schedule_expression"] and got.get("State") == want_state == rule.get("state"),
+        f"schedule {rule['name']} {rule['schedule_expression']} {want_state.lower()} (consumers_enabled={consumers})",
+        f"found {got.get('ScheduleExpression')} {got.get('State')}, declared {rule.get('state')}",
     )
 for target in declared.get("aws_cloudwatch_event_target", []):
     arns = [t["Arn"] for t in events.list_targets_by_rule(Rule=target["rule"])["Targets"]]
@@ -146,6 +154,33 @@ for perm in declared.get("aws_lambda_permission", []):
     policy = json.loads(lam.get_policy(FunctionName=perm["function_name"])["Policy"])
     sids = [s.get("Sid") for s in policy.get("Statement", [])]
     check(perm["statement_id"] in sids, f"{perm['principal']} may invoke {perm['function_name']}", f"statements {sids}")
+
+# The alarms: each exists with the comparison, threshold, missing-data treatment, arming
+# and actions Terraform declared (moto stores alarms but never evaluates them).
+for alarm in declared.get("aws_cloudwatch_metric_alarm", []):
+    found = cloudwatch.describe_alarms(AlarmNames=[alarm["alarm_name"]])["MetricAlarms"]
+    if not found:
+        check(False, f"alarm {alarm['alarm_name']} exists", "not found")
+        continue
+    a = found[0]
+    check(
+        (a.get("ComparisonOperator"), a.get("Threshold"), a.get("TreatMissingData"), a.get("ActionsEnabled"), sorted(a.get("AlarmActions", [])))
+        == (alarm["comparison_operator"], alarm["threshold"], alarm["treat_missing_data"], alarm["actions_enabled"], sorted(alarm.get("alarm_actions") or [])),
+        f"alarm {alarm['alarm_name']} {alarm['comparison_operator']} {alarm['threshold']}, missing data {alarm['treat_missing_data']}, actions {'on' if alarm['actions_enabled'] else 'off'}",
+        f"found {a.get('ComparisonOperator')} {a.get('Threshold')} {a.get('TreatMissingData')} {a.get('ActionsEnabled')} {a.get('AlarmActions')}",
+    )
+
+# The S3 gateway endpoint on the functions' route tables.
+for endpoint_decl in declared.get("aws_vpc_endpoint", []):
+    got = ec2.describe_vpc_endpoints(VpcEndpointIds=[endpoint_decl["id"]])["VpcEndpoints"]
+    check(
+        bool(got)
+        and got[0].get("VpcEndpointType") == endpoint_decl["vpc_endpoint_type"] == "Gateway"
+        and got[0].get("ServiceName") == endpoint_decl["service_name"]
+        and sorted(got[0].get("RouteTableIds", [])) == sorted(endpoint_decl["route_table_ids"]),
+        f"{endpoint_decl['vpc_endpoint_type']} endpoint {endpoint_decl['service_name']} on {len(endpoint_decl['route_table_ids'])} route table(s)",
+        f"found {got}",
+    )
 
 counts = {t: len(v) for t, v in declared.items()}
 print(f"  {sum(counts.values())} resources in the state: " + ", ".join(f"{n} {t}" for t, n in sorted(counts.items())))

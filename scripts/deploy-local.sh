@@ -21,7 +21,11 @@
 # compile); DEPLOY_BUILD=package deploys `make package ARCH=x86_64`'s release zips
 # (cargo-lambda, LTO: many minutes more). moto stores the code but cannot run it, so what
 # is checked does not depend on the choice. Either way the architecture is x86_64, this
-# machine's.
+# machine's, and the zips and their architecture.json go to .local/deploy-local/lambda,
+# never to target/lambda: that is where a real (arm64) apply reads its zips.
+#
+# Two applies, as a first deploy does them (infra/README.md): consumers_enabled=false
+# (mappings and schedule created disabled), then consumers_enabled=true; each is checked.
 #
 # What moto (5.2) cannot take is left out in the scratch copy and reported:
 # aws_sqs_queue_redrive_allow_policy — moto accepts RedriveAllowPolicy but never returns
@@ -96,11 +100,12 @@ with open(binary, "rb") as src, zipfile.ZipFile(out, "w") as z:
     z.writestr(info, src.read())
 PY
     done
+    .venv/bin/python scripts/package_manifest.py "$package_dir" x86_64 "${functions[@]}" >/dev/null
     ;;
   package)
     echo "== function zips: make package ARCH=x86_64 (DEPLOY_BUILD=package)"
-    scripts/package.sh x86_64
-    package_dir="$repo/target/lambda"
+    package_dir="$work/lambda"
+    PACKAGE_DIR="$package_dir" scripts/package.sh x86_64
     ;;
   *) echo "deploy-local: DEPLOY_BUILD must be dev or package" >&2; exit 2 ;;
 esac
@@ -126,7 +131,7 @@ curl -sf -o /dev/null "$endpoint/moto-api/" \
 echo "== emulator: moto on $endpoint (pid $(cat "$repo/.local/moto-deploy.pid"))"
 
 # --- the emulator's network -------------------------------------------------------------
-read -r vpc_id subnet_ids database_sg < <(
+read -r vpc_id subnet_ids database_sg route_tables < <(
   .venv/bin/python - "$endpoint" "$AWS_REGION" "$environment" <<'PY'
 import json, sys
 import boto3
@@ -137,7 +142,8 @@ subnets = [s["SubnetId"] for s in ec2.describe_subnets(Filters=[{"Name": "vpc-id
 name = f"{env}-database"
 found = ec2.describe_security_groups(Filters=[{"Name": "group-name", "Values": [name]}, {"Name": "vpc-id", "Values": [vpc]}])["SecurityGroups"]
 sg = found[0]["GroupId"] if found else ec2.create_security_group(GroupName=name, Description="stand-in for the database's security group", VpcId=vpc)["GroupId"]
-print(vpc, json.dumps(subnets, separators=(",", ":")), sg)
+tables = [t["RouteTableId"] for t in ec2.describe_route_tables(Filters=[{"Name": "vpc-id", "Values": [vpc]}])["RouteTables"]]
+print(vpc, json.dumps(subnets, separators=(",", ":")), sg, json.dumps(tables, separators=(",", ":")))
 PY
 )
 
@@ -157,6 +163,7 @@ vars=(
   -var "vpc_id=$vpc_id"
   -var "subnet_ids=$subnet_ids"
   -var "database_security_group_id=$database_sg"
+  -var "route_table_ids=$route_tables"
   -var "lambda_package_dir=$package_dir"
   -var "lambda_architecture=x86_64"
 )
@@ -166,23 +173,32 @@ color=()
 echo "== terraform init (providers from $plugin_dir)"
 tf init -input=false -plugin-dir="$plugin_dir" >"$work/init.log" 2>&1 || { cat "$work/init.log" >&2; exit 1; }
 
-echo "== terraform apply: environment $environment on $endpoint"
-apply_started=$(date +%s)
-if ! tf apply -auto-approve -input=false "${color[@]}" "${vars[@]}" >"$work/apply.log" 2>&1; then
-  grep -E "^(│ )?Error" -A8 "$work/apply.log" >&2 || tail -n 40 "$work/apply.log" >&2
-  echo "deploy-local: terraform apply failed (full log: $work/apply.log)" >&2
-  exit 1
-fi
-apply_seconds=$(( $(date +%s) - apply_started ))
-grep -E "^Apply complete" "$work/apply.log" || true
+apply() {
+  local consumers=$1 log="$work/apply-consumers-$1.log"
+  echo "== terraform apply: environment $environment on $endpoint, consumers_enabled=$consumers"
+  local apply_started
+  apply_started=$(date +%s)
+  if ! tf apply -auto-approve -input=false "${color[@]}" "${vars[@]}" -var "consumers_enabled=$consumers" >"$log" 2>&1; then
+    grep -E "^(│ )?Error" -A8 "$log" >&2 || tail -n 40 "$log" >&2
+    echo "deploy-local: terraform apply failed (full log: $log)" >&2
+    exit 1
+  fi
+  apply_seconds=$(( $(date +%s) - apply_started ))
+  grep -E "^Apply complete" "$log" || true
 
-echo "== checking what exists against what Terraform declared"
-tf show -json >"$work/state.json"
-.venv/bin/python scripts/check_deploy.py "$work/state.json" "$endpoint" "$AWS_REGION" x86_64
+  echo "== checking what exists against what Terraform declared (consumers_enabled=$consumers)"
+  tf show -json >"$work/state.json"
+  .venv/bin/python scripts/check_deploy.py "$work/state.json" "$endpoint" "$AWS_REGION" x86_64 "$consumers"
+}
+# A first deploy: everything but the consumers, then (secret filled, schema migrated)
+# the consumers switched on.
+apply false
+first_apply_seconds=$apply_seconds
+apply true
 
 echo "== not applied against moto:"
 for line in "${not_applied[@]}"; do echo "   - $line"; done
-echo "== deploy-local: applied in ${apply_seconds} s, all done in $(( $(date +%s) - started )) s"
+echo "== deploy-local: applied in ${first_apply_seconds} s + ${apply_seconds} s, all done in $(( $(date +%s) - started )) s"
 if $keep; then
   echo "   the emulator keeps running on $endpoint (state: $work/infra); 'make down' stops it"
 fi

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # make package [ARCH=arm64|x86_64]: the release zip of every function with cargo-lambda,
-# target/lambda/<function>/bootstrap.zip, where infra/ (lambda_package_dir) reads them.
-# Deploy with the same architecture: terraform ... -var lambda_architecture=<ARCH>.
+# target/lambda/<function>/bootstrap.zip, where infra/ (lambda_package_dir) reads them,
+# and next to each its architecture.json (the architecture and the zip's SHA-256):
+# Terraform refuses a zip built for another lambda_architecture than the apply's.
+# PACKAGE_DIR=<dir> writes somewhere else (deploy-local's x86_64 zips never go where a
+# real apply reads). Deploy with the same architecture: -var lambda_architecture=<ARCH>.
 #
 # cargo-lambda comes from PyPI (with Zig, its cross-linker) into .venv-lambda. It needs
 # the Rust standard library of the target; where it is not installed and cannot be
@@ -42,11 +45,17 @@ for dir in functions/*/; do
 done
 echo "== cargo lambda build --release $flag (${packages[*]})"
 started=$(date +%s)
-cargo lambda build --release "$flag" --output-format zip --lambda-dir target/lambda "${packages[@]}"
+package_dir="${PACKAGE_DIR:-target/lambda}"
+# A manifest left from an earlier build must not vouch for the zips of this one.
+rm -f "$package_dir"/*/architecture.json
+cargo lambda build --release "$flag" --output-format zip --lambda-dir "$package_dir" "${packages[@]}"
+functions=()
 for dir in functions/*/; do
   f="$(basename "$dir")"
-  zip="target/lambda/$f/bootstrap.zip"
+  functions+=("$f")
+  zip="$package_dir/$f/bootstrap.zip"
   [[ -f "$zip" ]] || { echo "package: $zip was not produced" >&2; exit 1; }
   echo "   $zip  $(du -h "$zip" | cut -f1)"
 done
+python3 scripts/package_manifest.py "$package_dir" "$arch" "${functions[@]}"
 echo "== packaged for $arch in $(( $(date +%s) - started )) s; deploy with -var lambda_architecture=$arch"

@@ -9,11 +9,20 @@ documents_bucket_name = "example-staging-docflow-documents"
 
 vpc_id                     = "vpc-0123456789abcdef0"
 subnet_ids                 = ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"]
+route_table_ids            = ["rtb-0123456789abcdef0"] # of subnet_ids: the S3 gateway endpoint's routes
 database_security_group_id = "sg-0123456789abcdef0"
 rds_proxy_endpoint         = "docflow.proxy-abcdefghijkl.eu-central-1.rds.amazonaws.com"
 
 ses_identity_arn      = "arn:aws:ses:eu-central-1:123456789012:identity/example.com"
 alarm_email_addresses = ["oncall@example.com"]
+
+# aws lambda get-account-settings --query AccountLimit.ConcurrentExecutions
+# (a new account has 10: request more, or lower maximum_concurrency to fit).
+lambda_concurrent_executions_quota = 1000
+
+# false on the first apply; true once the secret is filled and the schema migrated
+# (README.md, Deploy, steps 4-6).
+consumers_enabled = false
 
 max_receive_count = 3
 maximum_concurrency = {

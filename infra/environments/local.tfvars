@@ -15,6 +15,12 @@ secret_recovery_window_days = 0
 llm_provider = "rules"
 log_level    = "info"
 
+# No RDS Proxy in the emulator: the local database URL is not verified against a CA.
+database_tls = "require"
+
+# moto does not limit concurrency; the precondition still runs against this value.
+lambda_concurrent_executions_quota = 1000
+
 max_receive_count = 3
 maximum_concurrency = {
   ingestion         = 2

@@ -19,7 +19,7 @@ mock_provider "aws" {
 
 variables {
   name                = "matching"
-  package_path        = "tests/fixtures/lambda/matching/bootstrap.zip"
+  package_path        = "tests/fixtures/packages/arm64/matching/bootstrap.zip"
   timeout_seconds     = 60
   max_receive_count   = 3
   maximum_concurrency = 2
@@ -52,6 +52,116 @@ run "the_module_derives_a_visibility_of_six_timeouts" {
     condition     = aws_lambda_event_source_mapping.this.function_response_types == toset(["ReportBatchItemFailures"])
     error_message = "the mapping must report batch item failures"
   }
+
+  assert {
+    condition     = aws_lambda_event_source_mapping.this.enabled
+    error_message = "the mapping polls by default (the root turns it off with consumers_enabled)"
+  }
+}
+
+# Issue 29, item 8: an alarm on the DLQ's depth stays in ALARM while old messages wait,
+# so later arrivals page no one. The alarm watches the depth's growth instead.
+run "the_dlq_alarm_fires_on_new_arrivals_not_on_old_messages" {
+  command = plan
+
+  module {
+    source = "./modules/queue-function"
+  }
+
+  assert {
+    condition     = anytrue([for q in aws_cloudwatch_metric_alarm.dlq_new_messages.metric_query : q.return_data == true && can(regex("^(DIFF|RATE)\\(visible\\)$", q.expression))])
+    error_message = "the DLQ alarm must return DIFF (or RATE) of the DLQ's visible messages"
+  }
+
+  assert {
+    condition     = anytrue([for q in aws_cloudwatch_metric_alarm.dlq_new_messages.metric_query : q.id == "visible" && anytrue([for m in q.metric : m.metric_name == "ApproximateNumberOfMessagesVisible" && m.namespace == "AWS/SQS"])])
+    error_message = "the DLQ alarm must read ApproximateNumberOfMessagesVisible (SQS does not count redrive moves as NumberOfMessagesSent)"
+  }
+
+  assert {
+    condition     = aws_cloudwatch_metric_alarm.dlq_new_messages.comparison_operator == "GreaterThanThreshold" && aws_cloudwatch_metric_alarm.dlq_new_messages.threshold == 0
+    error_message = "any growth of the DLQ must fire"
+  }
+}
+
+# Items 6 and 12: the role's VPC, KMS and S3 listing grants.
+run "the_role_describes_subnets_and_uses_kms_and_listing_only_where_it_must" {
+  command = plan
+
+  module {
+    source = "./modules/queue-function"
+  }
+
+  variables {
+    kms_key_arn           = "arn:aws:kms:eu-central-1:123456789012:key/00000000-0000-0000-0000-000000000000"
+    documents_bucket_name = "test-docflow-documents"
+    documents_bucket_arn  = "arn:aws:s3:::test-docflow-documents"
+    s3_read_prefixes      = ["documents/"]
+  }
+
+  assert {
+    condition     = anytrue([for s in data.aws_iam_policy_document.permissions.statement : contains(s.actions, "ec2:DescribeSubnets")])
+    error_message = "Lambda needs ec2:DescribeSubnets to attach the function to its subnets; AWSLambdaENIManagementAccess lacks it"
+  }
+
+  assert {
+    condition     = alltrue([for s in data.aws_iam_policy_document.permissions.statement : anytrue([for c in s.condition : c.variable == "kms:ViaService" && c.test == "StringEquals" && length(c.values) > 0 && alltrue([for v in c.values : endswith(v, ".amazonaws.com")])]) if length([for a in s.actions : a if startswith(a, "kms:")]) > 0])
+    error_message = "every kms grant must be limited to the services that use the key (kms:ViaService)"
+  }
+
+  assert {
+    condition     = length([for s in data.aws_iam_policy_document.permissions.statement : s if length([for a in s.actions : a if startswith(a, "kms:")]) > 0]) == 1
+    error_message = "with kms_key_arn the role gets exactly one kms statement"
+  }
+
+  assert {
+    condition     = alltrue([for s in data.aws_iam_policy_document.permissions.statement : anytrue([for c in s.condition : c.variable == "s3:prefix" && toset(c.values) == toset(["documents/*"])]) if contains(s.actions, "s3:ListBucket")])
+    error_message = "s3:ListBucket must be limited to the function's prefixes (s3:prefix)"
+  }
+}
+
+# Item 1: the zip's recorded architecture must be the function's.
+run "a_zip_built_for_another_architecture_fails_the_plan" {
+  command = plan
+
+  module {
+    source = "./modules/queue-function"
+  }
+
+  variables {
+    architecture = "x86_64"
+  }
+
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "a_zip_without_a_recorded_architecture_fails_the_plan" {
+  command = plan
+
+  module {
+    source = "./modules/queue-function"
+  }
+
+  variables {
+    # check.sh's placeholder zips have no architecture.json.
+    package_path = "tests/fixtures/lambda/matching/bootstrap.zip"
+  }
+
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "a_zip_changed_after_its_manifest_was_written_fails_the_plan" {
+  command = plan
+
+  module {
+    source = "./modules/queue-function"
+  }
+
+  variables {
+    package_path = "tests/fixtures/packages/stale/matching/bootstrap.zip"
+  }
+
+  expect_failures = [aws_lambda_function.this]
 }
 
 run "a_visibility_of_30_s_with_a_timeout_of_60_s_fails_the_plan" {

@@ -152,3 +152,67 @@ fn textract_without_its_asynchronous_actions_is_reported() {
         &["module.ingestion", "textract:StartDocumentTextDetection"],
     );
 }
+
+/// Issue 29, item 11: each function's credentials are in a secret of its own, and no
+/// role may read another function's secret (ingestion never sees the Maesn key,
+/// document output never the LLM keys). Every `secretsmanager:GetSecretValue` resource
+/// of a role that is another function's `DOCFLOW_SECRET_ID` is reported, and so is a
+/// secret two functions share.
+fn secrets_readable_by_others(sources: &Sources) -> Vec<String> {
+    let infra = Infra::evaluate(sources).expect("infra/ parses");
+    let mut own = Vec::new();
+    for module in infra.modules() {
+        for function in module.of_kind("aws_lambda_function") {
+            let secret = contract::environment(function)
+                .get("DOCFLOW_SECRET_ID")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            own.push((contract::contract_name(function), secret));
+        }
+    }
+    let mut found = Vec::new();
+    for module in infra.modules() {
+        for function in module.of_kind("aws_lambda_function") {
+            let name = contract::contract_name(function);
+            let Ok(statements) = contract::role_policies(module, function) else {
+                continue;
+            };
+            for (other, secret) in own.iter().filter(|(other, _)| *other != name) {
+                let readable = statements.iter().any(|s| {
+                    s.grants("secretsmanager:GetSecretValue") && s.resources.contains(secret)
+                });
+                if readable {
+                    found.push(format!(
+                        "{name} may read {secret}, the secret of {other} (secretsmanager:GetSecretValue)"
+                    ));
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_function_can_read_another_functions_secret() {
+    let found = secrets_readable_by_others(&real_infra());
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+#[test]
+fn a_function_given_another_functions_secret_is_reported() {
+    let broken = real_infra().replace(
+        "main.tf",
+        "secret_arn        = aws_secretsmanager_secret.matching.arn",
+        "secret_arn        = aws_secretsmanager_secret.ingestion.arn",
+    );
+    let found = secrets_readable_by_others(&broken);
+    assert_reported(
+        &found,
+        &["matching may read ${aws_secretsmanager_secret.ingestion.arn}, the secret of ingestion"],
+    );
+    assert_reported(
+        &found,
+        &["ingestion may read ${aws_secretsmanager_secret.ingestion.arn}, the secret of matching"],
+    );
+}

@@ -341,7 +341,7 @@ fn a_secret_value_in_terraform_or_in_an_environment_is_reported() {
     let broken = real_infra()
         .append(
             "secret.tf",
-            "\nresource \"aws_secretsmanager_secret_version\" \"app\" {\n  secret_id     = aws_secretsmanager_secret.app.id\n  secret_string = \"{}\"\n}\n",
+            "\nresource \"aws_secretsmanager_secret_version\" \"app\" {\n  secret_id     = aws_secretsmanager_secret.sweeper.id\n  secret_string = \"{}\"\n}\n",
         )
         .replace(
             "sweeper.tf",
@@ -373,7 +373,7 @@ fn a_secret_value_in_terraform_or_in_an_environment_is_reported() {
 fn a_secret_id_that_is_not_an_arn_is_reported() {
     let broken = real_infra().replace(
         "sweeper.tf",
-        "DOCFLOW_SECRET_ID         = aws_secretsmanager_secret.app.arn",
+        "DOCFLOW_SECRET_ID         = aws_secretsmanager_secret.sweeper.arn",
         "DOCFLOW_SECRET_ID         = \"docflow/app\"",
     );
     assert_reported(
@@ -410,7 +410,7 @@ fn a_wildcard_resource_for_sqs_actions_is_reported() {
 fn a_wildcard_secret_arn_is_reported() {
     let broken = real_infra().replace(
         "sweeper.tf",
-        "resources = [aws_secretsmanager_secret.app.arn]",
+        "resources = [aws_secretsmanager_secret.sweeper.arn]",
         r#"resources = ["arn:aws:secretsmanager:eu-central-1:123456789012:secret:*"]"#,
     );
     assert_reported(
@@ -582,8 +582,8 @@ fn a_setting_cannot_override_max_receive_count() {
 fn a_missing_dlq_alarm_is_reported() {
     let broken = real_infra().replace(
         MODULE_ALARMS,
-        r#"metric_name         = "ApproximateNumberOfMessagesVisible""#,
-        r#"metric_name         = "NumberOfMessagesSent""#,
+        r#"metric_name = "ApproximateNumberOfMessagesVisible""#,
+        r#"metric_name = "NumberOfMessagesSent""#,
     );
     assert_reported(
         &violations(&broken),
@@ -591,6 +591,137 @@ fn a_missing_dlq_alarm_is_reported() {
             "module.matching",
             "no alarm with actions on AWS/SQS ApproximateNumberOfMessagesVisible",
         ],
+    );
+}
+
+// --- issue 29 ------------------------------------------------------------------------------
+
+/// Item 8: an alarm on the DLQ's depth latches while old messages wait there.
+#[test]
+fn a_dlq_alarm_on_its_depth_instead_of_new_arrivals_is_reported() {
+    let broken = real_infra().replace(
+        MODULE_ALARMS,
+        r#"expression  = "DIFF(visible)""#,
+        r#"expression  = "visible""#,
+    );
+    for instance in [
+        "module.ingestion",
+        "module.matching",
+        "module.document_output",
+    ] {
+        assert_reported(
+            &violations(&broken),
+            &[instance, "must fire on new messages in the DLQ"],
+        );
+    }
+}
+
+/// The contract is checked with a customer managed key too: the KMS statements exist
+/// only then.
+fn with_a_kms_key(sources: Sources) -> Sources {
+    sources.append(
+        "environments/example.tfvars",
+        "kms_key_arn = \"arn:aws:kms:eu-central-1:123456789012:key/00000000-0000-0000-0000-000000000000\"\n",
+    )
+}
+
+/// Item 12.
+#[test]
+fn with_a_kms_key_every_function_uses_it_only_through_its_services() {
+    let found = violations(&with_a_kms_key(real_infra()));
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+#[test]
+fn a_kms_grant_without_kms_via_service_is_reported() {
+    let broken = with_a_kms_key(real_infra()).replace(
+        MODULE_IAM,
+        r#"variable = "kms:ViaService""#,
+        r#"variable = "aws:SourceVpc""#,
+    );
+    assert_reported(
+        &violations(&broken),
+        &[
+            "module.matching",
+            "\"UseDataKey\"",
+            "without a kms:ViaService condition",
+        ],
+    );
+    let broken = with_a_kms_key(real_infra()).replace(
+        "sweeper.tf",
+        r#"variable = "kms:ViaService""#,
+        r#"variable = "aws:SourceVpc""#,
+    );
+    assert_reported(
+        &violations(&broken),
+        &[
+            "aws_lambda_function.sweeper",
+            "without a kms:ViaService condition",
+        ],
+    );
+}
+
+#[test]
+fn listing_the_documents_bucket_beyond_the_function_prefixes_is_reported() {
+    let broken = real_infra().replace(
+        MODULE_IAM,
+        r#"variable = "s3:prefix""#,
+        r#"variable = "s3:delimiter""#,
+    );
+    assert_reported(
+        &violations(&broken),
+        &[
+            "module.ingestion",
+            "grants s3:ListBucket without an s3:prefix condition on [\"documents/*\", \"ingestions/*\"]",
+        ],
+    );
+}
+
+/// Item 6.
+#[test]
+fn a_vpc_function_whose_role_cannot_describe_subnets_is_reported() {
+    let broken = real_infra().replace(
+        MODULE_IAM,
+        r#"actions   = ["ec2:DescribeSubnets"]"#,
+        r#"actions   = ["xray:PutTelemetryRecords"]"#,
+    );
+    assert_reported(
+        &violations(&broken),
+        &[
+            "module.document_output",
+            "does not grant ec2:DescribeSubnets",
+        ],
+    );
+    let broken = real_infra().replace(
+        "sweeper.tf",
+        r#"actions   = ["ec2:DescribeSubnets"]"#,
+        r#"actions   = ["xray:PutTelemetryRecords"]"#,
+    );
+    assert_reported(
+        &violations(&broken),
+        &[
+            "aws_lambda_function.sweeper",
+            "does not grant ec2:DescribeSubnets",
+        ],
+    );
+}
+
+/// Item 10: with `sslmode=verify-full` and no `sslrootcert`, sqlx (`tls-rustls`: ring and
+/// webpki-roots) verifies the database's certificate against the webpki roots. RDS
+/// Proxy's certificate (ACM) chains to Amazon Root CA 1, which is among them; the RDS
+/// CA that signs a DB instance's certificate is not, hence infra/'s `database_tls =
+/// verify-full` needs `rds_proxy_endpoint` (preflight.tf).
+#[test]
+fn verify_full_through_rds_proxy_needs_no_extra_root_certificate() {
+    let trusted = |name: &[u8]| {
+        webpki_roots::TLS_SERVER_ROOTS
+            .iter()
+            .any(|root| root.subject.as_ref().windows(name.len()).any(|w| w == name))
+    };
+    assert!(trusted(b"Amazon Root CA 1"), "RDS Proxy's root is trusted");
+    assert!(
+        !trusted(b"Amazon RDS"),
+        "the RDS CA is not among the roots: a DB instance's certificate needs a CA bundle"
     );
 }
 

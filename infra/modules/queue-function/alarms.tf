@@ -1,15 +1,32 @@
 # Five alarms per function, all to var.alarm_topic_arn (alarm and OK). The README's
 # "Alarms" section says what each one means and what to do.
 
-resource "aws_cloudwatch_metric_alarm" "dlq_not_empty" {
-  alarm_name        = "${local.dlq_name}-not-empty"
-  alarm_description = "Messages of ${local.queue_name} exhausted ${var.max_receive_count} receives and wait in ${local.dlq_name}. Inspect them (docflow dlq) and redrive or discard."
+# New arrivals in the DLQ, not its depth: an alarm on "DLQ not empty" stays in ALARM
+# while old messages wait there, so a second failure would page no one. SQS does not
+# count messages that a redrive policy moves as NumberOfMessagesSent to the DLQ, so the
+# alarm watches the depth's increase: DIFF of ApproximateNumberOfMessagesVisible between
+# consecutive periods is above 0 exactly when messages arrived faster than they left.
+resource "aws_cloudwatch_metric_alarm" "dlq_new_messages" {
+  alarm_name        = "${local.dlq_name}-new-messages"
+  alarm_description = "New messages of ${local.queue_name} exhausted ${var.max_receive_count} receives and arrived in ${local.dlq_name} (its depth grew in 5 minutes). Inspect them (docflow dlq) and redrive or discard."
 
-  namespace           = "AWS/SQS"
-  metric_name         = "ApproximateNumberOfMessagesVisible"
-  dimensions          = { QueueName = aws_sqs_queue.dlq.name }
-  statistic           = "Maximum"
-  period              = 300
+  metric_query {
+    id          = "arrivals"
+    expression  = "DIFF(visible)"
+    label       = "Growth of the DLQ's visible messages per 5 minutes"
+    return_data = true
+  }
+  metric_query {
+    id = "visible"
+    metric {
+      namespace   = "AWS/SQS"
+      metric_name = "ApproximateNumberOfMessagesVisible"
+      dimensions  = { QueueName = aws_sqs_queue.dlq.name }
+      stat        = "Maximum"
+      period      = 300
+    }
+  }
+
   evaluation_periods  = 1
   comparison_operator = "GreaterThanThreshold"
   threshold           = 0

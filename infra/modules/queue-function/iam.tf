@@ -99,6 +99,9 @@ data "aws_iam_policy_document" "permissions" {
 
   # Without s3:ListBucket a GetObject/HeadObject on a missing key answers 403 instead of
   # 404, and "reuse the stored transcription if present" could not tell the two apart.
+  # Listing is limited to the prefixes the function reads or writes. IfExists: the
+  # ListBucket check S3 makes for a GetObject/HeadObject of a missing key carries no
+  # s3:prefix, and must still pass to answer 404.
   dynamic "statement" {
     for_each = local.uses_s3 ? [[var.documents_bucket_arn]] : []
 
@@ -106,6 +109,12 @@ data "aws_iam_policy_document" "permissions" {
       sid       = "TellMissingKeysFromDenied"
       actions   = ["s3:ListBucket"]
       resources = statement.value
+
+      condition {
+        test     = "StringLikeIfExists"
+        variable = "s3:prefix"
+        values   = [for prefix in distinct(concat(var.s3_read_prefixes, var.s3_write_prefixes)) : "${prefix}*"]
+      }
     }
   }
 
@@ -133,6 +142,8 @@ data "aws_iam_policy_document" "permissions" {
     }
   }
 
+  # The key only through the services that encrypt with it for this function: its
+  # queues, its secret, the documents bucket, its environment. Never a direct kms call.
   dynamic "statement" {
     for_each = var.kms_key_arn == null ? [] : [[var.kms_key_arn]]
 
@@ -140,11 +151,33 @@ data "aws_iam_policy_document" "permissions" {
       sid       = "UseDataKey"
       actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
       resources = statement.value
+
+      condition {
+        test     = "StringEquals"
+        variable = "kms:ViaService"
+        values   = local.kms_via_services
+      }
     }
+  }
+
+  # Lambda creates the function's network interfaces in var.subnet_ids with this role.
+  # AWSLambdaENIManagementAccess (below) lacks ec2:DescribeSubnets, which Lambda also
+  # needs; EC2 Describe actions take no resource-level permissions.
+  statement {
+    sid       = "DescribeVpcSubnets"
+    actions   = ["ec2:DescribeSubnets"]
+    resources = ["*"]
   }
 }
 
 data "aws_region" "current" {}
+
+locals {
+  kms_via_services = concat(
+    [for service in ["sqs", "secretsmanager", "lambda"] : "${service}.${data.aws_region.current.name}.amazonaws.com"],
+    local.uses_s3 ? ["s3.${data.aws_region.current.name}.amazonaws.com"] : [],
+  )
+}
 
 data "aws_caller_identity" "current" {}
 

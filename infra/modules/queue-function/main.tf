@@ -42,6 +42,13 @@ locals {
 
 data "aws_partition" "current" {}
 
+locals {
+  # What the zip was built for, written next to it by `make package`
+  # (scripts/package_manifest.py): {"architecture": ..., "bootstrap_zip_sha256": ...}.
+  package_manifest_path = "${dirname(var.package_path)}/architecture.json"
+  package_manifest      = fileexists(local.package_manifest_path) ? jsondecode(file(local.package_manifest_path)) : null
+}
+
 # --- queues ---------------------------------------------------------------------------
 
 resource "aws_sqs_queue" "dlq" {
@@ -146,6 +153,15 @@ resource "aws_lambda_function" "this" {
     aws_iam_role_policy.this,
     aws_iam_role_policy_attachment.vpc_access,
   ]
+
+  lifecycle {
+    # CreateFunction accepts a zip of the wrong instruction set; then every cold start
+    # fails with an exec format error and every message ends in the DLQ.
+    precondition {
+      condition     = try(local.package_manifest.architecture == var.architecture && local.package_manifest.bootstrap_zip_sha256 == filesha256(var.package_path), false)
+      error_message = "${var.package_path} is recorded as built for ${try(local.package_manifest.architecture, "nothing (no ${local.package_manifest_path})")}${try(local.package_manifest.bootstrap_zip_sha256 == filesha256(var.package_path), false) ? "" : ", or the zip changed since its manifest was written"}; this function runs on ${var.architecture}. Build it with `make package ARCH=${var.architecture}` (which writes the manifest), or set lambda_architecture to match."
+    }
+  }
 }
 
 resource "aws_lambda_event_source_mapping" "this" {
@@ -153,6 +169,7 @@ resource "aws_lambda_event_source_mapping" "this" {
   function_name                      = aws_lambda_function.this.arn
   batch_size                         = var.batch_size
   maximum_batching_window_in_seconds = var.maximum_batching_window_seconds
+  enabled                            = var.enabled
 
   # Without this Lambda ignores batchItemFailures and retries the whole batch.
   function_response_types = ["ReportBatchItemFailures"]

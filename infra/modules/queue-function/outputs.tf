@@ -61,7 +61,7 @@ output "event_source_mapping_uuid" {
 output "alarm_names" {
   description = "Names of the alarms of this instance."
   value = [
-    aws_cloudwatch_metric_alarm.dlq_not_empty.alarm_name,
+    aws_cloudwatch_metric_alarm.dlq_new_messages.alarm_name,
     aws_cloudwatch_metric_alarm.oldest_message_age.alarm_name,
     aws_cloudwatch_metric_alarm.errors.alarm_name,
     aws_cloudwatch_metric_alarm.throttles.alarm_name,

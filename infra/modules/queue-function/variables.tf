@@ -179,6 +179,12 @@ variable "maximum_concurrency" {
   }
 }
 
+variable "enabled" {
+  description = "Whether the event source mapping polls the queue. false keeps messages in the queue (first apply, incidents)."
+  type        = bool
+  default     = true
+}
+
 variable "visibility_timeout_seconds" {
   description = "Visibility timeout of the source queue. null = 6 x timeout_seconds + maximum_batching_window_seconds, the minimum AWS recommends; a larger value is allowed, a smaller one fails the plan."
   type        = number

@@ -114,6 +114,7 @@ const ALLOWED_ACTIONS: &[&str] = &[
     "kms:GenerateDataKey",
     "xray:PutTraceSegments",
     "xray:PutTelemetryRecords",
+    "ec2:DescribeSubnets",
 ];
 /// What X-Ray active tracing needs the role to grant (X-Ray takes only `"*"` for them).
 const TRACE_ACTIONS: &[&str] = &["xray:PutTraceSegments", "xray:PutTelemetryRecords"];
@@ -497,7 +498,7 @@ fn check_queue_alarms(instance: &Module, found: &mut Violations) {
             .and_then(|arn| referenced(instance, Some(arn), "aws_sqs_queue"));
         let queue_name = |q: &Resource| format!("${{{}.name}}", q.address);
         let function_name = format!("${{{}.function_name}}", t.function.address);
-        let mut wanted = vec![
+        let wanted = vec![
             (
                 "AWS/SQS",
                 "ApproximateAgeOfOldestMessage",
@@ -506,35 +507,66 @@ fn check_queue_alarms(instance: &Module, found: &mut Violations) {
             ),
             ("AWS/Lambda", "Throttles", "FunctionName", function_name),
         ];
-        if let Some(dlq) = dlq {
-            wanted.push((
-                "AWS/SQS",
-                "ApproximateNumberOfMessagesVisible",
-                "QueueName",
-                queue_name(dlq),
-            ));
-        }
         for (namespace, metric, dimension, subject) in wanted {
-            match find_alarm(instance, namespace, metric, dimension, &subject) {
-                None => found.add_to(
+            if find_alarm(instance, namespace, metric, dimension, &subject).is_none() {
+                found.add_to(
                     &instance.address,
                     format!("no alarm with actions on {namespace} {metric} of {subject}"),
-                ),
-                Some(alarm) if metric == "ApproximateNumberOfMessagesVisible" => {
-                    let fires_on_first = number(alarm.attr("threshold").as_ref()) == Some(0.0)
-                        && text(alarm.attr("comparison_operator").as_ref())
-                            == "GreaterThanThreshold";
-                    if !fires_on_first {
-                        found.add(
-                            instance,
-                            alarm,
-                            "must fire on the first message in the DLQ (> 0)",
-                        );
-                    }
-                }
-                Some(_) => {}
+                );
             }
         }
+        if let Some(dlq) = dlq {
+            check_dlq_alarm(instance, &queue_name(dlq), found);
+        }
+    }
+}
+
+/// Issue 29, item 8: the DLQ alarm fires on new arrivals. On the depth
+/// (ApproximateNumberOfMessagesVisible > 0) it stays in ALARM while old messages wait,
+/// and a second failure pages no one; SQS does not count messages a redrive policy moves
+/// as NumberOfMessagesSent. So: DIFF or RATE of the DLQ's visible messages, > 0.
+fn check_dlq_alarm(instance: &Module, dlq_name: &str, found: &mut Violations) {
+    let metric = "ApproximateNumberOfMessagesVisible";
+    let reads_dlq = |q: &hcl::Block| {
+        blocks(&q.body, "metric").any(|m| {
+            text(attr(&m.body, "namespace").as_ref()) == "AWS/SQS"
+                && text(attr(&m.body, "metric_name").as_ref()) == metric
+                && attr(&m.body, "dimensions")
+                    .and_then(|d| d.as_object().and_then(|d| d.get("QueueName")).cloned())
+                    == Some(Value::from(dlq_name))
+        })
+    };
+    let alarm = instance
+        .of_kind("aws_cloudwatch_metric_alarm")
+        .find(|alarm| {
+            !strings(alarm.attr("alarm_actions").as_ref()).is_empty()
+                && blocks(&alarm.body, "metric_query").any(|q| reads_dlq(q))
+        });
+    let Some(alarm) = alarm else {
+        return found.add_to(
+            &instance.address,
+            format!("no alarm with actions on AWS/SQS {metric} of {dlq_name}"),
+        );
+    };
+    let ids: Vec<String> = blocks(&alarm.body, "metric_query")
+        .filter(|q| reads_dlq(q))
+        .map(|q| text(attr(&q.body, "id").as_ref()))
+        .collect();
+    let on_arrivals = blocks(&alarm.body, "metric_query").any(|q| {
+        attr(&q.body, "return_data") == Some(Value::Bool(true))
+            && ids.iter().any(|id| {
+                let expression = text(attr(&q.body, "expression").as_ref()).replace(' ', "");
+                expression == format!("DIFF({id})") || expression == format!("RATE({id})")
+            })
+    });
+    let fires_on_first = number(alarm.attr("threshold").as_ref()) == Some(0.0)
+        && text(alarm.attr("comparison_operator").as_ref()) == "GreaterThanThreshold";
+    if !(on_arrivals && fires_on_first) {
+        found.add(
+            instance,
+            alarm,
+            "must fire on new messages in the DLQ (DIFF or RATE of its visible messages > 0), not on its depth, which stays in ALARM while old messages wait",
+        );
     }
 }
 
@@ -993,6 +1025,14 @@ pub struct Statement {
     pub allow: bool,
     pub actions: Vec<String>,
     pub resources: Vec<String>,
+    pub conditions: Vec<Condition>,
+}
+
+/// One `condition` block of a statement.
+pub struct Condition {
+    pub test: String,
+    pub variable: String,
+    pub values: Vec<String>,
 }
 
 impl Statement {
@@ -1008,6 +1048,13 @@ fn statements(document: &Resource) -> Vec<Statement> {
             allow: attr(&s.body, "effect").is_none_or(|e| e.as_str() == Some("Allow")),
             actions: strings(attr(&s.body, "actions").as_ref()),
             resources: strings(attr(&s.body, "resources").as_ref()),
+            conditions: blocks(&s.body, "condition")
+                .map(|c| Condition {
+                    test: text(attr(&c.body, "test").as_ref()),
+                    variable: text(attr(&c.body, "variable").as_ref()),
+                    values: strings(attr(&c.body, "values").as_ref()),
+                })
+                .collect(),
         })
         .collect()
 }
@@ -1192,6 +1239,73 @@ fn check_permissions(
             module,
             function,
             "textract:DetectDocumentText is granted, the contract says it does not use Textract",
+        );
+    }
+
+    // Issue 29, item 12: S3 listing only under the function's prefixes. IfExists, so the
+    // ListBucket check of a GetObject on a missing key (no s3:prefix) still answers 404.
+    let mut prefixes: Vec<String> = contract
+        .s3_reads
+        .iter()
+        .chain(contract.s3_writes)
+        .map(|p| format!("{p}*"))
+        .collect();
+    prefixes.sort();
+    prefixes.dedup();
+    for statement in statements.iter().filter(|s| s.grants("s3:ListBucket")) {
+        let limited = statement.conditions.iter().any(|c| {
+            c.variable == "s3:prefix"
+                && matches!(c.test.as_str(), "StringLike" | "StringLikeIfExists")
+                && {
+                    let mut values = c.values.clone();
+                    values.sort();
+                    values == prefixes
+                }
+        });
+        if !limited {
+            found.add(
+                module,
+                function,
+                format!(
+                    "statement {:?} grants s3:ListBucket without an s3:prefix condition on {prefixes:?}",
+                    statement.sid
+                ),
+            );
+        }
+    }
+
+    // Item 12: a KMS key only through the AWS services that encrypt with it.
+    for statement in statements
+        .iter()
+        .filter(|s| s.allow && s.actions.iter().any(|a| a.starts_with("kms:")))
+    {
+        let via_service = statement.conditions.iter().any(|c| {
+            c.variable == "kms:ViaService"
+                && matches!(c.test.as_str(), "StringEquals" | "StringLike")
+                && !c.values.is_empty()
+                && c.values.iter().all(|v| v.ends_with(".amazonaws.com"))
+        });
+        if !via_service {
+            found.add(
+                module,
+                function,
+                format!(
+                    "statement {:?} grants {:?} without a kms:ViaService condition",
+                    statement.sid, statement.actions
+                ),
+            );
+        }
+    }
+
+    // Item 6: Lambda attaches a VPC function with its role, and needs
+    // ec2:DescribeSubnets, which AWSLambdaENIManagementAccess does not grant.
+    if blocks(&function.body, "vpc_config").next().is_some()
+        && !statements.iter().any(|s| s.grants("ec2:DescribeSubnets"))
+    {
+        found.add(
+            module,
+            function,
+            "runs in a VPC, but its role does not grant ec2:DescribeSubnets (AWSLambdaENIManagementAccess lacks it)",
         );
     }
 

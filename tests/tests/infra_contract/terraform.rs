@@ -581,6 +581,8 @@ fn base_context(placeholders: &[(String, Value)]) -> Context<'static> {
     ctx.declare_func("keys", one(keys));
     ctx.declare_func("values", one(values));
     ctx.declare_func("merge", variadic(merge));
+    ctx.declare_func("concat", variadic(concat));
+    ctx.declare_func("distinct", one(distinct));
     ctx
 }
 
@@ -640,4 +642,30 @@ fn merge(args: FuncArgs) -> Result<Value, String> {
         merged.extend(object.clone());
     }
     Ok(Value::Object(merged))
+}
+
+fn concat(args: FuncArgs) -> Result<Value, String> {
+    let mut joined = Vec::new();
+    for arg in args.iter() {
+        joined.extend(
+            arg.as_array()
+                .ok_or("concat: arguments must be lists")?
+                .iter()
+                .cloned(),
+        );
+    }
+    Ok(Value::Array(joined))
+}
+
+fn distinct(args: FuncArgs) -> Result<Value, String> {
+    let items = args[0]
+        .as_array()
+        .ok_or("distinct: argument must be a list")?;
+    let mut kept: Vec<Value> = Vec::new();
+    for item in items {
+        if !kept.contains(item) {
+            kept.push(item.clone());
+        }
+    }
+    Ok(Value::Array(kept))
 }
