@@ -86,7 +86,11 @@ done
 case "${DEPLOY_BUILD:-dev}" in
   dev)
     echo "== function zips: dev binaries (DEPLOY_BUILD=dev)"
-    cargo build --quiet $(printf -- '-p %s ' "${functions[@]}")
+    # The whole workspace with all targets, as `cargo test --workspace --all-targets`
+    # (make test) builds it: the same feature unification, so the binaries are already
+    # there. A `-p <function>` build resolves features for those packages alone and
+    # recompiles much of the dependency tree a second time (minutes on 2 cores).
+    cargo build --quiet --workspace --all-targets
     package_dir="$work/lambda"
     for f in "${functions[@]}"; do
       mkdir -p "$package_dir/$f"
