@@ -18,7 +18,9 @@
 //! recorded stays `in-progress` with its lease free or going stale, which is what the
 //! sweeper finds (docs/sweeper.md).
 
+mod lease;
 mod pipeline;
+mod store;
 mod transcribe;
 
 use std::time::Duration;
@@ -39,7 +41,7 @@ use docflow::{BatchRuntime, DiscardKind, Failure, Message, Outcome};
 use lambda_runtime::LambdaEvent;
 use sqlx::PgPool;
 
-pub use pipeline::{Claimed, claim};
+pub use lease::{Claimed, claim};
 
 /// Time kept back from the invocation to record a failed attempt and set the backoff.
 /// A record with less than this left is not started at all.
@@ -267,7 +269,7 @@ pub async fn process(deps: &Deps, message: Message) -> Outcome {
     .await
     {
         Ok(Some(claimed)) => claimed,
-        Ok(None) => return pipeline::unclaimed(&deps.pool, id, deps.config.stale_after).await,
+        Ok(None) => return lease::unclaimed(&deps.pool, id, deps.config.stale_after).await,
         Err(e) => {
             // Nothing was claimed, so no attempt is counted: let the queue retry. On the
             // final receive the message goes to the DLQ and the row stays in progress
@@ -280,7 +282,7 @@ pub async fn process(deps: &Deps, message: Message) -> Outcome {
     message.record_document(&claimed.document_id);
     message.record_tenant(&claimed.tenant_id);
     let work = message.within_deadline(FAILURE_RESERVE, pipeline::run(deps, &claimed));
-    let renew_lease = || pipeline::renew_lease(&deps.pool, id);
+    let renew_lease = || lease::renew_lease(&deps.pool, id);
     match message.with_heartbeat(work, renew_lease).await {
         Ok(Ok(())) => Outcome::Done,
         Ok(Err(failure)) => record_failure(deps, &message, id, &failure).await,
@@ -306,7 +308,7 @@ async fn record_failure(
     let final_receive = message.is_final_receive();
     let error = failure.to_string();
     tracing::warn!(permanent, final_receive, error.message = %error, error.cause_chain = ?failure, "ingestion attempt failed");
-    match pipeline::count_failed_attempt(
+    match lease::count_failed_attempt(
         &deps.pool,
         id,
         permanent || final_receive,

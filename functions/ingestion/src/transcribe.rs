@@ -18,11 +18,12 @@ use docflow::ocr::{
 use docflow::retry::Classify as _;
 
 use crate::Deps;
+use crate::lease::Claimed;
+use crate::store::{forget_ocr_job, put, store_ocr_job, stored_ocr_job};
 
 /// The largest document Textract's synchronous API takes (10 MB); larger single pages
 /// go through the asynchronous job too.
 const SYNC_MAX_BYTES: usize = TEXTRACT_SYNC_MAX_BYTES;
-use crate::pipeline::{Claimed, forget_ocr_job, put, store_ocr_job, stored_ocr_job};
 
 /// Transcribes the file stored at `key` whose bytes are `bytes`.
 pub async fn transcribe(
