@@ -2,11 +2,21 @@
 //! record it returns, what a delivery that claimed nothing does, the heartbeat's renewal
 //! and the one statement that counts a failed attempt. The pipeline and the transcription
 //! build on it; it depends on neither.
+//!
+//! **The claim token** (as the output worker's). `started_at` says whether the lease is
+//! live; `claim_token` says whose it is. Every claim writes a fresh token and every write
+//! after it matches `status = 'in-progress' AND claim_token = <ours>`. A worker paused
+//! past the stale threshold (300 s) whose ingestion was claimed again by a redelivery
+//! (at the earliest when the heartbeat's last extension ran out, 360 s after it) can
+//! then change nothing: it neither renews the new holder's lease, nor releases it for a
+//! third delivery (which would pay for OCR and the LLM again), nor fails or completes
+//! the ingestion under the live worker.
 
 use std::time::Duration;
 
+use anyhow::anyhow;
 use docflow::ids::IngestionId;
-use docflow::{DiscardKind, Outcome};
+use docflow::{DiscardKind, Failure, Outcome};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -27,6 +37,18 @@ pub struct Claimed {
     /// the lease). Only then can a transcription be stored already; a first attempt
     /// skips looking for one (an S3 GET that could only answer 404).
     pub tried_before: bool,
+    /// This claim's token: every later write matches it.
+    pub token: Uuid,
+}
+
+/// What a write after the claim that matched nothing under our token returns: the
+/// ingestion was finished, or claimed by another delivery, while this attempt ran.
+/// Transient, so the failure path runs; its count matches nothing either, and the
+/// message is then kept or dropped as for a delivery that claimed nothing ([`unclaimed`]).
+pub fn lease_lost() -> Failure {
+    Failure::transient(anyhow!(
+        "the ingestion lease is no longer ours (finished, or claimed by another delivery while this attempt ran)"
+    ))
 }
 
 /// Seed 003's claim: the ingestion is in progress and its lease is free or stale.
@@ -46,14 +68,15 @@ pub async fn claim(
     sqlx::query_as(
         r#"
         UPDATE ingestion i
-           SET started_at = now(), updated_at = now()
+           SET started_at = now(), updated_at = now(), claim_token = gen_random_uuid()
           FROM document d, (SELECT started_at FROM ingestion WHERE id = $1) before
          WHERE i.id = $1
            AND d.id = i.document_id
            AND i.status = 'in-progress'
            AND (i.started_at IS NULL OR i.started_at < now() - make_interval(secs => $2))
         RETURNING i.id, i.document_id, d.tenant_id, i.attempt_count, d.file_path,
-                  (before.started_at IS NOT NULL OR i.attempt_count > 0) AS tried_before
+                  (before.started_at IS NOT NULL OR i.attempt_count > 0) AS tried_before,
+                  i.claim_token AS token
         "#,
     )
     .bind(id)
@@ -104,31 +127,45 @@ pub async fn unclaimed(pool: &PgPool, id: IngestionId, stale_after: Duration) ->
 }
 
 /// Renews the lease while a long attempt runs (the heartbeat's hook, before it extends
-/// the message's visibility).
-pub async fn renew_lease(pool: &PgPool, id: IngestionId) {
+/// the message's visibility). Only our own lease: a claim that took the ingestion over
+/// keeps its own. Returns whether the lease is still ours; a failure to renew is logged
+/// (the next beat tries again) and counts as still ours.
+pub async fn renew_lease(pool: &PgPool, claimed: &Claimed) -> bool {
     let renewed = sqlx::query(
         r#"
         UPDATE ingestion
            SET started_at = now(), updated_at = now()
-         WHERE id = $1 AND status = 'in-progress'
+         WHERE id = $1 AND status = 'in-progress' AND claim_token = $2
         "#,
     )
-    .bind(id)
+    .bind(claimed.id)
+    .bind(claimed.token)
     .execute(pool)
     .await;
-    if let Err(e) = renewed {
-        tracing::warn!(error.message = %e, error.cause_chain = ?e, "could not renew the ingestion lease");
+    match renewed {
+        Ok(done) if done.rows_affected() == 0 => {
+            tracing::warn!(
+                "the ingestion lease is no longer ours (finished, or claimed by another delivery); not renewing it"
+            );
+            false
+        }
+        Ok(_) => true,
+        Err(e) => {
+            tracing::warn!(error.message = %e, error.cause_chain = ?e, "could not renew the ingestion lease");
+            true
+        }
     }
 }
 
 /// One statement: count the attempt; fail the ingestion when `fail_now` (a permanent
 /// error, or the message's final receive) or at the last attempt (keeping the lease, so
 /// nobody reclaims it), otherwise release the lease so the delayed redelivery can claim
-/// it at once. Moves `updated_at` either way. `None` when the ingestion was finished
-/// elsewhere meanwhile.
+/// it at once. Moves `updated_at` either way. Only under our claim: `None` when the
+/// ingestion was finished, or claimed by another delivery, meanwhile (then the attempt
+/// is not ours to count, and the live worker's lease stays as it is).
 pub async fn count_failed_attempt(
     pool: &PgPool,
-    id: IngestionId,
+    claimed: &Claimed,
     fail_now: bool,
     max_attempts: i32,
     error: &str,
@@ -142,14 +179,15 @@ pub async fn count_failed_attempt(
                started_at   = CASE WHEN $2 OR attempt_count + 1 >= $3 THEN started_at ELSE NULL END,
                last_error   = $4,
                updated_at   = now()
-         WHERE id = $1 AND status = 'in-progress'
+         WHERE id = $1 AND status = 'in-progress' AND claim_token = $5
         RETURNING attempt_count, status
         "#,
     )
-    .bind(id)
+    .bind(claimed.id)
     .bind(fail_now)
     .bind(max_attempts)
     .bind(error)
+    .bind(claimed.token)
     .fetch_optional(pool)
     .await
 }

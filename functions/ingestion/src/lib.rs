@@ -41,7 +41,11 @@ use docflow::{BatchRuntime, DiscardKind, Failure, Message, Outcome};
 use lambda_runtime::LambdaEvent;
 use sqlx::PgPool;
 
-pub use lease::{Claimed, claim};
+pub use lease::{Claimed, claim, count_failed_attempt, renew_lease};
+
+/// The steps after the claim, for a record this delivery claimed: what [`process`] runs
+/// under the deadline and the heartbeat. Public so tests can interleave two workers.
+pub use pipeline::run as run_claimed;
 
 /// Time kept back from the invocation to record a failed attempt and set the backoff.
 /// A record with less than this left is not started at all.
@@ -282,14 +286,16 @@ pub async fn process(deps: &Deps, message: Message) -> Outcome {
     message.record_document(&claimed.document_id);
     message.record_tenant(&claimed.tenant_id);
     let work = message.within_deadline(FAILURE_RESERVE, pipeline::run(deps, &claimed));
-    let renew_lease = || lease::renew_lease(&deps.pool, id);
+    let renew_lease = || async {
+        lease::renew_lease(&deps.pool, &claimed).await;
+    };
     match message.with_heartbeat(work, renew_lease).await {
         Ok(Ok(())) => Outcome::Done,
-        Ok(Err(failure)) => record_failure(deps, &message, id, &failure).await,
+        Ok(Err(failure)) => record_failure(deps, &message, &claimed, &failure).await,
         // Counted like any transient failure, so a document whose extraction never fits
         // in the function's timeout ends `failed` instead of cycling to the DLQ.
         Err(out_of_time) => {
-            record_failure(deps, &message, id, &Failure::transient(out_of_time)).await
+            record_failure(deps, &message, &claimed, &Failure::transient(out_of_time)).await
         }
     }
 }
@@ -301,7 +307,7 @@ pub async fn process(deps: &Deps, message: Message) -> Outcome {
 async fn record_failure(
     deps: &Deps,
     message: &Message,
-    id: IngestionId,
+    claimed: &Claimed,
     failure: &Failure,
 ) -> Outcome {
     let permanent = !docflow::Classify::is_transient(failure);
@@ -310,7 +316,7 @@ async fn record_failure(
     tracing::warn!(permanent, final_receive, error.message = %error, error.cause_chain = ?failure, "ingestion attempt failed");
     match lease::count_failed_attempt(
         &deps.pool,
-        id,
+        claimed,
         permanent || final_receive,
         deps.config.max_attempts,
         &error,
@@ -331,8 +337,12 @@ async fn record_failure(
             after: ingestion_backoff(attempts as u32),
         },
         Ok(None) => {
-            tracing::warn!("ingestion was finished elsewhere while this attempt failed");
-            Outcome::Done
+            // Finished, or claimed by another delivery, while this attempt ran: not ours
+            // to count. The message goes as one that claimed nothing: dropped when the
+            // work is finished, kept (until the live lease would be stale) otherwise —
+            // it may be the very message the live worker needs to retry with.
+            tracing::warn!("the ingestion is no longer ours; this failed attempt is not counted");
+            lease::unclaimed(&deps.pool, IngestionId(claimed.id), deps.config.stale_after).await
         }
         Err(e) => {
             // The row keeps this attempt's lease, which goes stale: the sweeper (or the

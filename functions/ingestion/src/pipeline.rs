@@ -13,7 +13,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::Deps;
-use crate::lease::Claimed;
+use crate::lease::{Claimed, lease_lost};
 use crate::store::put;
 
 /// The S3 key of a document's file, `documents/{document_id}.{ext}` (DESIGN), and its
@@ -53,7 +53,7 @@ pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
             tracing::info!(provider = %cached.provider, "reusing the stored transcription");
             // A failure between storing it and recording it left the row without its
             // metadata: record it (again; the update is idempotent).
-            record_transcription(&deps.pool, id, &cached).await?;
+            record_transcription(&deps.pool, claimed, &cached).await?;
             cached
         }
         None => {
@@ -66,7 +66,7 @@ pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
             count_transcription(&transcription);
             metrics::stage(
                 stages::STORE_TRANSCRIPTION,
-                store_transcription(deps, id, &transcription),
+                store_transcription(deps, claimed, &transcription),
             )
             .await?;
             transcription
@@ -99,8 +99,10 @@ pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
         .await
         .map_err(Failure::classified)?;
     let Some(kind) = completed else {
-        tracing::warn!("ingestion was finished elsewhere; not completing it twice");
-        return Ok(());
+        tracing::warn!(
+            "the ingestion is no longer ours (finished, or claimed by another delivery); not completing it"
+        );
+        return Err(lease_lost());
     };
     if kind.is_matchable() {
         metrics::stage(
@@ -284,21 +286,24 @@ async fn fetch_file(deps: &Deps, key: &str) -> Result<Bytes, Failure> {
 /// between is completed by the next attempt, which finds the stored transcription.
 async fn store_transcription(
     deps: &Deps,
-    id: IngestionId,
+    claimed: &Claimed,
     transcription: &Transcription,
 ) -> Result<(), Failure> {
     let json = serde_json::to_vec(transcription).map_err(|e| Failure::permanent(anyhow!(e)))?;
-    put(deps, &transcription_key(id), json, "application/json").await?;
-    record_transcription(&deps.pool, id, transcription).await
+    let key = transcription_key(IngestionId(claimed.id));
+    put(deps, &key, json, "application/json").await?;
+    record_transcription(&deps.pool, claimed, transcription).await
 }
 
-/// Records the transcription's metadata on the ingestion (seed 003). Idempotent.
+/// Records the transcription's metadata on the ingestion (seed 003), under our claim
+/// ([`lease_lost`] when it is no longer ours). Idempotent.
 async fn record_transcription(
     pool: &PgPool,
-    id: IngestionId,
+    claimed: &Claimed,
     transcription: &Transcription,
 ) -> Result<(), Failure> {
-    sqlx::query(
+    let id = IngestionId(claimed.id);
+    let recorded = sqlx::query(
         r#"
         UPDATE ingestion
            SET transcription_file_path = $2,
@@ -306,7 +311,7 @@ async fn record_transcription(
                transcription_page_count = $4,
                preprocessed_file_path = COALESCE($5, preprocessed_file_path),
                updated_at = now()
-         WHERE id = $1
+         WHERE id = $1 AND status = 'in-progress' AND claim_token = $6
         "#,
     )
     .bind(id)
@@ -314,15 +319,20 @@ async fn record_transcription(
     .bind(transcription.quality)
     .bind(transcription.page_count as i32)
     .bind(&transcription.preprocessed_file_path)
+    .bind(claimed.token)
     .execute(pool)
     .await
     .map_err(Failure::classified)?;
+    if recorded.rows_affected() == 0 {
+        return Err(lease_lost());
+    }
     Ok(())
 }
 
 /// Completes the ingestion and, for matchable documents, marks matching pending — in one
 /// transaction, so a committed completion is always visible to the sweeper. Returns the
-/// document type, or `None` when the ingestion was no longer in progress.
+/// document type, or `None` when the ingestion is no longer ours (finished, or claimed
+/// by another delivery: its worker completes it).
 async fn complete(
     pool: &PgPool,
     claimed: &Claimed,
@@ -343,7 +353,7 @@ async fn complete(
                last_error = NULL,
                completed_at = now(),
                updated_at = now()
-         WHERE id = $1 AND status = 'in-progress'
+         WHERE id = $1 AND status = 'in-progress' AND claim_token = $6
         "#,
     )
     .bind(claimed.id)
@@ -351,6 +361,7 @@ async fn complete(
     .bind(run.input_tokens)
     .bind(run.output_tokens)
     .bind(&run.model)
+    .bind(claimed.token)
     .execute(&mut *tx)
     .await?;
     if updated.rows_affected() == 0 {

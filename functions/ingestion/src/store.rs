@@ -9,6 +9,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::Deps;
+use crate::lease::{Claimed, lease_lost};
 
 /// Stores `body` at `key` in the documents bucket.
 pub(crate) async fn put(
@@ -50,38 +51,50 @@ pub(crate) async fn stored_ocr_job(
         .map_err(Failure::classified)
 }
 
-/// Remembers the Textract job reading `key`, so that a retry resumes it.
+/// Remembers the Textract job reading `key`, so that a retry resumes it. Only under our
+/// claim ([`lease_lost`] otherwise: the ingestion's new holder keeps its own jobs).
 pub(crate) async fn store_ocr_job(
     pool: &PgPool,
-    id: Uuid,
+    claimed: &Claimed,
     key: &str,
     job_id: &str,
 ) -> Result<(), Failure> {
-    sqlx::query(
+    let stored = sqlx::query(
         r#"
         UPDATE ingestion
            SET ocr_jobs = ocr_jobs || jsonb_build_object($2::text, $3::text),
                updated_at = now()
-         WHERE id = $1
+         WHERE id = $1 AND status = 'in-progress' AND claim_token = $4
         "#,
     )
-    .bind(id)
+    .bind(claimed.id)
     .bind(key)
     .bind(job_id)
+    .bind(claimed.token)
     .execute(pool)
     .await
     .map_err(Failure::classified)?;
+    if stored.rows_affected() == 0 {
+        return Err(lease_lost());
+    }
     Ok(())
 }
 
-/// Forgets a failed or expired Textract job, so the next attempt starts a new one. A
-/// failure here is only logged: the next attempt then meets the same job again.
-pub(crate) async fn forget_ocr_job(pool: &PgPool, id: Uuid, key: &str) {
-    let forgotten = sqlx::query("UPDATE ingestion SET ocr_jobs = ocr_jobs - $2 WHERE id = $1")
-        .bind(id)
-        .bind(key)
-        .execute(pool)
-        .await;
+/// Forgets a failed or expired Textract job, so the next attempt starts a new one; only
+/// under our claim (a new holder's job for the same key is its own). A failure here is
+/// only logged: the next attempt then meets the same job again.
+pub(crate) async fn forget_ocr_job(pool: &PgPool, claimed: &Claimed, key: &str) {
+    let forgotten = sqlx::query(
+        r#"
+        UPDATE ingestion SET ocr_jobs = ocr_jobs - $2
+         WHERE id = $1 AND status = 'in-progress' AND claim_token = $3
+        "#,
+    )
+    .bind(claimed.id)
+    .bind(key)
+    .bind(claimed.token)
+    .execute(pool)
+    .await;
     if let Err(e) = forgotten {
         tracing::warn!(error.message = %e, key, "could not forget the failed Textract job");
     }

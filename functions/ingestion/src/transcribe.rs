@@ -242,14 +242,14 @@ async fn ocr_pdf(
             );
             let job_id = ocr.start(bucket, key, &token).await.map_err(classified)?;
             tracing::info!(job_id, key, "started a Textract job");
-            store_ocr_job(&deps.pool, claimed.id, key, &job_id).await?;
+            store_ocr_job(&deps.pool, claimed, key, &job_id).await?;
             job_id
         }
     };
     match ocr.wait(&job_id).await {
         Ok(pages) => Ok(pages),
         Err(e @ (OcrError::TextractJobFailed { .. } | OcrError::TextractJobGone { .. })) => {
-            forget_ocr_job(&deps.pool, claimed.id, key).await;
+            forget_ocr_job(&deps.pool, claimed, key).await;
             Err(classified(e))
         }
         Err(e) => Err(classified(e)),
