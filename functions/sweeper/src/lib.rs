@@ -9,10 +9,12 @@
 //!   queued backoff could still hold (validated at cold start, see [`SweepConfig`]).
 //! - **It never loops.** After `SWEEP_MAX_RESENDS` re-sends the work is failed with the
 //!   reason, and admins are notified once.
-//! - **It is idempotent.** Rows are taken with `FOR UPDATE SKIP LOCKED` and marked in the
-//!   same statement; the messages are sent after that commits (no transaction open across
-//!   SQS or Maesn); a failed send is undone. Every message it sends is one the function's
-//!   claim rejects if the work finished meanwhile.
+//! - **It is idempotent.** Rows are claimed with `FOR UPDATE SKIP LOCKED` in the same
+//!   statement; the messages are sent after that commits (no transaction open across
+//!   SQS or Maesn), and only a sent message counts a re-send; a failed send releases the
+//!   claim. A sweep killed at any point loses nothing: the claim lapses after
+//!   [`SWEEP_CLAIM_SECONDS`] and the row is re-sent, without a re-send used up. Every
+//!   message it sends is one the function's claim rejects if the work finished meanwhile.
 //! - **It is bounded.** Per kind at most `SWEEP_BATCH_LIMIT` rows per run; no new step
 //!   starts when the invocation's time runs low.
 
@@ -344,11 +346,16 @@ pub async fn sweep(deps: &Deps, budget: Option<Duration>) -> anyhow::Result<Swee
     Ok(report)
 }
 
+/// How long a sweep's claim on a row it is about to re-send holds (`kinds`'s `$6`):
+/// Lambda's longest timeout, so no sweep that took a row can still be running when
+/// another takes it again. A sweep killed between its claim and its bookkeeping leaves
+/// the row claimed for at most this long (never for `SWEEP_UNDELIVERED_AFTER_SECONDS`).
+pub const SWEEP_CLAIM_SECONDS: u64 = 900;
+
 #[derive(Debug, sqlx::FromRow)]
 struct Taken {
     id: Uuid,
-    previous_swept_at: Option<DateTime<Utc>>,
-    sweep_count: i32,
+    claimed_at: DateTime<Utc>,
 }
 
 #[derive(Debug, sqlx::FromRow)]
@@ -378,6 +385,7 @@ async fn sweep_kind(
         .bind(a)
         .bind(b)
         .bind(c.undelivered_after.as_secs_f64())
+        .bind(SWEEP_CLAIM_SECONDS as f64)
         .fetch_all(&deps.pool)
         .await?;
     report.found += given_up.len();
@@ -403,12 +411,14 @@ async fn sweep_kind(
         }
     }
 
+    // Claim, send, then count (kinds.rs): a sweep killed at any point loses nothing.
     let taken: Vec<Taken> = sqlx::query_as(kind.take)
         .bind(c.batch_limit)
         .bind(c.max_resends)
         .bind(a)
         .bind(b)
         .bind(c.undelivered_after.as_secs_f64())
+        .bind(SWEEP_CLAIM_SECONDS as f64)
         .fetch_all(&deps.pool)
         .await?;
     report.found += taken.len();
@@ -417,16 +427,20 @@ async fn sweep_kind(
         for row in chunk {
             if failed.contains(&row.id) {
                 report.send_failed += 1;
-                // Not sent: restore the count so an SQS outage does not use up re-sends.
-                sqlx::query(kind.undo)
+                // Not sent: release the claim so an SQS outage uses up no re-send.
+                sqlx::query(kind.release)
                     .bind(row.id)
-                    .bind(row.previous_swept_at)
-                    .bind(row.sweep_count)
+                    .bind(row.claimed_at)
                     .execute(&deps.pool)
                     .await?;
             } else {
                 report.resent += 1;
-                tracing::warn!(kind = kind.name, id = %row.id, resend = row.sweep_count, "re-sent the message of stuck work");
+                let resend: Option<i32> = sqlx::query_scalar(kind.mark)
+                    .bind(row.id)
+                    .bind(row.claimed_at)
+                    .fetch_optional(&deps.pool)
+                    .await?;
+                tracing::warn!(kind = kind.name, id = %row.id, resend = ?resend, "re-sent the message of stuck work");
             }
         }
     }
