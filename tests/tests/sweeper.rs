@@ -1428,3 +1428,85 @@ async fn a_sweep_killed_between_its_send_and_its_bookkeeping_loses_nothing(pool:
     assert_eq!(sweep(&env.deps).await.ingestion.resent, 1);
     assert_eq!(env.ingestion_status(id).await.1, 1);
 }
+
+// ---- give-ups told once, across outages (issue 28, item 4) ---------------------------------
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_give_up_during_a_slack_outage_is_told_once_slack_is_back(pool: PgPool) {
+    // Arrange: an ingestion and a matching re-sent the maximum times and stuck again;
+    // Slack is down when the sweeper gives up on them.
+    let env = env(pool).await;
+    let (ingestion_id, _) = env.ingestion_row().await;
+    let tenant = matching_support::tenant(&env.pool, "Acme AG").await;
+    let document = matching_support::document(
+        &env.pool,
+        tenant,
+        DocumentType::Invoice,
+        invoice("RE-1", "PO-1", "LS-1", "2024-03-05", 119.0),
+    )
+    .await;
+    for (table, count, swept) in [
+        ("ingestion", "sweep_count", "swept_at"),
+        ("document", "matching_sweep_count", "matching_swept_at"),
+    ] {
+        sqlx::query(&format!(
+            "UPDATE {table} SET {count} = 3, {swept} = now() - interval '4 hours', \
+             updated_at = now() - interval '3 hours'"
+        ))
+        .execute(&env.pool)
+        .await
+        .unwrap();
+    }
+    let down = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(503))
+        .mount(&down)
+        .await;
+    let mut outage = sweeper_with_sqs(&env, env.deps.sqs.clone());
+    outage.notifier = slack_notifier(&down);
+    let notices_become_due = || async {
+        // Later: the claims of the undelivered notices are old.
+        sqlx::query(
+            "UPDATE ingestion SET notice_claimed_at = notice_claimed_at - interval '1 hour'",
+        )
+        .execute(&env.pool)
+        .await
+        .unwrap();
+        sqlx::query(
+            "UPDATE document SET matching_notice_claimed_at = matching_notice_claimed_at - interval '1 hour'",
+        )
+        .execute(&env.pool)
+        .await
+        .unwrap();
+    };
+
+    // Act: give up during the outage; later sweeps run with Slack back.
+    let report = sweeper::sweep(&outage, None).await.unwrap();
+    assert_eq!(
+        (report.ingestion.given_up, report.matching.given_up),
+        (1, 1)
+    );
+    assert!(!down.received_requests().await.unwrap().is_empty());
+    assert!(slack_bodies(&env.slack).await.is_empty());
+    notices_become_due().await;
+    let back = sweep(&env.deps).await;
+    notices_become_due().await;
+    let again = sweep(&env.deps).await;
+
+    // Assert: each give-up told once, once a channel answers.
+    assert_eq!(back.notices.told, 2, "{:?}", back.notices);
+    assert_eq!(again.notices.told, 0, "{:?}", again.notices);
+    let told = slack_bodies(&env.slack).await;
+    assert_eq!(told.len(), 2, "{told:?}");
+    assert_eq!(env.ingestion_status(ingestion_id).await.0, "failed");
+    let marked: (bool, bool) = sqlx::query_as(
+        r#"SELECT (SELECT admins_told_at IS NOT NULL FROM ingestion WHERE id = $1),
+                  (SELECT matching_notified_at IS NOT NULL FROM document WHERE id = $2)"#,
+    )
+    .bind(ingestion_id)
+    .bind(document)
+    .fetch_one(&env.pool)
+    .await
+    .unwrap();
+    assert_eq!(marked, (true, true));
+}

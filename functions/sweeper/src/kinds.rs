@@ -128,6 +128,9 @@ pub const INGESTION: Kind = Kind {
                FOR UPDATE SKIP LOCKED)
         UPDATE ingestion AS t
            SET status = 'failed', completed_at = now(), updated_at = now(),
+               -- The sweeper tells the admins; should no channel take the notice, its
+               -- notices step takes this claim over later (one notice per give-up).
+               notice_claimed_at = now(), admins_told_at = NULL,
                last_error = format(
                    'gave up: the sweeper re-sent this ingestion %s times and it never finished '
                    '(its worker may crash on it, or its messages are lost); last error: %s',
@@ -138,7 +141,7 @@ pub const INGESTION: Kind = Kind {
                   tn.name AS tenant_name, t.last_error AS error, t.attempt_count AS attempts
     "#
     ),
-    mark_notified: None,
+    mark_notified: Some("UPDATE ingestion SET admins_told_at = now() WHERE id = $1"),
     mark: r#"
         UPDATE ingestion
            SET sweep_count = sweep_count + 1, swept_at = sweep_claimed_at, sweep_claimed_at = NULL
