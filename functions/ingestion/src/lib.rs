@@ -2,7 +2,8 @@
 //! data (seed 003, with seed 004's retry taxonomy).
 //!
 //! Per message: parse the id (poison → `Discard`), claim the ingestion with one
-//! conditional `UPDATE … RETURNING` (the `started_at` lease). A claim that finds the
+//! conditional `UPDATE … RETURNING` (the `started_at` lease, owned by the claim's fresh
+//! `claim_token`, which every later write matches: see `lease.rs`). A claim that finds the
 //! work finished or unknown → `Discard`; one that meets a live lease → `Retry` until the
 //! lease would be stale (the message may still be needed: it can be the redelivery of a
 //! message whose worker is alive, or the only copy once that worker fails). Then, under
@@ -16,7 +17,9 @@
 //! the message's final receive (`Done`); otherwise the lease is released and the message
 //! retried with backoff `min(30·2^(n-1), 600)` s (`Retry`). Work that cannot even be
 //! recorded stays `in-progress` with its lease free or going stale, which is what the
-//! sweeper finds (docs/sweeper.md).
+//! sweeper finds (docs/sweeper.md). An attempt whose lease another delivery took over
+//! writes nothing: its failure is not counted, and its message is kept or dropped as for
+//! a delivery that claimed nothing.
 
 mod lease;
 mod pipeline;
