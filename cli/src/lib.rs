@@ -3,7 +3,8 @@
 //!
 //! - [`wiring`]: the functions' `Deps`, built locally as their `main.rs` would;
 //! - [`run`]: `local run`, the local event-source mappings and the sweeper's schedule;
-//! - [`status`], [`dlq`], [`ingest`], [`seed`]: the operations commands;
+//! - [`status`], [`dlq`], [`ingest`], [`seed`]: the operations commands ([`tenants`]:
+//!   which tenant they act for);
 //! - [`samples`], [`maesn`], [`demo`]: the demo's documents, its Maesn stand-in, and its
 //!   approval and summary steps.
 
@@ -16,4 +17,5 @@ pub mod run;
 pub mod samples;
 pub mod seed;
 pub mod status;
+pub mod tenants;
 pub mod wiring;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use docflow_cli::wiring::{Local, Queues};
-use docflow_cli::{demo, dlq, ingest, maesn, run, seed, status};
+use docflow_cli::{demo, dlq, ingest, maesn, run, seed, status, tenants};
 use sqlx::migrate::MigrateDatabase as _;
 use uuid::Uuid;
 
@@ -471,7 +471,7 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             }
             let local = local_env(docflow::aws::load().await, 1).await?;
             let pool = local.database().await?;
-            let tenant = ingest::resolve_tenant(&pool, tenant.as_deref()).await?;
+            let tenant = tenants::resolve_tenant(&pool, tenant.as_deref()).await?;
             let target = ingest::Target {
                 pool: &pool,
                 s3: &local.s3,
@@ -582,7 +582,7 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             let pool = local.database().await?;
             match command {
                 DemoCommand::Approve { tenant } => {
-                    let tenant = ingest::resolve_tenant(&pool, tenant.as_deref()).await?;
+                    let tenant = tenants::resolve_tenant(&pool, tenant.as_deref()).await?;
                     let approvals =
                         demo::approve_matched_invoices(&pool, &local.dispatcher(), tenant).await?;
                     if approvals.is_empty() {
@@ -602,7 +602,7 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
                     json,
                     check,
                 } => {
-                    let tenant = ingest::resolve_tenant(&pool, tenant.as_deref()).await?;
+                    let tenant = tenants::resolve_tenant(&pool, tenant.as_deref()).await?;
                     let summary = demo::summary(&pool, &local.sqs, &local.queues, tenant).await?;
                     if json {
                         println!("{}", serde_json::to_string_pretty(&summary)?);

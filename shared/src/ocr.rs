@@ -26,7 +26,7 @@ mod pdf_layout;
 mod preprocess;
 mod textract;
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -236,22 +236,42 @@ impl Classify for OcrError {
 }
 
 /// The seed's CPU pool: one blocking job per CPU at a time.
-static CPU: LazyLock<Semaphore> =
-    LazyLock::new(|| Semaphore::new(std::thread::available_parallelism().map_or(1, |n| n.get())));
+static CPU: LazyLock<Arc<Semaphore>> = LazyLock::new(|| {
+    Arc::new(Semaphore::new(
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+    ))
+});
 
 /// Runs CPU-heavy `work` on the blocking pool, at most one job per CPU at a time.
+///
+/// Cancel-safe for the bound: a blocking job cannot be stopped, so when the caller's
+/// future is dropped (a deadline, `select!`) the job runs on. The permit moves into the
+/// job and is released when the job really ends, not when the future is dropped, so
+/// cancelled records never let more jobs run than there are CPUs.
 pub async fn on_cpu<T, W>(work: W) -> Result<T, OcrError>
 where
     W: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let _permit = CPU
-        .acquire()
+    on_pool(&CPU, work).await
+}
+
+/// [`on_cpu`] with the semaphore given: the permit is owned by the blocking job.
+async fn on_pool<T, W>(pool: &Arc<Semaphore>, work: W) -> Result<T, OcrError>
+where
+    W: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let permit = Arc::clone(pool)
+        .acquire_owned()
         .await
         .map_err(|e| OcrError::Join(e.to_string()))?;
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| OcrError::Join(e.to_string()))
+    tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        work()
+    })
+    .await
+    .map_err(|e| OcrError::Join(e.to_string()))
 }
 
 /// The text layer of each page of a PDF, in page order. Runs on the blocking pool.
@@ -327,6 +347,46 @@ impl Transcriber {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_cancelled_cpu_job_keeps_its_permit_until_the_job_really_ends() {
+        // Arrange: one permit; a job that says it started and then waits for the gate.
+        let pool = Arc::new(Semaphore::new(1));
+        let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+        let (gate_tx, gate_rx) = std::sync::mpsc::channel::<()>();
+        let (ended_tx, ended_rx) = tokio::sync::oneshot::channel::<()>();
+        let mut job = Box::pin(on_pool(&pool, move || {
+            let _ = started_tx.send(());
+            let _ = gate_rx.recv();
+            let _ = ended_tx.send(());
+        }));
+        let wait = std::time::Duration::from_secs(30);
+
+        // Act: cancel the future once the job runs on the blocking pool.
+        tokio::select! {
+            _ = &mut job => panic!("the job cannot end before the gate opens"),
+            started = tokio::time::timeout(wait, started_rx) => {
+                started.expect("the job started").expect("the job signals its start");
+            }
+        }
+        drop(job);
+
+        // Assert: the job still runs, so its permit is still taken.
+        assert_eq!(
+            pool.available_permits(),
+            0,
+            "the permit of a job still running was released by the cancellation"
+        );
+        gate_tx.send(()).expect("the job waits for the gate");
+        tokio::time::timeout(wait, ended_rx)
+            .await
+            .expect("the job ended")
+            .expect("the job signals its end");
+        let permit = tokio::time::timeout(wait, pool.acquire())
+            .await
+            .expect("the permit comes back once the job has ended");
+        drop(permit);
+    }
 
     #[test]
     fn file_kinds_come_from_the_extension() {

@@ -1407,3 +1407,99 @@ async fn the_claim_says_whether_an_earlier_attempt_could_have_stored_a_transcrip
     set(failed, "started_at = NULL, attempt_count = 1").await;
     assert!(claim(failed).await.tried_before);
 }
+
+/// Issue 28, item 1. Timeline (defaults): the lease goes stale 300 s after its last
+/// renewal; the heartbeat renews it every `HEARTBEAT_SECONDS` (< 300 s) and hides the
+/// message until 360 s after its last beat. Worker A claims at t=0 and is paused (a
+/// frozen sandbox, a database it cannot reach) before its next beat. At t=300 the lease
+/// is stale; at t=360 the message is visible again and worker B claims it. A wakes at
+/// t=420, while B works: none of A's writes may touch B's lease or the result.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_worker_paused_past_the_stale_threshold_cannot_touch_the_lease_of_the_worker_that_took_over(
+    pool: PgPool,
+) {
+    use docflow::ids::IngestionId;
+    let h = harness(pool, Ocr::Native).await;
+    let id = Uuid::new_v4();
+    h.seed(id, "pdf", Some(invoice_pdf())).await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(anthropic_text(&invoice_json().to_string()))
+        .expect(1)
+        .mount(&h.llm)
+        .await;
+    let stale = Duration::from_secs(300);
+    let started_at = || async {
+        sqlx::query_scalar::<_, chrono::DateTime<chrono::Utc>>(
+            "SELECT started_at FROM ingestion WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_one(&h.pool)
+        .await
+        .unwrap()
+    };
+    let set = |assignment: &'static str| {
+        let pool = h.pool.clone();
+        async move {
+            sqlx::query(&format!("UPDATE ingestion SET {assignment} WHERE id = $1"))
+                .bind(id)
+                .execute(&pool)
+                .await
+                .unwrap();
+        }
+    };
+
+    // Arrange: A claims, then is paused past the stale threshold; B claims the stale
+    // lease and has held it for a minute when A wakes.
+    let a = ingestion::claim(&h.pool, IngestionId(id), stale)
+        .await
+        .unwrap()
+        .expect("A claims the new ingestion");
+    set("started_at = now() - interval '6 minutes'").await;
+    let b = ingestion::claim(&h.pool, IngestionId(id), stale)
+        .await
+        .unwrap()
+        .expect("B claims the stale lease");
+    assert_ne!(a.token, b.token);
+    set("started_at = now() - interval '1 minute'").await;
+    let b_lease = started_at().await;
+
+    // Act and assert: A's heartbeat does not renew B's lease.
+    assert!(
+        !ingestion::renew_lease(&h.pool, &a).await,
+        "A learns the lease is gone"
+    );
+    assert_eq!(started_at().await, b_lease, "B's lease was renewed by A");
+
+    // A's attempt fails transiently: not counted, and B's lease is not released (a
+    // third delivery would claim it and pay for OCR and the LLM again).
+    let counted = ingestion::count_failed_attempt(&h.pool, &a, false, 3, "A timed out")
+        .await
+        .unwrap();
+    assert_eq!(counted, None, "A counted a failure on B's claim");
+    assert!(
+        ingestion::claim(&h.pool, IngestionId(id), stale)
+            .await
+            .unwrap()
+            .is_none(),
+        "A released B's lease: a third delivery claimed it"
+    );
+    // Nor does A's final receive fail the ingestion under the live worker.
+    let failed = ingestion::count_failed_attempt(&h.pool, &a, true, 3, "A's final receive")
+        .await
+        .unwrap();
+    assert_eq!(failed, None, "A failed the ingestion B is working on");
+    // A's own pipeline stops at its first write: no completion, no LLM paid.
+    let a_run = ingestion::run_claimed(&h.deps, &a).await;
+    assert!(a_run.is_err(), "A's attempt went on under B's claim");
+    let row = h.ingestion(id).await;
+    assert_eq!((row.status.as_str(), row.attempt_count), ("in-progress", 0));
+    assert_eq!(row.last_error, None);
+    assert_eq!(started_at().await, b_lease);
+
+    // B finishes the work, once.
+    ingestion::run_claimed(&h.deps, &b).await.unwrap();
+    let row = h.ingestion(id).await;
+    assert_eq!((row.status.as_str(), row.attempt_count), ("completed", 0));
+    assert_eq!(row.extraction_model.as_deref(), Some("claude-test-1"));
+}

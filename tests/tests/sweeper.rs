@@ -1325,3 +1325,195 @@ async fn a_failed_output_job_whose_notice_never_reached_anyone_is_told_by_a_late
         notices[0]
     );
 }
+
+// ---- a sweep killed at any point (issue 28, item 5) ----------------------------------------
+
+/// Moves every time of the ingestion `id` `seconds` into the past: time passes for it.
+async fn time_passes(pool: &PgPool, id: Uuid, seconds: u64) {
+    sqlx::query(
+        r#"
+        UPDATE ingestion
+           SET updated_at = updated_at - make_interval(secs => $2),
+               swept_at = swept_at - make_interval(secs => $2),
+               sweep_claimed_at = sweep_claimed_at - make_interval(secs => $2)
+         WHERE id = $1
+        "#,
+    )
+    .bind(id)
+    .bind(seconds as f64)
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+fn sweeper_with_sqs(env: &Env, sqs: aws_sdk_sqs::Client) -> Deps {
+    Deps {
+        pool: env.pool.clone(),
+        sqs,
+        queues: env.deps.queues.clone(),
+        maesn: None,
+        notifier: slack_notifier(&env.slack),
+        config: config(),
+    }
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_sweep_killed_between_its_take_and_its_send_loses_nothing(pool: PgPool) {
+    // Arrange: a stuck ingestion; the killed sweep's SQS answers nothing (gated for ever).
+    let env = env(pool).await;
+    let id = stuck_ingestions(&env, 1).await[0];
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent = aws_sdk_sqs::Client::from_conf(
+        aws_sdk_sqs::config::Builder::from(&aws().await)
+            .endpoint_url(format!("http://{}", listener.local_addr().unwrap()))
+            .build(),
+    );
+    let killed = sweeper_with_sqs(&env, silent);
+
+    // Act: the sweep is killed (its future dropped) while its send is on the wire.
+    let mut run = Box::pin(sweeper::sweep(&killed, None));
+    let _connection = tokio::select! {
+        report = &mut run => panic!("the send cannot finish: {report:?}"),
+        accepted = tokio::time::timeout(Duration::from_secs(30), listener.accept()) => {
+            accepted.expect("the sweep sends its take").unwrap()
+        }
+    };
+    drop(run);
+
+    // Assert: nothing was sent and no re-send is used up; once the killed sweep's claim
+    // has lapsed (well before SWEEP_UNDELIVERED_AFTER_SECONDS), the next sweep sends it.
+    assert!(drain(&env.sqs, &env.ingestion.url).await.is_empty());
+    assert_eq!(
+        env.ingestion_status(id).await.1,
+        0,
+        "a re-send was counted that was never sent"
+    );
+    time_passes(&env.pool, id, sweeper::SWEEP_CLAIM_SECONDS + 60).await;
+    assert_eq!(sweep(&env.deps).await.ingestion.resent, 1);
+    assert_eq!(
+        drain(&env.sqs, &env.ingestion.url).await,
+        vec![id.to_string()]
+    );
+    assert_eq!(env.ingestion_status(id).await.1, 1, "the one sent, counted");
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_sweep_killed_between_its_send_and_its_bookkeeping_loses_nothing(pool: PgPool) {
+    // Arrange: the bookkeeping after the send cannot be written (the sweep dies there).
+    let env = env(pool).await;
+    let id = stuck_ingestions(&env, 1).await[0];
+    sqlx::raw_sql(
+        r#"
+        CREATE FUNCTION refuse_sweep_count() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'the sweep died here'; END $$;
+        CREATE TRIGGER refuse_sweep_count BEFORE UPDATE ON ingestion FOR EACH ROW
+          WHEN (NEW.sweep_count IS DISTINCT FROM OLD.sweep_count)
+          EXECUTE FUNCTION refuse_sweep_count();
+        "#,
+    )
+    .execute(&env.pool)
+    .await
+    .unwrap();
+
+    // Act
+    let report = sweeper::sweep(&env.deps, None).await.unwrap();
+
+    // Assert: the message is on its way and no re-send is used up.
+    assert_eq!(report.errors.len(), 1, "{:?}", report.errors);
+    assert_eq!(
+        drain(&env.sqs, &env.ingestion.url).await,
+        vec![id.to_string()],
+        "the message was sent before anything was counted"
+    );
+    assert_eq!(env.ingestion_status(id).await.1, 0);
+    // Should that message be lost too, the row is re-sent once the claim lapses.
+    sqlx::raw_sql("DROP TRIGGER refuse_sweep_count ON ingestion")
+        .execute(&env.pool)
+        .await
+        .unwrap();
+    time_passes(&env.pool, id, sweeper::SWEEP_CLAIM_SECONDS + 60).await;
+    assert_eq!(sweep(&env.deps).await.ingestion.resent, 1);
+    assert_eq!(env.ingestion_status(id).await.1, 1);
+}
+
+// ---- give-ups told once, across outages (issue 28, item 4) ---------------------------------
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_give_up_during_a_slack_outage_is_told_once_slack_is_back(pool: PgPool) {
+    // Arrange: an ingestion and a matching re-sent the maximum times and stuck again;
+    // Slack is down when the sweeper gives up on them.
+    let env = env(pool).await;
+    let (ingestion_id, _) = env.ingestion_row().await;
+    let tenant = matching_support::tenant(&env.pool, "Acme AG").await;
+    let document = matching_support::document(
+        &env.pool,
+        tenant,
+        DocumentType::Invoice,
+        invoice("RE-1", "PO-1", "LS-1", "2024-03-05", 119.0),
+    )
+    .await;
+    for (table, count, swept) in [
+        ("ingestion", "sweep_count", "swept_at"),
+        ("document", "matching_sweep_count", "matching_swept_at"),
+    ] {
+        sqlx::query(&format!(
+            "UPDATE {table} SET {count} = 3, {swept} = now() - interval '4 hours', \
+             updated_at = now() - interval '3 hours'"
+        ))
+        .execute(&env.pool)
+        .await
+        .unwrap();
+    }
+    let down = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(503))
+        .mount(&down)
+        .await;
+    let mut outage = sweeper_with_sqs(&env, env.deps.sqs.clone());
+    outage.notifier = slack_notifier(&down);
+    let notices_become_due = || async {
+        // Later: the claims of the undelivered notices are old.
+        sqlx::query(
+            "UPDATE ingestion SET notice_claimed_at = notice_claimed_at - interval '1 hour'",
+        )
+        .execute(&env.pool)
+        .await
+        .unwrap();
+        sqlx::query(
+            "UPDATE document SET matching_notice_claimed_at = matching_notice_claimed_at - interval '1 hour'",
+        )
+        .execute(&env.pool)
+        .await
+        .unwrap();
+    };
+
+    // Act: give up during the outage; later sweeps run with Slack back.
+    let report = sweeper::sweep(&outage, None).await.unwrap();
+    assert_eq!(
+        (report.ingestion.given_up, report.matching.given_up),
+        (1, 1)
+    );
+    assert!(!down.received_requests().await.unwrap().is_empty());
+    assert!(slack_bodies(&env.slack).await.is_empty());
+    notices_become_due().await;
+    let back = sweep(&env.deps).await;
+    notices_become_due().await;
+    let again = sweep(&env.deps).await;
+
+    // Assert: each give-up told once, once a channel answers.
+    assert_eq!(back.notices.told, 2, "{:?}", back.notices);
+    assert_eq!(again.notices.told, 0, "{:?}", again.notices);
+    let told = slack_bodies(&env.slack).await;
+    assert_eq!(told.len(), 2, "{told:?}");
+    assert_eq!(env.ingestion_status(ingestion_id).await.0, "failed");
+    let marked: (bool, bool) = sqlx::query_as(
+        r#"SELECT (SELECT admins_told_at IS NOT NULL FROM ingestion WHERE id = $1),
+                  (SELECT matching_notified_at IS NOT NULL FROM document WHERE id = $2)"#,
+    )
+    .bind(ingestion_id)
+    .bind(document)
+    .fetch_one(&env.pool)
+    .await
+    .unwrap();
+    assert_eq!(marked, (true, true));
+}

@@ -2,7 +2,8 @@
 //! data (seed 003, with seed 004's retry taxonomy).
 //!
 //! Per message: parse the id (poison → `Discard`), claim the ingestion with one
-//! conditional `UPDATE … RETURNING` (the `started_at` lease). A claim that finds the
+//! conditional `UPDATE … RETURNING` (the `started_at` lease, owned by the claim's fresh
+//! `claim_token`, which every later write matches: see `lease.rs`). A claim that finds the
 //! work finished or unknown → `Discard`; one that meets a live lease → `Retry` until the
 //! lease would be stale (the message may still be needed: it can be the redelivery of a
 //! message whose worker is alive, or the only copy once that worker fails). Then, under
@@ -16,9 +17,13 @@
 //! the message's final receive (`Done`); otherwise the lease is released and the message
 //! retried with backoff `min(30·2^(n-1), 600)` s (`Retry`). Work that cannot even be
 //! recorded stays `in-progress` with its lease free or going stale, which is what the
-//! sweeper finds (docs/sweeper.md).
+//! sweeper finds (docs/sweeper.md). An attempt whose lease another delivery took over
+//! writes nothing: its failure is not counted, and its message is kept or dropped as for
+//! a delivery that claimed nothing.
 
+mod lease;
 mod pipeline;
+mod store;
 mod transcribe;
 
 use std::time::Duration;
@@ -39,7 +44,11 @@ use docflow::{BatchRuntime, DiscardKind, Failure, Message, Outcome};
 use lambda_runtime::LambdaEvent;
 use sqlx::PgPool;
 
-pub use pipeline::{Claimed, claim};
+pub use lease::{Claimed, claim, count_failed_attempt, renew_lease};
+
+/// The steps after the claim, for a record this delivery claimed: what [`process`] runs
+/// under the deadline and the heartbeat. Public so tests can interleave two workers.
+pub use pipeline::run as run_claimed;
 
 /// Time kept back from the invocation to record a failed attempt and set the backoff.
 /// A record with less than this left is not started at all.
@@ -267,7 +276,7 @@ pub async fn process(deps: &Deps, message: Message) -> Outcome {
     .await
     {
         Ok(Some(claimed)) => claimed,
-        Ok(None) => return pipeline::unclaimed(&deps.pool, id, deps.config.stale_after).await,
+        Ok(None) => return lease::unclaimed(&deps.pool, id, deps.config.stale_after).await,
         Err(e) => {
             // Nothing was claimed, so no attempt is counted: let the queue retry. On the
             // final receive the message goes to the DLQ and the row stays in progress
@@ -280,14 +289,16 @@ pub async fn process(deps: &Deps, message: Message) -> Outcome {
     message.record_document(&claimed.document_id);
     message.record_tenant(&claimed.tenant_id);
     let work = message.within_deadline(FAILURE_RESERVE, pipeline::run(deps, &claimed));
-    let renew_lease = || pipeline::renew_lease(&deps.pool, id);
+    let renew_lease = || async {
+        lease::renew_lease(&deps.pool, &claimed).await;
+    };
     match message.with_heartbeat(work, renew_lease).await {
         Ok(Ok(())) => Outcome::Done,
-        Ok(Err(failure)) => record_failure(deps, &message, id, &failure).await,
+        Ok(Err(failure)) => record_failure(deps, &message, &claimed, &failure).await,
         // Counted like any transient failure, so a document whose extraction never fits
         // in the function's timeout ends `failed` instead of cycling to the DLQ.
         Err(out_of_time) => {
-            record_failure(deps, &message, id, &Failure::transient(out_of_time)).await
+            record_failure(deps, &message, &claimed, &Failure::transient(out_of_time)).await
         }
     }
 }
@@ -299,16 +310,16 @@ pub async fn process(deps: &Deps, message: Message) -> Outcome {
 async fn record_failure(
     deps: &Deps,
     message: &Message,
-    id: IngestionId,
+    claimed: &Claimed,
     failure: &Failure,
 ) -> Outcome {
     let permanent = !docflow::Classify::is_transient(failure);
     let final_receive = message.is_final_receive();
     let error = failure.to_string();
     tracing::warn!(permanent, final_receive, error.message = %error, error.cause_chain = ?failure, "ingestion attempt failed");
-    match pipeline::count_failed_attempt(
+    match lease::count_failed_attempt(
         &deps.pool,
-        id,
+        claimed,
         permanent || final_receive,
         deps.config.max_attempts,
         &error,
@@ -329,8 +340,12 @@ async fn record_failure(
             after: ingestion_backoff(attempts as u32),
         },
         Ok(None) => {
-            tracing::warn!("ingestion was finished elsewhere while this attempt failed");
-            Outcome::Done
+            // Finished, or claimed by another delivery, while this attempt ran: not ours
+            // to count. The message goes as one that claimed nothing: dropped when the
+            // work is finished, kept (until the live lease would be stale) otherwise —
+            // it may be the very message the live worker needs to retry with.
+            tracing::warn!("the ingestion is no longer ours; this failed attempt is not counted");
+            lease::unclaimed(&deps.pool, IngestionId(claimed.id), deps.config.stale_after).await
         }
         Err(e) => {
             // The row keeps this attempt's lease, which goes stale: the sweeper (or the

@@ -1,162 +1,20 @@
-//! The steps of one ingestion, each classifying its own failures.
-
-use std::time::Duration;
+//! The steps of one ingestion after its claim, each classifying its own failures.
 
 use anyhow::anyhow;
 use aws_sdk_s3::operation::get_object::GetObjectError;
 use aws_sdk_s3::primitives::ByteStream;
 use bytes::{Bytes, BytesMut};
+use docflow::Failure;
 use docflow::extract::{DocumentType, Extraction, ExtractionRun, Extractor};
 use docflow::ids::IngestionId;
 use docflow::ocr::{FileKind, Transcription};
 use docflow::telemetry::metrics;
-use docflow::{DiscardKind, Failure, Outcome};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::{Deps, LEASE_MARGIN};
-
-/// A claimed ingestion and its document.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct Claimed {
-    pub id: Uuid,
-    pub document_id: Uuid,
-    pub tenant_id: Uuid,
-    pub attempt_count: i32,
-    /// The document's `file_path` (read by the claim, so the record path needs no
-    /// second statement for it).
-    pub file_path: String,
-    /// Whether an earlier attempt was claimed: its lease was still set when this claim
-    /// took over (a worker that died), or a failed attempt was counted (which releases
-    /// the lease). Only then can a transcription be stored already; a first attempt
-    /// skips looking for one (an S3 GET that could only answer 404).
-    pub tried_before: bool,
-}
-
-/// Seed 003's claim: the ingestion is in progress and its lease is free or stale.
-/// `None` when it is unknown, finished, or held by a live worker. Moves `updated_at`,
-/// which the sweeper's threshold reads.
-///
-/// `tried_before` reads the lease as the statement's snapshot saw it; the claim itself
-/// re-checks the row it updates. A claim that committed after that snapshot makes this
-/// one match nothing (its lease is live), and every attempt that ends without finishing
-/// either leaves its lease set (a crash) or counts itself in `attempt_count` (a failure,
-/// [`count_failed_attempt`]): so `false` means no attempt ever got past a claim.
-pub async fn claim(
-    pool: &PgPool,
-    id: IngestionId,
-    stale_after: Duration,
-) -> Result<Option<Claimed>, sqlx::Error> {
-    sqlx::query_as(
-        r#"
-        UPDATE ingestion i
-           SET started_at = now(), updated_at = now()
-          FROM document d, (SELECT started_at FROM ingestion WHERE id = $1) before
-         WHERE i.id = $1
-           AND d.id = i.document_id
-           AND i.status = 'in-progress'
-           AND (i.started_at IS NULL OR i.started_at < now() - make_interval(secs => $2))
-        RETURNING i.id, i.document_id, d.tenant_id, i.attempt_count, d.file_path,
-                  (before.started_at IS NOT NULL OR i.attempt_count > 0) AS tried_before
-        "#,
-    )
-    .bind(id)
-    .bind(stale_after.as_secs_f64())
-    .fetch_optional(pool)
-    .await
-}
-
-/// What to do with a message whose claim found nothing. Finished or unknown work is
-/// discarded. A live lease means another delivery is working on it: this message is
-/// kept and comes back [`LEASE_MARGIN`] after the lease would be stale — it may be that
-/// worker's own message redelivered (deleting it would leave the worker nothing to
-/// retry with), and a duplicate (a sweeper re-send) is then discarded as finished work.
-pub async fn unclaimed(pool: &PgPool, id: IngestionId, stale_after: Duration) -> Outcome {
-    let row: Result<Option<(String, Option<f64>)>, _> = sqlx::query_as(
-        r#"
-        SELECT status,
-               EXTRACT(EPOCH FROM started_at + make_interval(secs => $2) - now())::float8
-          FROM ingestion
-         WHERE id = $1
-        "#,
-    )
-    .bind(id)
-    .bind(stale_after.as_secs_f64())
-    .fetch_optional(pool)
-    .await;
-    match row {
-        Ok(None) => Outcome::discard_as(DiscardKind::Unknown, format!("unknown ingestion {id}")),
-        Ok(Some((status, stale_in))) if status == "in-progress" => {
-            let until_stale = Duration::from_secs_f64(stale_in.unwrap_or(0.0).max(0.0));
-            tracing::info!(
-                until_stale_s = until_stale.as_secs(),
-                "ingestion is leased by a live worker; retrying after the lease would be stale"
-            );
-            Outcome::Retry {
-                after: until_stale + LEASE_MARGIN,
-            }
-        }
-        Ok(Some((status, _))) => Outcome::discard_as(
-            DiscardKind::Duplicate,
-            format!("ingestion {id} is already {status} (duplicate delivery)"),
-        ),
-        Err(e) => {
-            tracing::error!(error.message = %e, error.cause_chain = ?e, "could not read why the ingestion was not claimable");
-            Outcome::Release
-        }
-    }
-}
-
-/// Renews the lease while a long attempt runs (the heartbeat's hook, before it extends
-/// the message's visibility).
-pub async fn renew_lease(pool: &PgPool, id: IngestionId) {
-    let renewed = sqlx::query(
-        r#"
-        UPDATE ingestion
-           SET started_at = now(), updated_at = now()
-         WHERE id = $1 AND status = 'in-progress'
-        "#,
-    )
-    .bind(id)
-    .execute(pool)
-    .await;
-    if let Err(e) = renewed {
-        tracing::warn!(error.message = %e, error.cause_chain = ?e, "could not renew the ingestion lease");
-    }
-}
-
-/// One statement: count the attempt; fail the ingestion when `fail_now` (a permanent
-/// error, or the message's final receive) or at the last attempt (keeping the lease, so
-/// nobody reclaims it), otherwise release the lease so the delayed redelivery can claim
-/// it at once. Moves `updated_at` either way. `None` when the ingestion was finished
-/// elsewhere meanwhile.
-pub async fn count_failed_attempt(
-    pool: &PgPool,
-    id: IngestionId,
-    fail_now: bool,
-    max_attempts: i32,
-    error: &str,
-) -> Result<Option<(i32, String)>, sqlx::Error> {
-    sqlx::query_as(
-        r#"
-        UPDATE ingestion
-           SET attempt_count = attempt_count + 1,
-               status       = CASE WHEN $2 OR attempt_count + 1 >= $3 THEN 'failed' ELSE status END,
-               completed_at = CASE WHEN $2 OR attempt_count + 1 >= $3 THEN now() ELSE completed_at END,
-               started_at   = CASE WHEN $2 OR attempt_count + 1 >= $3 THEN started_at ELSE NULL END,
-               last_error   = $4,
-               updated_at   = now()
-         WHERE id = $1 AND status = 'in-progress'
-        RETURNING attempt_count, status
-        "#,
-    )
-    .bind(id)
-    .bind(fail_now)
-    .bind(max_attempts)
-    .bind(error)
-    .fetch_optional(pool)
-    .await
-}
+use crate::Deps;
+use crate::lease::{Claimed, lease_lost};
+use crate::store::put;
 
 /// The S3 key of a document's file, `documents/{document_id}.{ext}` (DESIGN), and its
 /// type. A row whose `file_path` points anywhere else is a permanent error: the file
@@ -195,7 +53,7 @@ pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
             tracing::info!(provider = %cached.provider, "reusing the stored transcription");
             // A failure between storing it and recording it left the row without its
             // metadata: record it (again; the update is idempotent).
-            record_transcription(&deps.pool, id, &cached).await?;
+            record_transcription(&deps.pool, claimed, &cached).await?;
             cached
         }
         None => {
@@ -208,7 +66,7 @@ pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
             count_transcription(&transcription);
             metrics::stage(
                 stages::STORE_TRANSCRIPTION,
-                store_transcription(deps, id, &transcription),
+                store_transcription(deps, claimed, &transcription),
             )
             .await?;
             transcription
@@ -241,8 +99,10 @@ pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
         .await
         .map_err(Failure::classified)?;
     let Some(kind) = completed else {
-        tracing::warn!("ingestion was finished elsewhere; not completing it twice");
-        return Ok(());
+        tracing::warn!(
+            "the ingestion is no longer ours (finished, or claimed by another delivery); not completing it"
+        );
+        return Err(lease_lost());
     };
     if kind.is_matchable() {
         metrics::stage(
@@ -422,50 +282,28 @@ async fn fetch_file(deps: &Deps, key: &str) -> Result<Bytes, Failure> {
     Ok(bytes)
 }
 
-/// Stores `body` at `key` in the documents bucket.
-pub(crate) async fn put(
-    deps: &Deps,
-    key: &str,
-    body: impl Into<ByteStream>,
-    content_type: &str,
-) -> Result<(), Failure> {
-    deps.s3
-        .put_object()
-        .bucket(&deps.config.bucket)
-        .key(key)
-        .content_type(content_type)
-        .body(body.into())
-        .send()
-        .await
-        .map_err(|e| {
-            Failure::transient(anyhow!(
-                "failed to store s3://{}/{key}: {}",
-                deps.config.bucket,
-                aws_sdk_s3::error::DisplayErrorContext(&e)
-            ))
-        })?;
-    Ok(())
-}
-
 /// Stores the transcription, then records its metadata on the row. A failure in
 /// between is completed by the next attempt, which finds the stored transcription.
 async fn store_transcription(
     deps: &Deps,
-    id: IngestionId,
+    claimed: &Claimed,
     transcription: &Transcription,
 ) -> Result<(), Failure> {
     let json = serde_json::to_vec(transcription).map_err(|e| Failure::permanent(anyhow!(e)))?;
-    put(deps, &transcription_key(id), json, "application/json").await?;
-    record_transcription(&deps.pool, id, transcription).await
+    let key = transcription_key(IngestionId(claimed.id));
+    put(deps, &key, json, "application/json").await?;
+    record_transcription(&deps.pool, claimed, transcription).await
 }
 
-/// Records the transcription's metadata on the ingestion (seed 003). Idempotent.
+/// Records the transcription's metadata on the ingestion (seed 003), under our claim
+/// ([`lease_lost`] when it is no longer ours). Idempotent.
 async fn record_transcription(
     pool: &PgPool,
-    id: IngestionId,
+    claimed: &Claimed,
     transcription: &Transcription,
 ) -> Result<(), Failure> {
-    sqlx::query(
+    let id = IngestionId(claimed.id);
+    let recorded = sqlx::query(
         r#"
         UPDATE ingestion
            SET transcription_file_path = $2,
@@ -473,7 +311,7 @@ async fn record_transcription(
                transcription_page_count = $4,
                preprocessed_file_path = COALESCE($5, preprocessed_file_path),
                updated_at = now()
-         WHERE id = $1
+         WHERE id = $1 AND status = 'in-progress' AND claim_token = $6
         "#,
     )
     .bind(id)
@@ -481,67 +319,20 @@ async fn record_transcription(
     .bind(transcription.quality)
     .bind(transcription.page_count as i32)
     .bind(&transcription.preprocessed_file_path)
+    .bind(claimed.token)
     .execute(pool)
     .await
     .map_err(Failure::classified)?;
-    Ok(())
-}
-
-/// The Textract job stored for `key` by an earlier attempt.
-pub(crate) async fn stored_ocr_job(
-    pool: &PgPool,
-    id: Uuid,
-    key: &str,
-) -> Result<Option<String>, Failure> {
-    sqlx::query_scalar("SELECT ocr_jobs ->> $2 FROM ingestion WHERE id = $1")
-        .bind(id)
-        .bind(key)
-        .fetch_optional(pool)
-        .await
-        .map(Option::flatten)
-        .map_err(Failure::classified)
-}
-
-/// Remembers the Textract job reading `key`, so that a retry resumes it.
-pub(crate) async fn store_ocr_job(
-    pool: &PgPool,
-    id: Uuid,
-    key: &str,
-    job_id: &str,
-) -> Result<(), Failure> {
-    sqlx::query(
-        r#"
-        UPDATE ingestion
-           SET ocr_jobs = ocr_jobs || jsonb_build_object($2::text, $3::text),
-               updated_at = now()
-         WHERE id = $1
-        "#,
-    )
-    .bind(id)
-    .bind(key)
-    .bind(job_id)
-    .execute(pool)
-    .await
-    .map_err(Failure::classified)?;
-    Ok(())
-}
-
-/// Forgets a failed or expired Textract job, so the next attempt starts a new one. A
-/// failure here is only logged: the next attempt then meets the same job again.
-pub(crate) async fn forget_ocr_job(pool: &PgPool, id: Uuid, key: &str) {
-    let forgotten = sqlx::query("UPDATE ingestion SET ocr_jobs = ocr_jobs - $2 WHERE id = $1")
-        .bind(id)
-        .bind(key)
-        .execute(pool)
-        .await;
-    if let Err(e) = forgotten {
-        tracing::warn!(error.message = %e, key, "could not forget the failed Textract job");
+    if recorded.rows_affected() == 0 {
+        return Err(lease_lost());
     }
+    Ok(())
 }
 
 /// Completes the ingestion and, for matchable documents, marks matching pending — in one
 /// transaction, so a committed completion is always visible to the sweeper. Returns the
-/// document type, or `None` when the ingestion was no longer in progress.
+/// document type, or `None` when the ingestion is no longer ours (finished, or claimed
+/// by another delivery: its worker completes it).
 async fn complete(
     pool: &PgPool,
     claimed: &Claimed,
@@ -562,7 +353,7 @@ async fn complete(
                last_error = NULL,
                completed_at = now(),
                updated_at = now()
-         WHERE id = $1 AND status = 'in-progress'
+         WHERE id = $1 AND status = 'in-progress' AND claim_token = $6
         "#,
     )
     .bind(claimed.id)
@@ -570,6 +361,7 @@ async fn complete(
     .bind(run.input_tokens)
     .bind(run.output_tokens)
     .bind(&run.model)
+    .bind(claimed.token)
     .execute(&mut *tx)
     .await?;
     if updated.rows_affected() == 0 {

@@ -18,11 +18,12 @@ use docflow::ocr::{
 use docflow::retry::Classify as _;
 
 use crate::Deps;
+use crate::lease::Claimed;
+use crate::store::{forget_ocr_job, put, store_ocr_job, stored_ocr_job};
 
 /// The largest document Textract's synchronous API takes (10 MB); larger single pages
 /// go through the asynchronous job too.
 const SYNC_MAX_BYTES: usize = TEXTRACT_SYNC_MAX_BYTES;
-use crate::pipeline::{Claimed, forget_ocr_job, put, store_ocr_job, stored_ocr_job};
 
 /// Transcribes the file stored at `key` whose bytes are `bytes`.
 pub async fn transcribe(
@@ -241,14 +242,14 @@ async fn ocr_pdf(
             );
             let job_id = ocr.start(bucket, key, &token).await.map_err(classified)?;
             tracing::info!(job_id, key, "started a Textract job");
-            store_ocr_job(&deps.pool, claimed.id, key, &job_id).await?;
+            store_ocr_job(&deps.pool, claimed, key, &job_id).await?;
             job_id
         }
     };
     match ocr.wait(&job_id).await {
         Ok(pages) => Ok(pages),
         Err(e @ (OcrError::TextractJobFailed { .. } | OcrError::TextractJobGone { .. })) => {
-            forget_ocr_job(&deps.pool, claimed.id, key).await;
+            forget_ocr_job(&deps.pool, claimed, key).await;
             Err(classified(e))
         }
         Err(e) => Err(classified(e)),

@@ -2,7 +2,16 @@
 //!
 //! Every statement takes the same parameters: `$1` batch limit, `$2` the most re-sends,
 //! `$3` and `$4` two thresholds in seconds whose meaning each kind states, `$5`
-//! SWEEP_UNDELIVERED_AFTER_SECONDS.
+//! SWEEP_UNDELIVERED_AFTER_SECONDS, `$6` how long a sweep's claim on a row it is about to
+//! re-send holds ([`crate::SWEEP_CLAIM_SECONDS`]).
+//!
+//! A re-send is three steps, so that a sweep killed at any point loses nothing: `take`
+//! claims the rows (`sweep_claimed_at`, nothing else changes), the message is sent, and
+//! only then `mark` counts the re-send (`sweep_count`, `swept_at`) and clears the claim
+//! (`release` clears it when the send failed). Killed before the send: the row is as it
+//! was, taken again once the claim lapses. Killed after it: the message is on its way
+//! and the row is re-sent again once the claim lapses (a duplicate, which the
+//! function's claim discards), without having used up a re-send.
 //!
 //! A row the sweeper re-sent counts again only once that message was delivered (a
 //! claim or a recorded failure moved `updated_at` past `swept_at`): work whose message
@@ -24,6 +33,7 @@ macro_rules! stuck_ingestion {
                AND (swept_at IS NULL OR swept_at < now() - make_interval(secs => $3))
                AND (swept_at IS NULL OR updated_at > swept_at
                     OR swept_at < now() - make_interval(secs => $5))
+               AND (sweep_claimed_at IS NULL OR sweep_claimed_at < now() - make_interval(secs => $6))
 "#
     };
 }
@@ -36,6 +46,7 @@ macro_rules! stuck_matching {
                AND (matching_swept_at IS NULL OR matching_swept_at < now() - make_interval(secs => $4))
                AND (matching_swept_at IS NULL OR updated_at > matching_swept_at
                     OR matching_swept_at < now() - make_interval(secs => $5))
+               AND (matching_sweep_claimed_at IS NULL OR matching_sweep_claimed_at < now() - make_interval(secs => $6))
 "#
     };
 }
@@ -51,6 +62,7 @@ macro_rules! stuck_output {
                      AND (swept_at IS NULL OR swept_at < now() - make_interval(secs => $4))))
                AND (swept_at IS NULL OR updated_at > swept_at
                     OR swept_at < now() - make_interval(secs => $5))
+               AND (sweep_claimed_at IS NULL OR sweep_claimed_at < now() - make_interval(secs => $6))
 "#
     };
 }
@@ -62,8 +74,8 @@ pub struct Kind {
     pub name: &'static str,
     /// The admin notice's title when the sweeper gives up.
     pub give_up_title: &'static str,
-    /// Takes the rows to re-send (fewer than `$2` re-sends so far): bumps the count, sets
-    /// `swept_at`, returns `id`, `previous_swept_at`, `sweep_count`.
+    /// Claims the rows to re-send (fewer than `$2` re-sends so far): sets only the claim,
+    /// returns `id` and `claimed_at`.
     pub take: &'static str,
     /// Fails the rows re-sent `$2` times already, with the reason; returns `id`,
     /// `document_id`, `tenant_id`, `tenant_name`, `error`, `attempts`.
@@ -71,9 +83,13 @@ pub struct Kind {
     /// Records that the admins were told about a give-up (`$1` id), where the kind keeps
     /// that on the row.
     pub mark_notified: Option<&'static str>,
-    /// Undoes a take whose message could not be sent: `$1` id, `$2` previous `swept_at`,
-    /// `$3` the count the take set.
-    pub undo: &'static str,
+    /// After the send: counts the re-send and clears the claim (`$1` id, `$2` the
+    /// `claimed_at` the take returned). `swept_at` is the claim's time, before the send,
+    /// so any delivery of the message moves `updated_at` past it.
+    pub mark: &'static str,
+    /// Clears a claim whose message could not be sent (`$1` id, `$2` `claimed_at`): the
+    /// row is found again at once, no re-send used.
+    pub release: &'static str,
 }
 
 /// Ingestions `in-progress` whose lease is free or stale (`$4` = STALE_INGESTION_SECONDS)
@@ -93,10 +109,10 @@ pub const INGESTION: Kind = Kind {
              LIMIT $1
                FOR UPDATE SKIP LOCKED)
         UPDATE ingestion AS t
-           SET sweep_count = t.sweep_count + 1, swept_at = now()
+           SET sweep_claimed_at = now()
           FROM stuck
          WHERE t.id = stuck.id
-        RETURNING t.id, stuck.swept_at AS previous_swept_at, t.sweep_count
+        RETURNING t.id, t.sweep_claimed_at AS claimed_at
     "#
     ),
     give_up: concat!(
@@ -112,6 +128,9 @@ pub const INGESTION: Kind = Kind {
                FOR UPDATE SKIP LOCKED)
         UPDATE ingestion AS t
            SET status = 'failed', completed_at = now(), updated_at = now(),
+               -- The sweeper tells the admins; should no channel take the notice, its
+               -- notices step takes this claim over later (one notice per give-up).
+               notice_claimed_at = now(), admins_told_at = NULL,
                last_error = format(
                    'gave up: the sweeper re-sent this ingestion %s times and it never finished '
                    '(its worker may crash on it, or its messages are lost); last error: %s',
@@ -122,11 +141,14 @@ pub const INGESTION: Kind = Kind {
                   tn.name AS tenant_name, t.last_error AS error, t.attempt_count AS attempts
     "#
     ),
-    mark_notified: None,
-    undo: r#"
-        UPDATE ingestion SET sweep_count = sweep_count - 1, swept_at = $2
-         WHERE id = $1 AND sweep_count = $3
+    mark_notified: Some("UPDATE ingestion SET admins_told_at = now() WHERE id = $1"),
+    mark: r#"
+        UPDATE ingestion
+           SET sweep_count = sweep_count + 1, swept_at = sweep_claimed_at, sweep_claimed_at = NULL
+         WHERE id = $1 AND sweep_claimed_at = $2
+        RETURNING sweep_count
     "#,
+    release: "UPDATE ingestion SET sweep_claimed_at = NULL WHERE id = $1 AND sweep_claimed_at = $2",
 };
 
 /// Documents whose matching is `pending`/`in-progress` and has not moved for `$3`
@@ -146,10 +168,10 @@ pub const MATCHING: Kind = Kind {
              LIMIT $1
                FOR UPDATE SKIP LOCKED)
         UPDATE document AS t
-           SET matching_sweep_count = t.matching_sweep_count + 1, matching_swept_at = now()
+           SET matching_sweep_claimed_at = now()
           FROM stuck
          WHERE t.id = stuck.id
-        RETURNING t.id, stuck.swept_at AS previous_swept_at, t.matching_sweep_count AS sweep_count
+        RETURNING t.id, t.matching_sweep_claimed_at AS claimed_at
     "#
     ),
     give_up: concat!(
@@ -179,10 +201,14 @@ pub const MATCHING: Kind = Kind {
     "#
     ),
     mark_notified: Some("UPDATE document SET matching_notified_at = now() WHERE id = $1"),
-    undo: r#"
-        UPDATE document SET matching_sweep_count = matching_sweep_count - 1, matching_swept_at = $2
-         WHERE id = $1 AND matching_sweep_count = $3
+    mark: r#"
+        UPDATE document
+           SET matching_sweep_count = matching_sweep_count + 1,
+               matching_swept_at = matching_sweep_claimed_at, matching_sweep_claimed_at = NULL
+         WHERE id = $1 AND matching_sweep_claimed_at = $2
+        RETURNING matching_sweep_count
     "#,
+    release: "UPDATE document SET matching_sweep_claimed_at = NULL WHERE id = $1 AND matching_sweep_claimed_at = $2",
 };
 
 /// Output jobs `pending` for `$3` (SWEEP_OUTPUT_PENDING_AFTER_SECONDS), or `running`
@@ -203,10 +229,10 @@ pub const OUTPUT: Kind = Kind {
              LIMIT $1
                FOR UPDATE SKIP LOCKED)
         UPDATE document_output_job AS t
-           SET sweep_count = t.sweep_count + 1, swept_at = now()
+           SET sweep_claimed_at = now()
           FROM stuck
          WHERE t.id = stuck.id
-        RETURNING t.id, stuck.swept_at AS previous_swept_at, t.sweep_count
+        RETURNING t.id, t.sweep_claimed_at AS claimed_at
     "#
     ),
     // A job whose worker died during the Maesn call has a `requested` audit: Maesn may
@@ -242,8 +268,11 @@ pub const OUTPUT: Kind = Kind {
     "#
     ),
     mark_notified: Some("UPDATE document_output_job SET admins_told_at = now() WHERE id = $1"),
-    undo: r#"
-        UPDATE document_output_job SET sweep_count = sweep_count - 1, swept_at = $2
-         WHERE id = $1 AND sweep_count = $3
+    mark: r#"
+        UPDATE document_output_job
+           SET sweep_count = sweep_count + 1, swept_at = sweep_claimed_at, sweep_claimed_at = NULL
+         WHERE id = $1 AND sweep_claimed_at = $2
+        RETURNING sweep_count
     "#,
+    release: "UPDATE document_output_job SET sweep_claimed_at = NULL WHERE id = $1 AND sweep_claimed_at = $2",
 };

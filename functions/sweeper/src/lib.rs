@@ -9,10 +9,12 @@
 //!   queued backoff could still hold (validated at cold start, see [`SweepConfig`]).
 //! - **It never loops.** After `SWEEP_MAX_RESENDS` re-sends the work is failed with the
 //!   reason, and admins are notified once.
-//! - **It is idempotent.** Rows are taken with `FOR UPDATE SKIP LOCKED` and marked in the
-//!   same statement; the messages are sent after that commits (no transaction open across
-//!   SQS or Maesn); a failed send is undone. Every message it sends is one the function's
-//!   claim rejects if the work finished meanwhile.
+//! - **It is idempotent.** Rows are claimed with `FOR UPDATE SKIP LOCKED` in the same
+//!   statement; the messages are sent after that commits (no transaction open across
+//!   SQS or Maesn), and only a sent message counts a re-send; a failed send releases the
+//!   claim. A sweep killed at any point loses nothing: the claim lapses after
+//!   [`SWEEP_CLAIM_SECONDS`] and the row is re-sent, without a re-send used up. Every
+//!   message it sends is one the function's claim rejects if the work finished meanwhile.
 //! - **It is bounded.** Per kind at most `SWEEP_BATCH_LIMIT` rows per run; no new step
 //!   starts when the invocation's time runs low.
 
@@ -344,11 +346,16 @@ pub async fn sweep(deps: &Deps, budget: Option<Duration>) -> anyhow::Result<Swee
     Ok(report)
 }
 
+/// How long a sweep's claim on a row it is about to re-send holds (`kinds`'s `$6`):
+/// Lambda's longest timeout, so no sweep that took a row can still be running when
+/// another takes it again. A sweep killed between its claim and its bookkeeping leaves
+/// the row claimed for at most this long (never for `SWEEP_UNDELIVERED_AFTER_SECONDS`).
+pub const SWEEP_CLAIM_SECONDS: u64 = 900;
+
 #[derive(Debug, sqlx::FromRow)]
 struct Taken {
     id: Uuid,
-    previous_swept_at: Option<DateTime<Utc>>,
-    sweep_count: i32,
+    claimed_at: DateTime<Utc>,
 }
 
 #[derive(Debug, sqlx::FromRow)]
@@ -378,6 +385,7 @@ async fn sweep_kind(
         .bind(a)
         .bind(b)
         .bind(c.undelivered_after.as_secs_f64())
+        .bind(SWEEP_CLAIM_SECONDS as f64)
         .fetch_all(&deps.pool)
         .await?;
     report.found += given_up.len();
@@ -394,21 +402,24 @@ async fn sweep_kind(
             attempts: row.attempts,
         };
         let told = tell(deps, &notice, stop_at).await;
-        // Where the kind keeps it, record that the admins were told: matching, so a late
-        // message for the document does not tell them again (functions/matching); output,
-        // so the notices step does not tell them again. An ingestion is told only by the
-        // statement that failed it.
+        // Record that the admins were told: so the notices step does not tell them again
+        // (and, for matching, a late message for the document does not either,
+        // functions/matching). Not told (no channel answered, or this run is killed
+        // first): the give-up's notice claim stays, and the notices step takes it over
+        // once it is old ([`tell_untold`]).
         if let (Some(mark), true) = (kind.mark_notified, told) {
             sqlx::query(mark).bind(row.id).execute(&deps.pool).await?;
         }
     }
 
+    // Claim, send, then count (kinds.rs): a sweep killed at any point loses nothing.
     let taken: Vec<Taken> = sqlx::query_as(kind.take)
         .bind(c.batch_limit)
         .bind(c.max_resends)
         .bind(a)
         .bind(b)
         .bind(c.undelivered_after.as_secs_f64())
+        .bind(SWEEP_CLAIM_SECONDS as f64)
         .fetch_all(&deps.pool)
         .await?;
     report.found += taken.len();
@@ -417,16 +428,20 @@ async fn sweep_kind(
         for row in chunk {
             if failed.contains(&row.id) {
                 report.send_failed += 1;
-                // Not sent: restore the count so an SQS outage does not use up re-sends.
-                sqlx::query(kind.undo)
+                // Not sent: release the claim so an SQS outage uses up no re-send.
+                sqlx::query(kind.release)
                     .bind(row.id)
-                    .bind(row.previous_swept_at)
-                    .bind(row.sweep_count)
+                    .bind(row.claimed_at)
                     .execute(&deps.pool)
                     .await?;
             } else {
                 report.resent += 1;
-                tracing::warn!(kind = kind.name, id = %row.id, resend = row.sweep_count, "re-sent the message of stuck work");
+                let resend: Option<i32> = sqlx::query_scalar(kind.mark)
+                    .bind(row.id)
+                    .bind(row.claimed_at)
+                    .fetch_optional(&deps.pool)
+                    .await?;
+                tracing::warn!(kind = kind.name, id = %row.id, resend = ?resend, "re-sent the message of stuck work");
             }
         }
     }
@@ -449,18 +464,115 @@ struct Untold {
     tenant_name: String,
     error: String,
     retryable: bool,
+    attempts: i32,
 }
 
-/// Failed output jobs and DATEV tasks failed by the poll whose notice was never
-/// delivered (cut off by the invocation's deadline, no channel answering, a poll that
-/// ran out of time after failing them). Each is claimed (`notice_claimed_at`, `SKIP
-/// LOCKED`) so two sweeps do not both tell it, and marked told once a channel took it.
+/// Failed output jobs, DATEV tasks failed by the poll, ingestions the sweeper gave up on
+/// and failed matchings whose notice was never delivered (cut off by the invocation's
+/// deadline, no channel answering — Slack or SES down —, a run killed after failing
+/// them). Each is claimed (`notice_claimed_at`, `SKIP LOCKED`) so two sweeps do not both
+/// tell it, and marked told once a channel took it; one no channel took is tried again
+/// when its claim is old, however long the outage.
 async fn tell_untold(
     deps: &Deps,
     stop_at: Option<Instant>,
     report: &mut NoticeReport,
 ) -> Result<(), sqlx::Error> {
     let limit = deps.config.batch_limit;
+    // Ingestions the sweeper gave up on (only a give-up claims a notice; the function's
+    // own failures are flagged for review, not notified).
+    let ingestions: Vec<Untold> = sqlx::query_as(
+        r#"
+        WITH due AS (
+            SELECT id FROM ingestion
+             WHERE status = 'failed' AND admins_told_at IS NULL
+               AND notice_claimed_at < now() - make_interval(secs => $2)
+             ORDER BY completed_at
+             LIMIT $1
+               FOR UPDATE SKIP LOCKED)
+        UPDATE ingestion AS t SET notice_claimed_at = now()
+          FROM due, document AS d, tenant AS tn
+         WHERE t.id = due.id AND d.id = t.document_id AND tn.id = d.tenant_id
+        RETURNING t.id, t.document_id, d.type::text AS document_type, d.tenant_id,
+                  tn.name AS tenant_name, coalesce(t.last_error, 'no error recorded') AS error,
+                  true AS retryable, t.attempt_count AS attempts
+        "#,
+    )
+    .bind(limit)
+    .bind(NOTICE_RETRY.as_secs_f64())
+    .fetch_all(&deps.pool)
+    .await?;
+    for row in &ingestions {
+        let notice = AdminNotice {
+            title: kinds::INGESTION.give_up_title.to_owned(),
+            document_id: row.document_id,
+            document_type: row.document_type.clone(),
+            tenant_id: Some(row.tenant_id),
+            tenant_name: Some(row.tenant_name.clone()),
+            error: format!("ingestion {}: {}", row.id, row.error),
+            attempts: row.attempts,
+        };
+        let told = tell(deps, &notice, stop_at).await;
+        record(
+            deps,
+            told,
+            report,
+            "UPDATE ingestion SET admins_told_at = now() WHERE id = $1",
+            row.id,
+        )
+        .await?;
+    }
+
+    // Failed matchings, given up by the sweeper or failed by the function, whose notice
+    // claim was released (no channel took it) or is older than any delivery spends
+    // telling: after the DLQ no delivery comes to take it over.
+    let matchings: Vec<Untold> = sqlx::query_as(
+        r#"
+        WITH due AS (
+            SELECT id FROM document
+             WHERE matching_status = 'failed' AND matching_notified_at IS NULL
+               AND (matching_notice_claimed_at IS NULL
+                    OR matching_notice_claimed_at < now() - make_interval(secs => $2))
+             ORDER BY matching_failed_at
+             LIMIT $1
+               FOR UPDATE SKIP LOCKED)
+        UPDATE document AS t SET matching_notice_claimed_at = now()
+          FROM due, tenant AS tn
+         WHERE t.id = due.id AND tn.id = t.tenant_id
+        RETURNING t.id, t.id AS document_id, t.type::text AS document_type, t.tenant_id,
+                  tn.name AS tenant_name, coalesce(t.matching_error, 'no error recorded') AS error,
+                  true AS retryable, t.matching_attempts AS attempts
+        "#,
+    )
+    .bind(limit)
+    .bind(
+        NOTICE_RETRY
+            .max(docflow::matching::status::NOTICE_CLAIM_GRACE)
+            .as_secs_f64(),
+    )
+    .fetch_all(&deps.pool)
+    .await?;
+    for row in &matchings {
+        let notice = AdminNotice {
+            title: "Document matching failed".to_owned(),
+            document_id: row.document_id,
+            document_type: row.document_type.clone(),
+            tenant_id: Some(row.tenant_id),
+            tenant_name: Some(row.tenant_name.clone()),
+            error: row.error.clone(),
+            attempts: row.attempts,
+        };
+        let told = tell(deps, &notice, stop_at).await;
+        record(
+            deps,
+            told,
+            report,
+            "UPDATE document SET matching_notified_at = now() WHERE id = $1 AND matching_status = 'failed'",
+            row.id,
+        )
+        .await?;
+    }
+
     let jobs: Vec<Untold> = sqlx::query_as(
         r#"
         WITH due AS (
@@ -476,7 +588,7 @@ async fn tell_untold(
          WHERE t.id = due.id AND d.id = t.document_id AND tn.id = t.tenant_id
         RETURNING t.id, t.document_id, d.type::text AS document_type, t.tenant_id,
                   tn.name AS tenant_name, coalesce(t.last_error, 'no error recorded') AS error,
-                  true AS retryable
+                  true AS retryable, 1 AS attempts
         "#,
     )
     .bind(limit)
@@ -492,7 +604,7 @@ async fn tell_untold(
             tenant_id: Some(job.tenant_id),
             tenant_name: Some(job.tenant_name.clone()),
             error: format!("output job {}: {}", job.id, job.error),
-            attempts: 1,
+            attempts: job.attempts,
         };
         let told = tell(deps, &notice, stop_at).await;
         record(
@@ -519,7 +631,7 @@ async fn tell_untold(
          WHERE t.id = due.id AND d.id = t.document_id AND tn.id = t.tenant_id
         RETURNING t.id, t.document_id, d.type::text AS document_type, t.tenant_id,
                   tn.name AS tenant_name, coalesce(t.error, 'no details from DATEV') AS error,
-                  t.retryable
+                  t.retryable, 1 AS attempts
         "#,
     )
     .bind(limit)
@@ -538,7 +650,7 @@ async fn tell_untold(
             tenant_id: Some(audit.tenant_id),
             tenant_name: Some(audit.tenant_name.clone()),
             error: format!("export audit {}: {}", audit.id, audit.error),
-            attempts: 1,
+            attempts: audit.attempts,
         };
         let told = tell(deps, &notice, stop_at).await;
         record(
