@@ -540,7 +540,7 @@ fn check_dlq_alarm(instance: &Module, dlq_name: &str, found: &mut Violations) {
         .of_kind("aws_cloudwatch_metric_alarm")
         .find(|alarm| {
             !strings(alarm.attr("alarm_actions").as_ref()).is_empty()
-                && blocks(&alarm.body, "metric_query").any(|q| reads_dlq(q))
+                && blocks(&alarm.body, "metric_query").any(&reads_dlq)
         });
     let Some(alarm) = alarm else {
         return found.add_to(
