@@ -82,6 +82,7 @@ module "ingestion" {
   log_retention_days = var.log_retention_days
 
   database_max_connections = var.database_max_connections
+  database_tls             = var.database_tls
   metrics_namespace        = local.metrics_namespace
 }
 
@@ -119,6 +120,7 @@ module "matching" {
   log_retention_days = var.log_retention_days
 
   database_max_connections = var.database_max_connections
+  database_tls             = var.database_tls
   metrics_namespace        = local.metrics_namespace
 }
 
@@ -160,6 +162,7 @@ module "document_output" {
   log_retention_days = var.log_retention_days
 
   database_max_connections = var.database_max_connections
+  database_tls             = var.database_tls
   metrics_namespace        = local.metrics_namespace
 }
 

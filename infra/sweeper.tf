@@ -171,6 +171,7 @@ resource "aws_lambda_function" "sweeper" {
       MATCHING_QUEUE_URL        = module.matching.queue_url
       DOCUMENT_OUTPUT_QUEUE_URL = module.document_output.queue_url
       DATABASE_MAX_CONNECTIONS  = tostring(var.database_max_connections)
+      DATABASE_TLS              = var.database_tls
       # Thresholds are derived from these (docs/sweeper.md), so they follow the queues.
       INGESTION_QUEUE_VISIBILITY_SECONDS       = tostring(module.ingestion.visibility_timeout_seconds)
       MATCHING_QUEUE_VISIBILITY_SECONDS        = tostring(module.matching.visibility_timeout_seconds)

@@ -373,7 +373,7 @@ variable "lambda_concurrent_executions_quota" {
 }
 
 variable "database_tls" {
-  description = "The sslmode every secret's database_url uses: verify-full (the default; needs rds_proxy_endpoint, because the functions trust the public roots, which sign RDS Proxy's certificate but not the RDS CA), or require (encrypted, server certificate not verified: only where no RDS Proxy can be used, accepting that)."
+  description = "The TLS mode of every function's database connections, passed as DATABASE_TLS and applied by the code over the sslmode of the secret's database_url (so a weaker one there cannot downgrade it): verify-full (the default; needs rds_proxy_endpoint, because the functions trust the public roots, which sign RDS Proxy's certificate but not the RDS CA), or require (encrypted, server certificate not verified: only where no RDS Proxy can be used, accepting that)."
   type        = string
   default     = "verify-full"
 

@@ -260,6 +260,7 @@ impl Local {
             &url,
             max_connections,
             &format!("docflow-{function}"),
+            self.settings.database_tls,
         )?)
     }
 

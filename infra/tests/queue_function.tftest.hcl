@@ -27,6 +27,7 @@ variables {
   subnet_ids          = ["subnet-0123456789abcdef0"]
   security_group_ids  = ["sg-0123456789abcdef0"]
   alarm_topic_arn     = "arn:aws:sns:eu-central-1:123456789012:test-docflow-alarms"
+  database_tls        = "verify-full"
 }
 
 run "the_module_derives_a_visibility_of_six_timeouts" {
@@ -46,6 +47,11 @@ run "the_module_derives_a_visibility_of_six_timeouts" {
     # check that it carries the same max_receive_count.
     condition     = aws_lambda_function.this.environment[0].variables["MAX_RECEIVE_COUNT"] == "3"
     error_message = "MAX_RECEIVE_COUNT must carry max_receive_count"
+  }
+
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["DATABASE_TLS"] == "verify-full"
+    error_message = "DATABASE_TLS must carry database_tls"
   }
 
   assert {

@@ -332,6 +332,11 @@ run "verify_full_through_rds_proxy_is_the_default" {
     condition     = output.database_url_template == "postgres://<user>:<password>@docflow.proxy-abcdefghijkl.eu-central-1.rds.amazonaws.com:5432/docflow?sslmode=verify-full"
     error_message = "the database URL's default is sslmode=verify-full to the RDS Proxy"
   }
+
+  assert {
+    condition     = aws_lambda_function.sweeper.environment[0].variables["DATABASE_TLS"] == "verify-full"
+    error_message = "the sweeper enforces database_tls (DATABASE_TLS)"
+  }
 }
 
 run "unverified_tls_only_when_asked_for" {
@@ -345,5 +350,10 @@ run "unverified_tls_only_when_asked_for" {
   assert {
     condition     = endswith(output.database_url_template, "sslmode=require")
     error_message = "database_tls = require is the explicit opt-out"
+  }
+
+  assert {
+    condition     = aws_lambda_function.sweeper.environment[0].variables["DATABASE_TLS"] == "require"
+    error_message = "DATABASE_TLS follows database_tls"
   }
 }

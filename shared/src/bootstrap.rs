@@ -49,6 +49,7 @@ impl Common {
             &database_url,
             settings.database_max_connections,
             &crate::db::application_name("function"),
+            settings.database_tls,
         )?;
         let runtime = BatchRuntime::new(sqs.clone(), settings.batch);
         crate::coldstart::mark("pool");

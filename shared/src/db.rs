@@ -5,7 +5,7 @@ use std::time::Duration;
 use secrecy::{ExposeSecret, SecretString};
 use sqlx::PgPool;
 use sqlx::migrate::Migrator;
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgSslMode};
 
 /// Every migration under `migrations/`, embedded in the binary.
 pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations");
@@ -75,15 +75,23 @@ pub const LOCK_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// The connect options of every connection docflow opens: the backstop timeouts above
 /// and an `application_name` (`docflow-<function>`), so `pg_stat_activity` tells whose
-/// session it is.
+/// session it is. `tls` (the environment's `DATABASE_TLS`, see
+/// [`Settings::database_tls`](crate::settings::Settings::database_tls)), when set,
+/// replaces whatever `sslmode` the URL carries: a secret whose URL says `disable`,
+/// `prefer` or `require` cannot downgrade an environment that verifies the server's
+/// certificate. `None` keeps the URL's own mode (local runs).
 pub fn connect_options(
     url: &SecretString,
     application_name: &str,
+    tls: Option<PgSslMode>,
 ) -> Result<PgConnectOptions, DbSetupError> {
-    let options: PgConnectOptions = url
+    let mut options: PgConnectOptions = url
         .expose_secret()
         .parse()
         .map_err(|_| DbSetupError::BadUrl)?;
+    if let Some(mode) = tls {
+        options = options.ssl_mode(mode);
+    }
     Ok(options.application_name(application_name).options([
         (
             "idle_in_transaction_session_timeout",
@@ -95,17 +103,19 @@ pub fn connect_options(
 
 /// Builds the pool without connecting: the first query connects, so a cold start never
 /// fails because the database is briefly unreachable, and a Lambda instance opens at
-/// most `max_connections` connections. Every connection carries [`connect_options`].
+/// most `max_connections` connections. Every connection carries [`connect_options`],
+/// `tls` included.
 pub fn lazy_pool(
     url: &SecretString,
     max_connections: u32,
     application_name: &str,
+    tls: Option<PgSslMode>,
 ) -> Result<PgPool, DbSetupError> {
     Ok(PgPoolOptions::new()
         .max_connections(max_connections.max(1))
         .acquire_timeout(Duration::from_secs(10))
         .idle_timeout(Duration::from_secs(60))
-        .connect_lazy_with(connect_options(url, application_name)?))
+        .connect_lazy_with(connect_options(url, application_name, tls)?))
 }
 
 /// The `application_name` of a function's connections: `docflow-<name>`, with the Lambda
@@ -115,5 +125,73 @@ pub fn application_name(fallback: &str) -> String {
     match std::env::var("AWS_LAMBDA_FUNCTION_NAME") {
         Ok(name) if !name.is_empty() => name,
         _ => format!("docflow-{fallback}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url(text: &str) -> SecretString {
+        SecretString::from(text.to_owned())
+    }
+
+    #[test]
+    fn the_environments_tls_mode_overrides_a_weaker_sslmode_in_the_url() {
+        for weaker in ["disable", "allow", "prefer", "require", "verify-ca"] {
+            let options = connect_options(
+                &url(&format!(
+                    "postgres://u:p@db.example:5432/docflow?sslmode={weaker}"
+                )),
+                "docflow-test",
+                Some(PgSslMode::VerifyFull),
+            )
+            .unwrap();
+            assert!(
+                matches!(options.get_ssl_mode(), PgSslMode::VerifyFull),
+                "sslmode={weaker}: {:?}",
+                options.get_ssl_mode()
+            );
+        }
+        let options = connect_options(
+            &url("postgres://u:p@db.example:5432/docflow"),
+            "docflow-test",
+            Some(PgSslMode::Require),
+        )
+        .unwrap();
+        assert!(matches!(options.get_ssl_mode(), PgSslMode::Require));
+    }
+
+    #[test]
+    fn without_a_tls_mode_the_urls_sslmode_stands() {
+        let options = connect_options(
+            &url("postgres://u:p@localhost:5433/docflow?sslmode=disable"),
+            "docflow-test",
+            None,
+        )
+        .unwrap();
+        assert!(matches!(options.get_ssl_mode(), PgSslMode::Disable));
+        let options = connect_options(
+            &url("postgres://u:p@localhost:5433/docflow?sslmode=verify-full"),
+            "docflow-test",
+            None,
+        )
+        .unwrap();
+        assert!(matches!(options.get_ssl_mode(), PgSslMode::VerifyFull));
+    }
+
+    #[tokio::test]
+    async fn the_pool_carries_the_tls_mode() {
+        let pool = lazy_pool(
+            &url("postgres://u:p@db.example:5432/docflow?sslmode=disable"),
+            1,
+            "docflow-test",
+            Some(PgSslMode::VerifyFull),
+        )
+        .unwrap();
+        assert!(matches!(
+            pool.connect_options().get_ssl_mode(),
+            PgSslMode::VerifyFull
+        ));
     }
 }

@@ -6,6 +6,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use secrecy::SecretString;
+use sqlx::postgres::PgSslMode;
 
 use crate::retry::ReceivePolicy;
 use crate::sqs::{BatchConfig, Heartbeat, MAX_VISIBILITY};
@@ -93,6 +94,12 @@ pub struct Settings {
     pub secret_ttl: Duration,
     /// `DATABASE_URL` (optional): overrides the secret's `database_url` (local runs).
     pub database_url: Option<SecretString>,
+    /// `DATABASE_TLS` (optional; set by Terraform from `var.database_tls`): the TLS mode
+    /// of every database connection, `verify-full`, `verify-ca` or `require`. It
+    /// overrides whatever `sslmode` the database URL carries, so a weaker one in a secret
+    /// (`disable`, `prefer`, ...) cannot downgrade the connection. Unset: the URL's own
+    /// `sslmode` (local runs against a database without TLS).
+    pub database_tls: Option<PgSslMode>,
     /// `DATABASE_MAX_CONNECTIONS` (default 2): per Lambda instance; the event source
     /// mapping's maximum concurrency multiplies it.
     pub database_max_connections: u32,
@@ -166,6 +173,7 @@ impl Settings {
             secret_id: env.required("DOCFLOW_SECRET_ID")?,
             secret_ttl: env.seconds_or("DOCFLOW_SECRET_TTL_SECONDS", 300)?,
             database_url: env.optional("DATABASE_URL").map(SecretString::from),
+            database_tls: database_tls(env)?,
             database_max_connections: env.parse_or("DATABASE_MAX_CONNECTIONS", 2)?,
             receive_policy,
             batch: BatchConfig {
@@ -186,6 +194,34 @@ impl Settings {
     }
 }
 
+/// The environment variable with the TLS mode every database connection must use.
+pub const DATABASE_TLS_ENV: &str = "DATABASE_TLS";
+
+/// The modes `DATABASE_TLS` accepts: each encrypts the connection; none falls back to
+/// plain text.
+pub fn parse_database_tls(raw: &str) -> Option<PgSslMode> {
+    match raw.trim() {
+        "verify-full" => Some(PgSslMode::VerifyFull),
+        "verify-ca" => Some(PgSslMode::VerifyCa),
+        "require" => Some(PgSslMode::Require),
+        _ => None,
+    }
+}
+
+fn database_tls<F: Fn(&str) -> Option<String>>(
+    env: &Env<F>,
+) -> Result<Option<PgSslMode>, SettingsError> {
+    match env.optional(DATABASE_TLS_ENV) {
+        None => Ok(None),
+        Some(raw) => parse_database_tls(&raw)
+            .map(Some)
+            .ok_or(SettingsError::Invalid {
+                var: DATABASE_TLS_ENV,
+                reason: "must be verify-full, verify-ca or require".into(),
+            }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,6 +238,40 @@ mod tests {
         assert_eq!(settings.secret_ttl, Duration::from_secs(300));
         assert_eq!(settings.documents_bucket, "docflow-documents");
         assert!(settings.database_url.is_none());
+        assert!(settings.database_tls.is_none());
+    }
+
+    #[test]
+    fn database_tls_accepts_the_encrypting_modes_only() {
+        for (value, expected) in [
+            ("verify-full", PgSslMode::VerifyFull),
+            ("verify-ca", PgSslMode::VerifyCa),
+            ("require", PgSslMode::Require),
+        ] {
+            let settings =
+                Settings::from_env(&env(&[("DOCFLOW_SECRET_ID", "s"), ("DATABASE_TLS", value)]))
+                    .unwrap();
+            assert_eq!(
+                format!("{:?}", settings.database_tls),
+                format!("{:?}", Some(expected)),
+                "{value}"
+            );
+        }
+        for value in [
+            "disable",
+            "allow",
+            "prefer",
+            "VERIFY-FULL",
+            "verify_full",
+            "true",
+        ] {
+            let err =
+                Settings::from_env(&env(&[("DOCFLOW_SECRET_ID", "s"), ("DATABASE_TLS", value)]))
+                    .unwrap_err();
+            let text = err.to_string();
+            assert!(text.contains("DATABASE_TLS"), "{value}: {text}");
+            assert!(!text.contains(value), "{value}: {text}");
+        }
     }
 
     #[test]

@@ -267,7 +267,7 @@ async fn every_docflow_connection_carries_the_server_side_backstops_and_its_name
         connect.get_port(),
         connect.get_database().unwrap()
     ));
-    let pool = docflow::db::lazy_pool(&url, 1, "docflow-backstop-test").unwrap();
+    let pool = docflow::db::lazy_pool(&url, 1, "docflow-backstop-test", None).unwrap();
     let mut conn = pool.acquire().await.unwrap();
     let settings: (String, String, String) = sqlx::query_as(
         "SELECT current_setting('idle_in_transaction_session_timeout'), \

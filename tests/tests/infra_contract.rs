@@ -725,6 +725,94 @@ fn verify_full_through_rds_proxy_needs_no_extra_root_certificate() {
     );
 }
 
+/// Item 10: every function gets `DATABASE_TLS` from `var.database_tls` and the code
+/// applies it over the secret URL's sslmode.
+#[test]
+fn every_function_enforces_the_environments_database_tls() {
+    let infra = Infra::evaluate(&real_infra()).expect("infra/ parses");
+    for mode in ["verify-full", "require"] {
+        let probed = infra.with_root_inputs(&[("database_tls", mode.into())]);
+        let functions: Vec<_> = probed
+            .modules()
+            .flat_map(|m| m.of_kind("aws_lambda_function"))
+            .collect();
+        assert_eq!(functions.len(), 4, "three queue functions and the sweeper");
+        for function in functions {
+            assert_eq!(
+                contract::environment(function).get("DATABASE_TLS"),
+                Some(&mode.into()),
+                "{} with database_tls = {mode}",
+                contract::contract_name(function)
+            );
+        }
+    }
+}
+
+#[test]
+fn a_function_without_database_tls_is_reported() {
+    let broken = real_infra().replace(
+        "sweeper.tf",
+        "      DATABASE_TLS              = var.database_tls\n",
+        "",
+    );
+    let found = violations(&broken);
+    assert_reported(
+        &found,
+        &["root: aws_lambda_function.sweeper", "sets no DATABASE_TLS"],
+    );
+    assert_eq!(found.len(), 1, "only the sweeper:\n{}", found.join("\n"));
+}
+
+#[test]
+fn a_hard_coded_database_tls_is_reported_even_when_it_matches_the_default() {
+    let broken = real_infra().replace(
+        MODULE_MAIN,
+        "DATABASE_TLS = var.database_tls",
+        "DATABASE_TLS = \"verify-full\"",
+    );
+    let found = violations(&broken);
+    for instance in [
+        "module.ingestion",
+        "module.matching",
+        "module.document_output",
+    ] {
+        assert_reported(
+            &found,
+            &[instance, "DATABASE_TLS does not follow var.database_tls"],
+        );
+    }
+}
+
+#[test]
+fn an_instance_given_another_tls_mode_than_the_environment_is_reported() {
+    let broken = real_infra().replace(
+        "main.tf",
+        "  database_tls             = var.database_tls\n  metrics_namespace        = local.metrics_namespace\n}\n\nmodule \"matching\"",
+        "  database_tls             = \"require\"\n  metrics_namespace        = local.metrics_namespace\n}\n\nmodule \"matching\"",
+    );
+    let found = violations(&broken);
+    assert_reported(
+        &found,
+        &[
+            "module.ingestion: aws_lambda_function.this",
+            "DATABASE_TLS does not follow var.database_tls",
+        ],
+    );
+    assert_eq!(found.len(), 1, "only ingestion:\n{}", found.join("\n"));
+}
+
+#[test]
+fn a_setting_cannot_weaken_database_tls() {
+    // The module merges var.settings first, so the derived value wins.
+    let sources = real_infra().replace(
+        "main.tf",
+        "  settings = merge(local.llm_settings, { LLM_TIMEOUT_SECONDS = \"30\" }, local.notify_settings)\n",
+        "  settings          = merge(local.llm_settings, { DATABASE_TLS = \"disable\" })\n",
+    );
+    let found = violations(&sources);
+    assert!(found.is_empty(), "violations:\n{}", found.join("\n"));
+}
+
 #[test]
 fn an_errors_alarm_on_a_count_instead_of_a_rate_is_reported() {
     let broken = real_infra().replace(

@@ -31,6 +31,9 @@ locals {
 
       DATABASE_MAX_CONNECTIONS = tostring(var.database_max_connections)
 
+      # The code applies it over the secret URL's sslmode: no downgrade from a secret.
+      DATABASE_TLS = var.database_tls
+
       # The namespace of the EMF metrics the batch runtime writes (docs/operations.md).
       METRICS_NAMESPACE = var.metrics_namespace
     },

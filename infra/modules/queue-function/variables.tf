@@ -97,6 +97,16 @@ variable "database_max_connections" {
   }
 }
 
+variable "database_tls" {
+  description = "TLS mode of the function's database connections (DATABASE_TLS): the root's var.database_tls. The code applies it over whatever sslmode the secret's database_url carries."
+  type        = string
+
+  validation {
+    condition     = contains(["verify-full", "require"], var.database_tls)
+    error_message = "database_tls must be verify-full or require."
+  }
+}
+
 variable "settings" {
   description = "Further non-secret settings the code reads from its environment (LLM_PROVIDER, LLM_MODEL, OCR_PROVIDER, ...). The variables this module sets itself cannot be overridden, and names of credentials are refused: those belong in the secret."
   type        = map(string)
@@ -108,8 +118,8 @@ variable "settings" {
   }
 
   validation {
-    condition     = length(setintersection(keys(var.settings), ["RUST_LOG", "DOCFLOW_SECRET_ID", "MAX_RECEIVE_COUNT", "BATCH_CONCURRENCY", "DATABASE_MAX_CONNECTIONS", "DOCUMENTS_BUCKET", "QUEUE_VISIBILITY_TIMEOUT_SECONDS"])) == 0 && alltrue([for name in keys(var.settings) : !endswith(name, "_QUEUE_URL")])
-    error_message = "settings must not set the variables the module derives itself (RUST_LOG, DOCFLOW_SECRET_ID, MAX_RECEIVE_COUNT, BATCH_CONCURRENCY, DATABASE_MAX_CONNECTIONS, DOCUMENTS_BUCKET, QUEUE_VISIBILITY_TIMEOUT_SECONDS, *_QUEUE_URL)."
+    condition     = length(setintersection(keys(var.settings), ["RUST_LOG", "DOCFLOW_SECRET_ID", "MAX_RECEIVE_COUNT", "BATCH_CONCURRENCY", "DATABASE_MAX_CONNECTIONS", "DATABASE_TLS", "DOCUMENTS_BUCKET", "QUEUE_VISIBILITY_TIMEOUT_SECONDS"])) == 0 && alltrue([for name in keys(var.settings) : !endswith(name, "_QUEUE_URL")])
+    error_message = "settings must not set the variables the module derives itself (RUST_LOG, DOCFLOW_SECRET_ID, MAX_RECEIVE_COUNT, BATCH_CONCURRENCY, DATABASE_MAX_CONNECTIONS, DATABASE_TLS, DOCUMENTS_BUCKET, QUEUE_VISIBILITY_TIMEOUT_SECONDS, *_QUEUE_URL)."
   }
 }
 

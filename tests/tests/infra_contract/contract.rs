@@ -120,6 +120,11 @@ const ALLOWED_ACTIONS: &[&str] = &[
 const TRACE_ACTIONS: &[&str] = &["xray:PutTraceSegments", "xray:PutTelemetryRecords"];
 /// The environment variable holding a function's EMF namespace.
 const METRICS_NAMESPACE_ENV: &str = docflow::telemetry::metrics::NAMESPACE_ENV;
+/// The environment variable with the TLS mode the code applies to every database
+/// connection, over the secret URL's `sslmode`.
+const DATABASE_TLS_ENV: &str = docflow::settings::DATABASE_TLS_ENV;
+/// The values `var.database_tls` may take (its validation in variables.tf).
+const DATABASE_TLS_MODES: &[&str] = &["verify-full", "require"];
 /// Managed policies a function's role may have: Lambda's VPC network interfaces only.
 const ALLOWED_MANAGED_POLICIES: &[&str] =
     &[":iam::aws:policy/service-role/AWSLambdaENIManagementAccess"];
@@ -159,6 +164,7 @@ pub fn check(infra: &Infra) -> Vec<String> {
         check_max_receive_count_is_one_variable(infra, instance, &mut found);
         check_queue_alarms(instance, &mut found);
     }
+    check_database_tls(infra, &mut found);
     check_metric_alarms(infra, &mut found);
     check_dashboard(infra, &mut found);
     found.0
@@ -540,7 +546,7 @@ fn check_dlq_alarm(instance: &Module, dlq_name: &str, found: &mut Violations) {
         .of_kind("aws_cloudwatch_metric_alarm")
         .find(|alarm| {
             !strings(alarm.attr("alarm_actions").as_ref()).is_empty()
-                && blocks(&alarm.body, "metric_query").any(|q| reads_dlq(q))
+                && blocks(&alarm.body, "metric_query").any(&reads_dlq)
         });
     let Some(alarm) = alarm else {
         return found.add_to(
@@ -637,6 +643,57 @@ fn check_function(infra: &Infra, module: &Module, function: &Resource, found: &m
             check_permissions(infra, module, function, contract, &env, &statements, found)
         }
         Err(why) => found.add(module, function, why),
+    }
+}
+
+/// Item 10: every function enforces the environment's database TLS mode. Its
+/// `DATABASE_TLS` must be set and follow `var.database_tls` (probed with each value the
+/// variable allows, so a hard-coded mode that happens to match the default is caught),
+/// and the code must accept every such value, or the function fails its cold start.
+/// Without it a secret's `sslmode=disable` or `prefer` silently downgrades the connection.
+fn check_database_tls(infra: &Infra, found: &mut Violations) {
+    for mode in DATABASE_TLS_MODES {
+        if docflow::settings::parse_database_tls(mode).is_none() {
+            found.add_to(
+                "var.database_tls",
+                format!("{mode:?} is allowed, but the code refuses it in {DATABASE_TLS_ENV}"),
+            );
+        }
+    }
+    let mut unset = BTreeSet::new();
+    for module in infra.modules() {
+        for function in module.of_kind("aws_lambda_function") {
+            if !environment(function).contains_key(DATABASE_TLS_ENV) {
+                unset.insert((module.address.clone(), function.address.clone()));
+                found.add(
+                    module,
+                    function,
+                    format!(
+                        "sets no {DATABASE_TLS_ENV}: its connections take whatever sslmode \
+                         the secret's database_url carries"
+                    ),
+                );
+            }
+        }
+    }
+    let mut drifting = BTreeSet::new();
+    for mode in DATABASE_TLS_MODES {
+        let probed = infra.with_root_inputs(&[("database_tls", Value::from(*mode))]);
+        for module in probed.modules() {
+            for function in module.of_kind("aws_lambda_function") {
+                let key = (module.address.clone(), function.address.clone());
+                let value = environment(function).get(DATABASE_TLS_ENV).cloned();
+                if !unset.contains(&key) && value != Some(Value::from(*mode)) {
+                    drifting.insert(key);
+                }
+            }
+        }
+    }
+    for (module, function) in drifting {
+        found.add_to(
+            &format!("{module}: {function}"),
+            format!("{DATABASE_TLS_ENV} does not follow var.database_tls"),
+        );
     }
 }
 

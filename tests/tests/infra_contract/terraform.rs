@@ -166,14 +166,26 @@ impl Module {
 pub struct Infra {
     pub root: Module,
     pub instances: Vec<Module>,
+    root_bodies: Vec<Body>,
+    root_inputs: Map<String, Value>,
     module_bodies: Vec<Body>,
 }
 
 impl Infra {
     pub fn evaluate(sources: &Sources) -> Result<Infra, String> {
-        let root_bodies = sources.bodies("")?;
-        let module_bodies = sources.bodies("modules/queue-function/")?;
-        let root = evaluate_module("root", &root_bodies, &sources.example_tfvars()?);
+        Ok(Infra::from_bodies(
+            sources.bodies("")?,
+            sources.example_tfvars()?,
+            sources.bodies("modules/queue-function/")?,
+        ))
+    }
+
+    fn from_bodies(
+        root_bodies: Vec<Body>,
+        root_inputs: Map<String, Value>,
+        module_bodies: Vec<Body>,
+    ) -> Infra {
+        let root = evaluate_module("root", &root_bodies, &root_inputs);
         let instances = root
             .calls
             .iter()
@@ -182,11 +194,24 @@ impl Infra {
                 evaluate_module(&format!("module.{}", call.name), &module_bodies, &call.args)
             })
             .collect();
-        Ok(Infra {
+        Infra {
             root,
             instances,
+            root_bodies,
+            root_inputs,
             module_bodies,
-        })
+        }
+    }
+
+    /// The whole of `infra/` evaluated again with some root variables changed (as if the
+    /// tfvars set them), to see which attributes, in the root and in every instance,
+    /// follow a root variable.
+    pub fn with_root_inputs(&self, changed: &[(&str, Value)]) -> Infra {
+        let mut inputs = self.root_inputs.clone();
+        for (name, value) in changed {
+            inputs.insert(name.to_string(), value.clone());
+        }
+        Infra::from_bodies(self.root_bodies.clone(), inputs, self.module_bodies.clone())
     }
 
     /// `instance` evaluated again with some of its inputs changed, to see which
