@@ -502,26 +502,12 @@ async fn tell_untold(
     .bind(NOTICE_RETRY.as_secs_f64())
     .fetch_all(&deps.pool)
     .await?;
-    for row in &ingestions {
-        let notice = AdminNotice {
-            title: kinds::INGESTION.give_up_title.to_owned(),
-            document_id: row.document_id,
-            document_type: row.document_type.clone(),
-            tenant_id: Some(row.tenant_id),
-            tenant_name: Some(row.tenant_name.clone()),
-            error: format!("ingestion {}: {}", row.id, row.error),
-            attempts: row.attempts,
-        };
-        let told = tell(deps, &notice, stop_at).await;
-        record(
-            deps,
-            told,
-            report,
-            "UPDATE ingestion SET admins_told_at = now() WHERE id = $1",
-            row.id,
-        )
-        .await?;
-    }
+    tell_each(deps, stop_at, report, &ingestions, |row| Notice {
+        title: kinds::INGESTION.give_up_title.to_owned(),
+        error: format!("ingestion {}: {}", row.id, row.error),
+        mark: "UPDATE ingestion SET admins_told_at = now() WHERE id = $1",
+    })
+    .await?;
 
     // Failed matchings, given up by the sweeper or failed by the function, whose notice
     // claim was released (no channel took it) or is older than any delivery spends
@@ -552,26 +538,13 @@ async fn tell_untold(
     )
     .fetch_all(&deps.pool)
     .await?;
-    for row in &matchings {
-        let notice = AdminNotice {
-            title: "Document matching failed".to_owned(),
-            document_id: row.document_id,
-            document_type: row.document_type.clone(),
-            tenant_id: Some(row.tenant_id),
-            tenant_name: Some(row.tenant_name.clone()),
-            error: row.error.clone(),
-            attempts: row.attempts,
-        };
-        let told = tell(deps, &notice, stop_at).await;
-        record(
-            deps,
-            told,
-            report,
-            "UPDATE document SET matching_notified_at = now() WHERE id = $1 AND matching_status = 'failed'",
-            row.id,
-        )
-        .await?;
-    }
+    tell_each(deps, stop_at, report, &matchings, |row| Notice {
+        title: "Document matching failed".to_owned(),
+        error: row.error.clone(),
+        mark: "UPDATE document SET matching_notified_at = now() \
+               WHERE id = $1 AND matching_status = 'failed'",
+    })
+    .await?;
 
     let jobs: Vec<Untold> = sqlx::query_as(
         r#"
@@ -596,26 +569,12 @@ async fn tell_untold(
     .bind(NOTICE_RETRY.as_secs_f64())
     .fetch_all(&deps.pool)
     .await?;
-    for job in &jobs {
-        let notice = AdminNotice {
-            title: "DATEV export failed".to_owned(),
-            document_id: job.document_id,
-            document_type: job.document_type.clone(),
-            tenant_id: Some(job.tenant_id),
-            tenant_name: Some(job.tenant_name.clone()),
-            error: format!("output job {}: {}", job.id, job.error),
-            attempts: job.attempts,
-        };
-        let told = tell(deps, &notice, stop_at).await;
-        record(
-            deps,
-            told,
-            report,
-            "UPDATE document_output_job SET admins_told_at = now() WHERE id = $1",
-            job.id,
-        )
-        .await?;
-    }
+    tell_each(deps, stop_at, report, &jobs, |job| Notice {
+        title: "DATEV export failed".to_owned(),
+        error: format!("output job {}: {}", job.id, job.error),
+        mark: "UPDATE document_output_job SET admins_told_at = now() WHERE id = $1",
+    })
+    .await?;
 
     let audits: Vec<Untold> = sqlx::query_as(
         r#"
@@ -638,29 +597,47 @@ async fn tell_untold(
     .bind(NOTICE_RETRY.as_secs_f64())
     .fetch_all(&deps.pool)
     .await?;
-    for audit in &audits {
+    tell_each(deps, stop_at, report, &audits, |audit| Notice {
+        title: if audit.retryable {
+            "DATEV export failed".to_owned()
+        } else {
+            "DATEV export failed; do not export again before checking DATEV".to_owned()
+        },
+        error: format!("export audit {}: {}", audit.id, audit.error),
+        mark: "UPDATE ap_datev_export_audit SET admins_told_at = now() WHERE id = $1",
+    })
+    .await?;
+    Ok(())
+}
+
+/// What one kind of untold row says, and the statement that marks it told.
+struct Notice {
+    title: String,
+    error: String,
+    mark: &'static str,
+}
+
+/// Tells each row (in order, within `stop_at`) and marks the ones a channel took.
+async fn tell_each(
+    deps: &Deps,
+    stop_at: Option<Instant>,
+    report: &mut NoticeReport,
+    rows: &[Untold],
+    describe: impl Fn(&Untold) -> Notice,
+) -> Result<(), sqlx::Error> {
+    for row in rows {
+        let Notice { title, error, mark } = describe(row);
         let notice = AdminNotice {
-            title: if audit.retryable {
-                "DATEV export failed".to_owned()
-            } else {
-                "DATEV export failed; do not export again before checking DATEV".to_owned()
-            },
-            document_id: audit.document_id,
-            document_type: audit.document_type.clone(),
-            tenant_id: Some(audit.tenant_id),
-            tenant_name: Some(audit.tenant_name.clone()),
-            error: format!("export audit {}: {}", audit.id, audit.error),
-            attempts: audit.attempts,
+            title,
+            document_id: row.document_id,
+            document_type: row.document_type.clone(),
+            tenant_id: Some(row.tenant_id),
+            tenant_name: Some(row.tenant_name.clone()),
+            error,
+            attempts: row.attempts,
         };
         let told = tell(deps, &notice, stop_at).await;
-        record(
-            deps,
-            told,
-            report,
-            "UPDATE ap_datev_export_audit SET admins_told_at = now() WHERE id = $1",
-            audit.id,
-        )
-        .await?;
+        record(deps, told, report, mark, row.id).await?;
     }
     Ok(())
 }
