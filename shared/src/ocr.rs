@@ -35,7 +35,8 @@ use tokio::sync::Semaphore;
 use crate::retry::{Classify, RetryClass};
 
 pub use preprocess::{
-    MAX_IMAGE_ALLOC, MAX_IMAGE_SIDE, PreprocessedImage, TEXTRACT_MAX_SIDE, TEXTRACT_SYNC_MAX_BYTES,
+    ENHANCE_MAX_PIXELS, MAX_IMAGE_ALLOC, MAX_IMAGE_SIDE, PDF_IMAGE_MAX_PIXELS, PreprocessedImage,
+    TEXTRACT_MAX_SIDE, TEXTRACT_SYNC_MAX_BYTES, image_job_bytes, pdf_preprocess_job_bytes,
     preprocess_image, preprocess_pdf,
 };
 pub use textract::{TEXTRACT_AWS_ACTIONS, Textract};
@@ -242,44 +243,127 @@ static CPU: LazyLock<Arc<Semaphore>> = LazyLock::new(|| {
     ))
 });
 
-/// Runs CPU-heavy `work` on the blocking pool, at most one job per CPU at a time.
-///
-/// Cancel-safe for the bound: a blocking job cannot be stopped, so when the caller's
-/// future is dropped (a deadline, `select!`) the job runs on. The permit moves into the
-/// job and is released when the job really ends, not when the future is dropped, so
-/// cancelled records never let more jobs run than there are CPUs.
-pub async fn on_cpu<T, W>(work: W) -> Result<T, OcrError>
-where
-    W: FnOnce() -> T + Send + 'static,
-    T: Send + 'static,
-{
-    on_pool(&CPU, work).await
+const MIB: u64 = 1024 * 1024;
+
+/// The memory that CPU jobs may hold together, in MiB: half of the function's memory
+/// (`AWS_LAMBDA_FUNCTION_MEMORY_SIZE`, 1024 MB when unset, as locally). The other half
+/// is the runtime, the SDK clients and the files the batch's records hold.
+pub fn memory_budget_mib() -> u64 {
+    let function_mb = std::env::var("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|&mb| mb >= 128)
+        .unwrap_or(1024);
+    function_mb / 2
 }
 
-/// [`on_cpu`] with the semaphore given: the permit is owned by the blocking job.
-async fn on_pool<T, W>(pool: &Arc<Semaphore>, work: W) -> Result<T, OcrError>
+/// The memory budget as a semaphore of MiB: a job takes as many permits as it needs at
+/// its peak, so one large file waits for room instead of joining nine others in an OOM.
+static MEMORY: LazyLock<Arc<Semaphore>> =
+    LazyLock::new(|| Arc::new(Semaphore::new(memory_budget_mib() as usize)));
+
+/// Runs CPU-heavy `work` on the blocking pool once `needs` bytes of the memory budget
+/// are free and a CPU is: at most one job per CPU at a time, and never more memory
+/// than the budget ([`memory_budget_mib`]) held by jobs together. A job needing more
+/// than the whole budget is [`OcrError::TooLarge`] (permanent) without running: it
+/// costs its own record, not the batch.
+///
+/// Cancel-safe for the bounds: a blocking job cannot be stopped, so when the caller's
+/// future is dropped (a deadline, `select!`) the job runs on. Both permits move into the
+/// job and are released when the job really ends, not when the future is dropped, so
+/// cancelled records never let more jobs, or more memory, run than the bounds allow.
+pub async fn on_cpu<T, W>(needs: u64, work: W) -> Result<T, OcrError>
 where
     W: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let permit = Arc::clone(pool)
+    on_pool(&CPU, (&MEMORY, memory_budget_mib()), needs, work).await
+}
+
+/// [`on_cpu`] with the semaphores given: the permits are owned by the blocking job.
+async fn on_pool<T, W>(
+    cpu: &Arc<Semaphore>,
+    (memory, budget): (&Arc<Semaphore>, u64),
+    needs: u64,
+    work: W,
+) -> Result<T, OcrError>
+where
+    W: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let mib = needs.div_ceil(MIB).max(1);
+    if mib > budget {
+        return Err(OcrError::TooLarge {
+            what: format!(
+                "it needs about {mib} MiB to process, more than the {budget} MiB one \
+                 file may use in this function (half of its memory)"
+            ),
+        });
+    }
+    // Memory first, then a CPU: a job that holds a CPU already holds its memory.
+    let memory = Arc::clone(memory)
+        .acquire_many_owned(u32::try_from(mib).unwrap_or(u32::MAX))
+        .await
+        .map_err(|e| OcrError::Join(e.to_string()))?;
+    let cpu = Arc::clone(cpu)
         .acquire_owned()
         .await
         .map_err(|e| OcrError::Join(e.to_string()))?;
     tokio::task::spawn_blocking(move || {
-        let _permit = permit;
+        let _permits = (memory, cpu);
         work()
     })
     .await
     .map_err(|e| OcrError::Join(e.to_string()))
 }
 
+/// The most bytes all the streams of one PDF may inflate to while it is read, and the
+/// most one stream may: a text-heavy page's content stream is tens of kilobytes, a
+/// hundred-page invoice's text layer a few megabytes; a flate bomb is gigabytes.
+pub const PDF_INFLATE_TOTAL: u64 = 64 * MIB;
+pub const PDF_INFLATE_PER_STREAM: u64 = 8 * MIB;
+
+/// Runs `read` (lopdf/pdf-extract on an untrusted PDF) with the inflation caps of
+/// [`PDF_INFLATE_TOTAL`] and [`PDF_INFLATE_PER_STREAM`] (the vendored lopdf's
+/// `inflation` budget); a file that hits them is [`OcrError::TooLarge`] whatever `read`
+/// made of the truncated streams.
+fn within_inflation_budget<T>(read: impl FnOnce() -> Result<T, OcrError>) -> Result<T, OcrError> {
+    let (value, inflation) =
+        lopdf::inflation::with_limits(PDF_INFLATE_TOTAL, PDF_INFLATE_PER_STREAM, read);
+    if inflation.exceeded {
+        return Err(OcrError::TooLarge {
+            what: format!(
+                "a PDF whose compressed streams inflate beyond {} MiB in all or {} MiB in one \
+                 (a decompression bomb, or far more content than an invoice has)",
+                PDF_INFLATE_TOTAL / MIB,
+                PDF_INFLATE_PER_STREAM / MIB
+            ),
+        });
+    }
+    value
+}
+
+/// What reading a PDF's text layer needs at its peak: the file and its parsed objects
+/// (about four times the file), the inflated streams within their cap, and the
+/// operations decoded from the largest content stream (measured: about
+/// [`CONTENT_OPS_PER_BYTE`] bytes of operations per byte of content).
+pub fn text_layer_job_bytes(pdf_len: usize) -> u64 {
+    pdf_len as u64 * 5 + PDF_INFLATE_TOTAL + PDF_INFLATE_PER_STREAM * CONTENT_OPS_PER_BYTE
+}
+
+/// Bytes of decoded operations per byte of a content stream, at worst (a stream of the
+/// shortest operators): measured by `the_text_layer_of_a_flate_bomb_is_refused…`'s
+/// companion bench, see docs/ingestion.md.
+pub const CONTENT_OPS_PER_BYTE: u64 = 24;
+
 /// The text layer of each page of a PDF, in page order. Runs on the blocking pool.
 pub async fn text_layer(pdf: Bytes) -> Result<Vec<String>, OcrError> {
-    on_cpu(move || {
-        // pdf-extract panics on some malformed files; a panic is a bad PDF, not a crash.
-        std::panic::catch_unwind(|| pdf_layout::extract_pages(&pdf))
-            .map_err(|_| OcrError::BadPdf("the PDF parser gave up on this file".into()))?
+    on_cpu(text_layer_job_bytes(pdf.len()), move || {
+        within_inflation_budget(|| {
+            // pdf-extract panics on some malformed files; a panic is a bad PDF, not a crash.
+            std::panic::catch_unwind(|| pdf_layout::extract_pages(&pdf))
+                .map_err(|_| OcrError::BadPdf("the PDF parser gave up on this file".into()))?
+        })
     })
     .await?
 }
@@ -352,14 +436,20 @@ mod tests {
     async fn a_cancelled_cpu_job_keeps_its_permit_until_the_job_really_ends() {
         // Arrange: one permit; a job that says it started and then waits for the gate.
         let pool = Arc::new(Semaphore::new(1));
+        let memory = Arc::new(Semaphore::new(memory_budget_mib() as usize));
         let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
         let (gate_tx, gate_rx) = std::sync::mpsc::channel::<()>();
         let (ended_tx, ended_rx) = tokio::sync::oneshot::channel::<()>();
-        let mut job = Box::pin(on_pool(&pool, move || {
-            let _ = started_tx.send(());
-            let _ = gate_rx.recv();
-            let _ = ended_tx.send(());
-        }));
+        let mut job = Box::pin(on_pool(
+            &pool,
+            (&memory, memory_budget_mib()),
+            10 * MIB,
+            move || {
+                let _ = started_tx.send(());
+                let _ = gate_rx.recv();
+                let _ = ended_tx.send(());
+            },
+        ));
         let wait = std::time::Duration::from_secs(30);
 
         // Act: cancel the future once the job runs on the blocking pool.
@@ -386,6 +476,142 @@ mod tests {
             .await
             .expect("the permit comes back once the job has ended");
         drop(permit);
+        assert_eq!(
+            memory.available_permits() as u64,
+            memory_budget_mib(),
+            "the job's memory came back too"
+        );
+    }
+
+    #[tokio::test]
+    async fn jobs_wait_for_their_memory_and_one_larger_than_the_budget_is_refused() {
+        // Arrange: two CPUs, a budget of 100 MiB; a 70 MiB job that waits at a gate.
+        let cpu = Arc::new(Semaphore::new(2));
+        let memory = Arc::new(Semaphore::new(100));
+        let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+        let (gate_tx, gate_rx) = std::sync::mpsc::channel::<()>();
+        let wait = std::time::Duration::from_secs(30);
+        let big = tokio::spawn({
+            let (cpu, memory) = (Arc::clone(&cpu), Arc::clone(&memory));
+            async move {
+                on_pool(&cpu, (&memory, 100), 70 * MIB, move || {
+                    let _ = started_tx.send(());
+                    let _ = gate_rx.recv();
+                })
+                .await
+            }
+        });
+        tokio::time::timeout(wait, started_rx)
+            .await
+            .expect("the big job started")
+            .expect("it signals its start");
+
+        // Act: a 40 MiB job while 70 MiB are held, with a CPU free.
+        let (ran_tx, mut ran_rx) = tokio::sync::oneshot::channel::<()>();
+        let second = tokio::spawn({
+            let (cpu, memory) = (Arc::clone(&cpu), Arc::clone(&memory));
+            async move { on_pool(&cpu, (&memory, 100), 40 * MIB, move || ran_tx.send(())).await }
+        });
+
+        // Assert: it waits for memory, not for a CPU, and runs once the first has ended.
+        for _ in 0..50 {
+            tokio::task::yield_now().await;
+        }
+        assert!(
+            ran_rx.try_recv().is_err(),
+            "ran beside a job holding 70 of 100 MiB"
+        );
+        assert_eq!(cpu.available_permits(), 1, "a CPU was free all along");
+        gate_tx.send(()).expect("the big job waits");
+        big.await.unwrap().unwrap();
+        tokio::time::timeout(wait, second)
+            .await
+            .expect("the second job ran")
+            .unwrap()
+            .unwrap()
+            .unwrap();
+
+        // And a job larger than the whole budget is refused without running.
+        let err = on_pool(&cpu, (&memory, 100), 101 * MIB, || ())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, OcrError::TooLarge { .. }), "{err:?}");
+        assert!(!err.is_transient());
+    }
+
+    /// A PDF of one page per content stream, each stored as `FlateDecode` of the given
+    /// bytes.
+    fn pdf_with_pages(contents: &[Vec<u8>]) -> Bytes {
+        use lopdf::{Document, Object, Stream, dictionary};
+        use std::io::Write;
+        let mut doc = Document::with_version("1.5");
+        let pages_id = doc.new_object_id();
+        let mut kids = Vec::new();
+        for content in contents {
+            let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+            z.write_all(content).unwrap();
+            let stream = Stream::new(
+                dictionary! { "Filter" => "FlateDecode" },
+                z.finish().unwrap(),
+            );
+            let content_id = doc.add_object(stream);
+            let page = dictionary! {
+                "Type" => "Page",
+                "Parent" => pages_id,
+                "Contents" => content_id,
+                "MediaBox" => vec![0.into(), 0.into(), 595.into(), 842.into()],
+            };
+            kids.push(Object::Reference(doc.add_object(page)));
+        }
+        let count = kids.len() as i64;
+        doc.objects.insert(
+            pages_id,
+            Object::Dictionary(dictionary! { "Type" => "Pages", "Kids" => kids, "Count" => count }),
+        );
+        let catalog = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
+        doc.trailer.set("Root", catalog);
+        let mut out = Vec::new();
+        doc.save_to(&mut out).unwrap();
+        out.into()
+    }
+
+    #[tokio::test]
+    async fn a_flate_bomb_in_a_content_stream_is_refused_not_inflated() {
+        // 24 MiB of blank content in ~24 kB: beyond the cap of one stream.
+        let bomb = pdf_with_pages(&[vec![b' '; 24 * MIB as usize]]);
+        assert!(bomb.len() < 200_000, "{} bytes", bomb.len());
+
+        let err = text_layer(bomb).await.unwrap_err();
+
+        assert!(matches!(err, OcrError::TooLarge { .. }), "{err:?}");
+        assert!(err.to_string().contains("inflate"), "{err}");
+        assert!(!err.is_transient());
+    }
+
+    #[tokio::test]
+    async fn streams_under_the_cap_each_but_over_it_together_are_refused() {
+        let page = vec![b' '; 7 * MIB as usize];
+        let pages: Vec<Vec<u8>> = std::iter::repeat_n(page.clone(), 10).collect(); // 70 MiB
+        let err = text_layer(pdf_with_pages(&pages)).await.unwrap_err();
+        assert!(matches!(err, OcrError::TooLarge { .. }), "{err:?}");
+
+        // While three such pages, within both caps, read as before (blank pages).
+        let pages: Vec<Vec<u8>> = std::iter::repeat_n(page, 3).collect();
+        let read = text_layer(pdf_with_pages(&pages)).await.unwrap();
+        assert_eq!(read.len(), 3);
+        assert!(read.iter().all(|p| p.trim().is_empty()));
+    }
+
+    #[test]
+    fn the_budget_of_a_job_follows_the_file_and_the_caps() {
+        assert_eq!(
+            text_layer_job_bytes(1_000_000),
+            5_000_000 + PDF_INFLATE_TOTAL + PDF_INFLATE_PER_STREAM * CONTENT_OPS_PER_BYTE
+        );
+        assert!(
+            text_layer_job_bytes(10_000_000) / MIB < memory_budget_mib(),
+            "a 10 MB PDF fits the budget of a 1024 MB function"
+        );
     }
 
     #[test]

@@ -34,6 +34,104 @@ pub fn text_pdf(pages: &[&[&str]]) -> Vec<u8> {
 /// A PDF with one page per content stream; fonts `/F1` Helvetica and `/F2`
 /// Helvetica-Bold, WinAnsi encoded.
 fn pdf_of_streams(streams: &[Vec<u8>]) -> Vec<u8> {
+    pdf_of_filtered_streams(streams, None)
+}
+
+/// A decompression bomb: a one-page PDF whose content stream is `FlateDecode` of
+/// `inflated` zero bytes, about a 160th of that in the file (13 bits per 258 bytes).
+pub fn flate_bomb_pdf(inflated: usize) -> Vec<u8> {
+    pdf_of_filtered_streams(&[zlib_of_zeros(inflated)], Some("FlateDecode"))
+}
+
+/// A zlib stream of `n` zero bytes, written directly (a literal 0, then back-references
+/// of 258 bytes at distance 1, in one fixed-Huffman block) so that even gigabytes cost
+/// the test nothing to compress. Any inflater reads it back as `n` zeros.
+pub fn zlib_of_zeros(n: usize) -> Vec<u8> {
+    struct Bits {
+        out: Vec<u8>,
+        acc: u64,
+        len: u32,
+    }
+    impl Bits {
+        fn put(&mut self, value: u64, bits: u32) {
+            self.acc |= value << self.len;
+            self.len += bits;
+            while self.len >= 8 {
+                self.out.push(self.acc as u8);
+                self.acc >>= 8;
+                self.len -= 8;
+            }
+        }
+        /// A Huffman code, most significant bit first.
+        fn code(&mut self, code: u64, bits: u32) {
+            let reversed = (0..bits).fold(0, |r, i| r | (((code >> i) & 1) << (bits - 1 - i)));
+            self.put(reversed, bits);
+        }
+    }
+    let mut w = Bits {
+        out: vec![0x78, 0x01],
+        acc: 0,
+        len: 0,
+    };
+    w.put(1, 1); // the final block
+    w.put(1, 2); // fixed Huffman codes
+    let literal_zero = |w: &mut Bits| w.code(0x30, 8);
+    if n > 0 {
+        literal_zero(&mut w);
+        let rest = n - 1;
+        for _ in 0..rest / 258 {
+            w.code(0xC5, 8); // length code 285: 258 bytes
+            w.code(0, 5); // distance code 0: distance 1
+        }
+        for _ in 0..rest % 258 {
+            literal_zero(&mut w);
+        }
+    }
+    w.code(0, 7); // end of block
+    w.put(0, 7); // pad to a byte
+    let mut out = w.out;
+    // Adler-32 of zeros: a stays 1, b counts the bytes.
+    let b = (n % 65_521) as u32;
+    out.extend(((b << 16) | 1).to_be_bytes());
+    out
+}
+
+/// A black PNG of `width` x `height` pixels, gray or RGB, 8 bits: a real, complete image
+/// (every row is there) that costs the test nothing to build at any size.
+pub fn black_png(width: u32, height: u32, rgb: bool) -> Vec<u8> {
+    fn chunk(out: &mut Vec<u8>, kind: &[u8], data: &[u8]) {
+        out.extend((data.len() as u32).to_be_bytes());
+        let start = out.len();
+        out.extend(kind);
+        out.extend(data);
+        let mut crc = 0xffff_ffffu32;
+        for &b in &out[start..] {
+            crc ^= u32::from(b);
+            for _ in 0..8 {
+                crc = if crc & 1 != 0 {
+                    0xedb8_8320 ^ (crc >> 1)
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        out.extend((!crc).to_be_bytes());
+    }
+    let channels = if rgb { 3 } else { 1 };
+    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut ihdr = Vec::new();
+    ihdr.extend(width.to_be_bytes());
+    ihdr.extend(height.to_be_bytes());
+    ihdr.extend([8, if rgb { 2 } else { 0 }, 0, 0, 0]);
+    chunk(&mut out, b"IHDR", &ihdr);
+    // Each row: filter type 0, then zero bytes; all of it zeros.
+    let raw = height as usize * (1 + width as usize * channels);
+    chunk(&mut out, b"IDAT", &zlib_of_zeros(raw));
+    chunk(&mut out, b"IEND", &[]);
+    out
+}
+
+fn pdf_of_filtered_streams(streams: &[Vec<u8>], filter: Option<&str>) -> Vec<u8> {
     let page_count = streams.len();
     // Objects: 1 catalog, 2 pages, 3 font, then per page: page object, content stream;
     // the bold font last.
@@ -63,7 +161,8 @@ fn pdf_of_streams(streams: &[Vec<u8>]) -> Vec<u8> {
             )
             .into_bytes(),
         );
-        let mut object = format!("<< /Length {} >>\nstream\n", stream.len()).into_bytes();
+        let filter = filter.map_or(String::new(), |f| format!(" /Filter /{f}"));
+        let mut object = format!("<< /Length {}{filter} >>\nstream\n", stream.len()).into_bytes();
         object.extend(stream);
         object.extend(b"\nendstream");
         objects.push(object);
@@ -210,4 +309,29 @@ fn win_ansi(text: &str) -> Vec<u8> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn the_zeros_stream_inflates_to_exactly_its_zeros() {
+        for n in [0, 1, 2, 258, 259, 260, 100_000] {
+            let mut out = Vec::new();
+            flate2::read::ZlibDecoder::new(zlib_of_zeros(n).as_slice())
+                .read_to_end(&mut out)
+                .unwrap();
+            assert_eq!(out.len(), n);
+            assert!(out.iter().all(|&b| b == 0));
+        }
+    }
+
+    #[test]
+    fn a_black_png_decodes_to_its_size() {
+        let img = image::load_from_memory(&black_png(300, 200, true)).unwrap();
+        assert_eq!((img.width(), img.height()), (300, 200));
+        assert!(img.to_luma8().pixels().all(|p| p.0[0] == 0));
+    }
 }

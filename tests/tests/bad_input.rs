@@ -398,6 +398,76 @@ async fn decompression_bomb_images_are_refused_before_decoding_and_fail_permanen
     assert!(h.llm.received_requests().await.unwrap().is_empty());
 }
 
+/// One batch, as Lambda delivers it: a PDF whose content stream is a flate bomb
+/// (128 MiB of zeros in 0.85 MB), a 6000 x 6000 RGB scan that reads poorly (so it is
+/// decoded and enhanced: 108 MB decoded, enhanced at 16 Mpx), and two ordinary invoices.
+/// The bomb fails alone, permanently, saying why; the big scan is preprocessed within
+/// the memory budget; the invoices are read. Nothing takes the batch down (issue 28).
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn hostile_images_and_pdfs_in_a_batch_cost_only_their_own_records(pool: PgPool) {
+    let textract = MockServer::start().await;
+    let h = harness(pool, Ocr::Textract(textract.uri())).await;
+    textract_call(DETECT)
+        .respond_with(textract_ok(&["Rechnunq"], 30.0))
+        .mount(&textract)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(anthropic_text(&invoice_json().to_string()))
+        .mount(&h.llm)
+        .await;
+    let bomb_pdf = docflow_tests::pdf::flate_bomb_pdf(128 << 20);
+    assert!(bomb_pdf.len() < 1_000_000, "{} bytes", bomb_pdf.len());
+    let big_scan = docflow_tests::pdf::black_png(6_000, 6_000, true);
+    let invoice = text_pdf(&[&[
+        "Muster Bürobedarf GmbH, Hauptstraße 1, 10115 Berlin",
+        "Rechnung Nr. RE-2014-0815",
+        "Gesamtbetrag: 119,00 €",
+    ]]);
+    let (bomb, scan, first, second) = (
+        Uuid::new_v4(),
+        Uuid::new_v4(),
+        Uuid::new_v4(),
+        Uuid::new_v4(),
+    );
+    h.seed(bomb, "pdf", Some(bomb_pdf)).await;
+    h.seed(scan, "png", Some(big_scan)).await;
+    h.seed(first, "pdf", Some(invoice.clone())).await;
+    h.seed(second, "pdf", Some(invoice)).await;
+    for id in [first, bomb, scan, second] {
+        docflow_tests::send(&h.sqs, &h.ingestion_queue.url, &id.to_string()).await;
+    }
+
+    let esm = h.mapping().await;
+    let event = docflow_tests::poll_n(&esm, 4).await;
+    let (_, response) = h.invoke(&esm, event, None).await;
+
+    assert!(
+        response.batch_item_failures.is_empty(),
+        "nothing left to retry: {:?}",
+        response.batch_item_failures
+    );
+    let row = h.ingestion(bomb).await;
+    assert_eq!((row.status.as_str(), row.attempt_count), ("failed", 1));
+    let error = row.last_error.unwrap();
+    assert!(
+        error.contains("too large") && error.contains("inflate"),
+        "{error}"
+    );
+    let row = h.ingestion(scan).await;
+    assert_ne!(row.status, "failed", "{:?}", row.last_error);
+    assert!(
+        h.object_exists(&format!("ingestions/{scan}/preprocessed.png"))
+            .await
+            || h.object_exists(&format!("ingestions/{scan}/preprocessed.jpg"))
+                .await,
+        "the big scan was enhanced within the budget"
+    );
+    for id in [first, second] {
+        assert_eq!(h.ingestion(id).await.status, "completed");
+    }
+}
+
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_file_whose_content_is_not_its_type_fails_permanently_without_the_llm(pool: PgPool) {
     let textract = MockServer::start().await;
