@@ -893,6 +893,106 @@ async fn memory(report: &mut Report, stack: &Stack, args: &Args) -> anyhow::Resu
         "memory".into(),
         json!({ "pdf_bytes": pdf.len(), "rss_before_mb": before.0, "hwm_after_mb": after.1, "wall_ms": wall, "finished": finished }),
     );
+    hostile_memory(report, stack, args).await
+}
+
+/// The worst files (issue 28): batches of ten, each run in a fresh ingestion process of
+/// 1024 MB (`AWS_LAMBDA_FUNCTION_MEMORY_SIZE`, so a memory budget of 512 MiB), its peak
+/// RSS read from the process. Scans are read by a Textract stand-in that reads them
+/// poorly, so each is decoded and enhanced.
+async fn hostile_memory(report: &mut Report, stack: &Stack, args: &Args) -> anyhow::Result<()> {
+    let section = "memory under load";
+    let textract = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(docflow_tests::ingestion_harness::textract_ok(
+            &["Rechnunq"],
+            20.0,
+        ))
+        .mount(&textract)
+        .await;
+    let invoice = docflow_tests::pdf::text_pdf(&[&[
+        "Muster Bürobedarf GmbH, Hauptstraße 1, 10115 Berlin",
+        "Rechnung Nr. RE-2014-0815",
+        "Gesamtbetrag: 119,00 €",
+    ]]);
+    let bomb = docflow_tests::pdf::flate_bomb_pdf(1 << 30);
+    let huge_scan = docflow_tests::pdf::black_png(9_000, 9_000, true);
+    let cases: [(&str, Vec<(&str, &[u8], usize)>); 3] = [
+        (
+            "10 × flate-bomb PDF (1 GiB of content each)",
+            vec![("pdf", &bomb, 10)],
+        ),
+        (
+            "10 × 9000 × 9000 RGB PNG read poorly (decoded and enhanced)",
+            vec![("png", &huge_scan, 10)],
+        ),
+        (
+            "1 flate bomb + 1 9000² PNG + 8 invoices",
+            vec![
+                ("pdf", &bomb, 1),
+                ("png", &huge_scan, 1),
+                ("pdf", &invoice, 8),
+            ],
+        ),
+    ];
+    let mut details = Vec::new();
+    for (name, files) in cases {
+        let api = rapi::RuntimeApi::start(RUNTIME_API_PORT).await?;
+        let mut env = stack.env("ingestion", &api.addr);
+        env.retain(|(k, _)| k != "OCR_PROVIDER" && k != "AWS_LAMBDA_FUNCTION_MEMORY_SIZE");
+        env.push(("OCR_PROVIDER".into(), "textract".into()));
+        env.push(("AWS_ENDPOINT_URL_TEXTRACT".into(), textract.uri()));
+        env.push(("AWS_LAMBDA_FUNCTION_MEMORY_SIZE".into(), "1024".into()));
+        let (fun, _) = start_ready(&args.bins.join("ingestion"), env, api).await?;
+        let queue = &RealQueue::fresh(&stack.sqs, "bench-hostile").await?;
+        let mut ids = Vec::new();
+        for (ext, bytes, n) in files {
+            ids.extend(seed_ingestions(stack, n, ext, bytes).await?);
+        }
+        let answer = fun.batch(queue, &ids).await;
+        let (_, hwm) = fun.proc.rss();
+        fun.stop().await;
+        let uuids: Vec<Uuid> = ids.iter().filter_map(|id| id.parse().ok()).collect();
+        let outcomes: Vec<(String, Option<String>)> =
+            sqlx::query_as("SELECT status, last_error FROM ingestion WHERE id = ANY($1)")
+                .bind(&uuids)
+                .fetch_all(&stack.pool)
+                .await?;
+        let too_large = outcomes
+            .iter()
+            .filter(|(_, e)| {
+                e.as_deref()
+                    .is_some_and(|e| e.contains("the file is too large to process"))
+            })
+            .count();
+        let completed = outcomes.iter().filter(|(s, _)| s == "completed").count();
+        report.limit(
+            section,
+            &format!("ingestion, {name}: peak RSS (VmHWM)"),
+            hwm,
+            "MB",
+            "≤ 1024 MB, the function's memory",
+            answer.is_ok() && hwm <= 1024.0,
+        );
+        report.plain(
+            section,
+            &format!("  … records completed / failed as too large"),
+            completed as f64 * 1000.0 + too_large as f64,
+            "completed×1000 + too large",
+        );
+        details.push(json!({
+            "case": name,
+            "hwm_mb": hwm,
+            "finished": answer.is_ok(),
+            "error": answer.err().map(|e| format!("{e:#}")),
+            "completed": completed,
+            "too_large": too_large,
+            "records": ids.len(),
+        }));
+    }
+    report
+        .details
+        .insert("memory_hostile".into(), json!(details));
     Ok(())
 }
 

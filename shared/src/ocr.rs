@@ -23,6 +23,7 @@
 //! of big images by the batch size.
 
 mod pdf_layout;
+mod pdf_limits;
 mod preprocess;
 mod textract;
 
@@ -344,17 +345,15 @@ fn within_inflation_budget<T>(read: impl FnOnce() -> Result<T, OcrError>) -> Res
 }
 
 /// What reading a PDF's text layer needs at its peak: the file and its parsed objects
-/// (about four times the file), the inflated streams within their cap, and the
-/// operations decoded from the largest content stream (measured: about
-/// [`CONTENT_OPS_PER_BYTE`] bytes of operations per byte of content).
+/// (about four times the file), one stream inflated within its cap and its copy, and one
+/// page's operations and glyphs within the content limits of `pdf_limits` (measured:
+/// up to ~220 bytes a token, ~100 a glyph).
 pub fn text_layer_job_bytes(pdf_len: usize) -> u64 {
-    pdf_len as u64 * 5 + PDF_INFLATE_TOTAL + PDF_INFLATE_PER_STREAM * CONTENT_OPS_PER_BYTE
+    pdf_len as u64 * 5
+        + PDF_INFLATE_PER_STREAM * 2
+        + pdf_limits::MAX_TOKENS as u64 * 220
+        + pdf_limits::MAX_TEXT_BYTES as u64 * 100
 }
-
-/// Bytes of decoded operations per byte of a content stream, at worst (a stream of the
-/// shortest operators): measured by `the_text_layer_of_a_flate_bomb_is_refused…`'s
-/// companion bench, see docs/ingestion.md.
-pub const CONTENT_OPS_PER_BYTE: u64 = 24;
 
 /// The text layer of each page of a PDF, in page order. Runs on the blocking pool.
 pub async fn text_layer(pdf: Bytes) -> Result<Vec<String>, OcrError> {
@@ -602,11 +601,54 @@ mod tests {
         assert!(read.iter().all(|p| p.trim().is_empty()));
     }
 
+    #[tokio::test]
+    async fn a_large_page_image_costs_the_text_layer_nothing() {
+        use lopdf::{Document, Object, Stream, dictionary};
+        use std::io::Write;
+        // A scanned page: 3000 x 3000 RGB in FlateDecode, 27 MB of pixels, over the cap
+        // of one stream; pdf-extract would inflate it and parse it as content.
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        z.write_all(&vec![0u8; 3_000 * 3_000 * 3]).unwrap();
+        let mut doc = Document::with_version("1.5");
+        let image = doc.add_object(Stream::new(
+            dictionary! {
+                "Type" => "XObject", "Subtype" => "Image", "Width" => 3_000, "Height" => 3_000,
+                "ColorSpace" => "DeviceRGB", "BitsPerComponent" => 8, "Filter" => "FlateDecode",
+            },
+            z.finish().unwrap(),
+        ));
+        let content = doc.add_object(Stream::new(
+            dictionary! {},
+            b"q 595 0 0 842 0 0 cm /Im1 Do Q".to_vec(),
+        ));
+        let pages_id = doc.new_object_id();
+        let page = doc.add_object(dictionary! {
+            "Type" => "Page", "Parent" => pages_id, "Contents" => content,
+            "MediaBox" => vec![0.into(), 0.into(), 595.into(), 842.into()],
+            "Resources" => dictionary! { "XObject" => dictionary! { "Im1" => image } },
+        });
+        doc.objects.insert(
+            pages_id,
+            Object::Dictionary(dictionary! {
+                "Type" => "Pages", "Kids" => vec![Object::Reference(page)], "Count" => 1,
+            }),
+        );
+        let catalog = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
+        doc.trailer.set("Root", catalog);
+        let mut pdf = Vec::new();
+        doc.save_to(&mut pdf).unwrap();
+
+        let pages = text_layer(pdf.into()).await.expect("read, not refused");
+
+        assert_eq!(pages.len(), 1);
+        assert!(!has_usable_text(&pages[0]), "a scan: OCR decides");
+    }
+
     #[test]
     fn the_budget_of_a_job_follows_the_file_and_the_caps() {
         assert_eq!(
             text_layer_job_bytes(1_000_000),
-            5_000_000 + PDF_INFLATE_TOTAL + PDF_INFLATE_PER_STREAM * CONTENT_OPS_PER_BYTE
+            5_000_000 + PDF_INFLATE_PER_STREAM * 2 + 150_000 * 220 + 256 * 1024 * 100
         );
         assert!(
             text_layer_job_bytes(10_000_000) / MIB < memory_budget_mib(),

@@ -131,6 +131,11 @@ pub fn black_png(width: u32, height: u32, rgb: bool) -> Vec<u8> {
     out
 }
 
+/// A PDF with one page per content stream, given as they are (fonts as in [`text_pdf`]).
+pub fn pdf_of_raw_streams(streams: &[Vec<u8>]) -> Vec<u8> {
+    pdf_of_filtered_streams(streams, None)
+}
+
 fn pdf_of_filtered_streams(streams: &[Vec<u8>], filter: Option<&str>) -> Vec<u8> {
     let page_count = streams.len();
     // Objects: 1 catalog, 2 pages, 3 font, then per page: page object, content stream;

@@ -593,6 +593,28 @@ impl Upload {
     }
 }
 
+/// What the Textract stand-in knows a hostile scan by: it reads it poorly.
+const HOSTILE_SCAN: &str = "\u{1}hostile scan";
+
+/// The `n`-th hostile file: (what it is, its name, its bytes), alternately a PDF whose
+/// content stream is a flate bomb (256 MiB of zeros in 1.7 MB) and a complete PNG of
+/// 11,000 x 11,000 RGB pixels (363 MB decoded, in 2.3 MB) that reads poorly.
+fn hostile_file(n: usize) -> (&'static str, &'static str, Vec<u8>) {
+    if n.is_multiple_of(2) {
+        (
+            "flate-bomb PDF",
+            "bomb.pdf",
+            docflow_tests::pdf::flate_bomb_pdf(256 << 20),
+        )
+    } else {
+        (
+            "11000 x 11000 RGB PNG",
+            "huge-scan.png",
+            docflow_tests::pdf::black_png(11_000, 11_000, true),
+        )
+    }
+}
+
 /// The confidence the Textract stand-in gives every line (a clean scan: no second,
 /// preprocessed reading); an ingestion's quality score of `OCR_CONFIDENCE / 100` shows
 /// its text came from the stand-in.
@@ -741,6 +763,8 @@ impl Respond for Ocr {
             return ocr_fault(c, kind);
         }
         match self.text_of(key) {
+            // A poor first reading, so ingestion decodes the image to enhance it.
+            Some(text) if text == HOSTILE_SCAN => textract_ok(&["Rechnunq"], 20.0),
             Some(text) => {
                 c.answered.fetch_add(1, Ordering::SeqCst);
                 let lines: Vec<&str> = text.lines().collect();
@@ -917,6 +941,8 @@ pub struct Soak {
     pub drain_time: Duration,
     pub report: docflow::local::RunReport,
     pub documents: Vec<Seeded>,
+    /// Hostile files put in among the documents: (ingestion id, what it is).
+    pub hostile: Vec<(Uuid, &'static str)>,
     pub approvals: Vec<Uuid>,
 }
 
@@ -1335,6 +1361,7 @@ pub async fn run(profile: Profile) -> Soak {
                 ingestion_queue_url: &url,
             };
             let mut documents = Vec::with_capacity(total);
+            let mut hostile = Vec::new();
             let mut next = 0;
             'chunks: while next < total {
                 while docflow::local::depth(&sqs, &url).await.unwrap_or(u64::MAX) > BACKLOG {
@@ -1388,6 +1415,21 @@ pub async fn run(profile: Profile) -> Soak {
                     .collect()
                     .await;
                 documents.extend(more);
+                // Every fifth chunk, a hostile file among them (issue 28): it must fail
+                // alone, saying why, and cost no other record of its batch.
+                if (next / 20) % 5 == 1 {
+                    let (kind, name, bytes) = hostile_file(hostile.len());
+                    let ingested = docflow_cli::ingest::ingest(&target, tenant_id, name, bytes)
+                        .await
+                        .expect("ingest a hostile file");
+                    if name.ends_with(".png") {
+                        scans.lock().unwrap().insert(
+                            format!("documents/{}.png", ingested.document_id),
+                            HOSTILE_SCAN.to_owned(),
+                        );
+                    }
+                    hostile.push((ingested.ingestion_id, kind));
+                }
             }
             eprintln!(
                 "soak: {} documents in after {:.1} s",
@@ -1395,7 +1437,7 @@ pub async fn run(profile: Profile) -> Soak {
                 started.elapsed().as_secs_f64()
             );
             seeded.store(true, Ordering::SeqCst);
-            documents
+            (documents, hostile)
         })
     };
     // The app: approvals as matching finishes.
@@ -1551,7 +1593,7 @@ pub async fn run(profile: Profile) -> Soak {
     stop.store(true, Ordering::SeqCst);
     drain_task.abort();
     outage_task.abort();
-    let documents = seed_task.await.expect("the seeding task");
+    let (documents, hostile) = seed_task.await.expect("the seeding task");
     if let Some(task) = slack_task {
         task.abort();
     }
@@ -1583,6 +1625,7 @@ pub async fn run(profile: Profile) -> Soak {
         drain_time,
         report,
         documents,
+        hostile,
         approvals,
     }
 }
@@ -1749,6 +1792,52 @@ pub async fn verify(soak: &Soak) -> Verdict {
         n(&l.wrong_key),
         n(&l.wrong_key) == 0,
     );
+    // Hostile files: each failed alone, permanently, as too large; no ordinary document
+    // failed that way (issue 28: one hostile file costs one record, not its batch).
+    let ingestions = rows(&soak.pool, "ingestion").await;
+    let too_large = |row: &Value| {
+        s(row, "last_error").is_some_and(|e| e.contains("the file is too large to process"))
+    };
+    let mut hostile_wrong = Vec::new();
+    for (id, kind) in &soak.hostile {
+        let row = ingestions
+            .iter()
+            .find(|r| s(r, "id") == Some(id.to_string().as_str()));
+        match row {
+            Some(row) if s(row, "status") == Some("failed") && too_large(row) => {}
+            other => hostile_wrong.push(format!(
+                "hostile {kind} {id}: {:?} / {:?}",
+                other.and_then(|r| s(r, "status")),
+                other.and_then(|r| s(r, "last_error"))
+            )),
+        }
+    }
+    let hostile_ids: Vec<String> = soak.hostile.iter().map(|(id, _)| id.to_string()).collect();
+    for row in &ingestions {
+        if too_large(row)
+            && !hostile_ids
+                .iter()
+                .any(|id| Some(id.as_str()) == s(row, "id"))
+        {
+            hostile_wrong.push(format!("an ordinary document failed as too large: {row}"));
+        }
+    }
+    let kinds = |k: &str| {
+        soak.hostile
+            .iter()
+            .filter(|(_, kind)| kind.contains(k))
+            .count()
+    };
+    v.check(
+        &format!(
+            "hostile files (flate-bomb PDFs {} / 11000² PNGs {}) not failed alone as too large",
+            kinds("PDF"),
+            kinds("PNG")
+        ),
+        hostile_wrong.len(),
+        hostile_wrong.is_empty() && !soak.hostile.is_empty(),
+    );
+    v.problems.extend(hostile_wrong);
     let scans = |u: Upload| soak.documents.iter().filter(|d| d.upload == u).count();
     v.info(
         "scanned documents: PNG / PDF without a text layer",

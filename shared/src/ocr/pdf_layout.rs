@@ -137,15 +137,35 @@ impl OutputDev for LayoutText {
     }
 }
 
+/// Empties every image XObject of this (in-memory) document. pdf-extract 0.9 runs `Do`
+/// on any XObject as if it were a form: it inflates an image's pixels and parses them
+/// as content. A scanned page in `FlateDecode` is 150 MB of pixels to inflate for no
+/// text at all (and would hit the inflation cap); the text layer needs none of it.
+fn without_image_data(document: &mut pdf_extract::Document) {
+    for object in document.objects.values_mut() {
+        if let pdf_extract::Object::Stream(stream) = object
+            && stream
+                .dict
+                .get(b"Subtype")
+                .and_then(pdf_extract::Object::as_name)
+                .is_ok_and(|name| name == b"Image")
+        {
+            stream.set_plain_content(Vec::new());
+        }
+    }
+}
+
 /// The pages of a PDF as layout-preserving text. A PDF still encrypted after loading (the
 /// parser opens those whose user password is empty) is [`OcrError::Encrypted`]: its
 /// content streams are ciphertext, and reading them anyway would hand random glyphs on.
 pub fn extract_pages(bytes: &[u8]) -> Result<Vec<String>, OcrError> {
     let bad = |e: OutputError| OcrError::BadPdf(e.to_string());
-    let document = pdf_extract::Document::load_mem(bytes).map_err(|e| bad(e.into()))?;
+    let mut document = pdf_extract::Document::load_mem(bytes).map_err(|e| bad(e.into()))?;
     if document.is_encrypted() {
         return Err(OcrError::Encrypted);
     }
+    without_image_data(&mut document);
+    super::pdf_limits::check(&document)?;
     let mut layout = LayoutText::default();
     pdf_extract::output_doc(&document, &mut layout).map_err(bad)?;
     Ok(layout.into_pages())
