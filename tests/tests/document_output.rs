@@ -164,6 +164,9 @@ impl Logs {
         tracing::subscriber::set_default(
             tracing_subscriber::fmt()
                 .with_ansi(false)
+                // DEBUG and TRACE too (issue 25, item 9): the HTTP stack dumps requests
+                // there, and a leak at a level production rarely enables is still a leak.
+                .with_max_level(tracing::Level::TRACE)
                 .with_writer(move || logs.clone())
                 .finish(),
         )
