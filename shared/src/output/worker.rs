@@ -24,8 +24,9 @@
 //! |-------------------------------------------------|-------------------------------|------------------------|
 //! | Maesn answered with a task id                   | `submitted`, task id          | `dispatched`           |
 //! | Maesn may have acted (in doubt)                 | `failed`, `retryable = false` | `failed` "in doubt"    |
-//! | a lasting refusal (4xx, missing key/file)       | `failed`, `retryable = true`  | `failed`               |
-//! | a passing refusal (429/503/408, no connection, S3 throttled), not the final receive | `failed`, `retryable = true` | back to `pending` + `last_error` |
+//! | a lasting refusal (4xx, 307/308)                | `failed`, `retryable = true`  | `failed`               |
+//! | refused before the audit: a key unreadable, the file missing or too large, a job of another tenant than its document | — (none written) | `failed` (a passing key or S3 error: back to `pending`) |
+//! | a passing refusal (429, Maesn's 503, 408, no connection, keys rotated with too little time left), not the final receive | `failed`, `retryable = true` | back to `pending` + `last_error` |
 //! | the same on the final receive                   | `failed`, `retryable = true`  | `failed`               |
 //! | not enough time left to call Maesn              | — (none written)              | back to `pending`      |
 //!
