@@ -275,12 +275,14 @@ async fn two_exports_2_s_apart_through_a_front_dropping_idle_connections_are_dis
     assert_eq!(posts_for(&env, second_doc).await, 1);
 }
 
-/// Items 6 and the hostile stand-in's "401 at 25 s with a rotated key", scaled: Maesn
-/// timeout 8 s, record reserve 2 s (an attempt needs 10 s), an invocation with 14 s
-/// left, Maesn answering 401 after 5 s because the key was rotated meanwhile. A repeat
+/// Item 6 and the hostile stand-in's "401 at 25 s with a rotated key", scaled: Maesn
+/// timeout 20 s, record reserve 2 s (an attempt needs 22 s), an invocation with 30 s
+/// left, Maesn answering 401 after 12 s because the key was rotated meanwhile. A repeat
 /// then would have less than a whole request's budget and could be cut mid-flight at
 /// the deadline (in doubt for nothing): it is not sent. The export is deferred as a
-/// passing refusal, and the next delivery books with the new key.
+/// passing refusal, and the next delivery books with the new key. (The first attempt
+/// starts as long as claiming, reading the file and writing the audit take < 8 s; after
+/// the 401 at most 18 s are left whatever the machine's speed.)
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_401_late_in_the_attempt_with_a_rotated_key_is_repeated_only_with_a_whole_budget(
     pool: PgPool,
@@ -295,7 +297,7 @@ async fn a_401_late_in_the_attempt_with_a_rotated_key_is_repeated_only_with_a_wh
     let maesn = MaesnClient::new(
         &MaesnConfig {
             base_url: env.maesn.uri(),
-            timeout: Duration::from_secs(8),
+            timeout: Duration::from_secs(20),
             connect_timeout: Duration::from_secs(1),
             credentials_prefix: env.credentials_prefix.clone(),
         },
@@ -303,7 +305,7 @@ async fn a_401_late_in_the_attempt_with_a_rotated_key_is_repeated_only_with_a_wh
     )
     .unwrap();
     let settings = WorkerSettings {
-        maesn_timeout: Duration::from_secs(8),
+        maesn_timeout: Duration::from_secs(20),
         record_reserve: Duration::from_secs(2),
         ..env.deps.settings.clone()
     };
@@ -312,7 +314,7 @@ async fn a_401_late_in_the_attempt_with_a_rotated_key_is_repeated_only_with_a_wh
         .and(header("X-API-KEY", API_KEY))
         .respond_with(
             ResponseTemplate::new(401)
-                .set_delay(Duration::from_secs(5))
+                .set_delay(Duration::from_secs(12))
                 .set_body_json(
                     json!({ "error": { "code": "UNAUTHORIZED", "message": "key revoked" } }),
                 ),
@@ -341,7 +343,7 @@ async fn a_401_late_in_the_attempt_with_a_rotated_key_is_repeated_only_with_a_wh
         .await
         .unwrap();
 
-    let late = export(&env, &maesn, &settings, job, Some(Duration::from_secs(14))).await;
+    let late = export(&env, &maesn, &settings, job, Some(Duration::from_secs(30))).await;
 
     assert_eq!(
         posts_for(&env, doc).await,
