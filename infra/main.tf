@@ -139,7 +139,11 @@ module "document_output" {
   maximum_concurrency = var.maximum_concurrency["document-output"]
   enabled             = var.consumers_enabled
 
-  max_receive_count                = var.max_receive_count
+  # Its own receive count (issue 25, item 11): a passing refusal (Maesn 503, 429) backs
+  # off 60 s · 2^(n−1), at most 900 s, so 10 receives span 60+120+240+480+5·900 =
+  # 5400 s: an hour-long Maesn outage ends with receives to spare
+  # (docs/document-output.md, "Backoff schedule").
+  max_receive_count                = var.document_output_max_receive_count
   message_retention_seconds        = var.message_retention_seconds
   oldest_message_age_alarm_seconds = 1800
 

@@ -92,6 +92,17 @@ variable "max_receive_count" {
   }
 }
 
+variable "document_output_max_receive_count" {
+  description = "Receives of a document-output message before its DLQ; also the function's MAX_RECEIVE_COUNT. With the output backoff (60 s doubling to 900 s) 10 receives span 90 minutes, so exports outlast an hour of Maesn refusals (docs/document-output.md)."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.document_output_max_receive_count >= 8 && var.document_output_max_receive_count <= 1000 && floor(var.document_output_max_receive_count) == var.document_output_max_receive_count
+    error_message = "document_output_max_receive_count must be a whole number from 8 to 1000: fewer receives give up on exports during an hour-long Maesn outage."
+  }
+}
+
 variable "message_retention_seconds" {
   description = "Retention of the source queues (the DLQs keep messages 14 days, which must be longer)."
   type        = number

@@ -40,24 +40,42 @@ pub struct Options {
 
 /// Faults the stand-in injects into booking proposals that passed its checks, drawn
 /// from a seeded generator (the draw order follows the order requests arrive).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Faults {
     pub seed: u64,
-    /// Share answered `503 Service Unavailable`: nothing booked (a passing refusal).
+    /// Share answered `503 Service Unavailable` with Maesn's JSON envelope: nothing
+    /// booked (a passing refusal).
     pub unavailable: f64,
     /// Share booked and then answered only after `late_by`: a caller whose timeout is
     /// shorter gives up after Maesn received the request (the export is in doubt).
     pub answer_late: f64,
     pub late_by: std::time::Duration,
+    /// Share booked, then answered by a proxy's 503 (`server: envoy`, "upstream connect
+    /// error", no JSON): in doubt.
+    pub proxy_503: f64,
+    /// Share booked, then answered `303 See Other`: in doubt.
+    pub see_other: f64,
+    /// Share booked, then answered 200 with the header [`CUT_BODY`]: a hostile front
+    /// (`docflow_tests::hostile`) cuts the body off with a reset; in doubt.
+    pub cut_body: f64,
+    /// After [`StandIn::rotate_api_key`]: how long a request with the revoked key waits
+    /// for its 401 (Maesn answering late in the caller's budget, "a 401 at 25 s").
+    pub revoked_key_answer_after: std::time::Duration,
 }
+
+/// The response header by which the stand-in asks a hostile front to cut the body off
+/// (the same as `docflow_tests::hostile::CUT_BODY`).
+pub const CUT_BODY: &str = "x-standin-fault";
 
 /// What the stand-in did with one booking proposal request.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
 pub struct Attempt {
     /// The proposal's `id` (docflow sends the document id), when the body had one.
     pub document_id: Option<String>,
-    /// `booked`, `booked-late` (booked, answer delayed), `unavailable` (503), or
-    /// `refused` (401/400/429).
+    /// `booked`, `booked-late` (booked, answer delayed), `booked-proxy-503`,
+    /// `booked-see-other`, `booked-cut-off` (booked, then an answer that leaves the
+    /// caller in doubt), `unavailable` (503), `refused-rotated` (a late 401 for a key
+    /// revoked by a rotation), or `refused` (401/400/429).
     pub outcome: String,
 }
 
@@ -106,12 +124,16 @@ struct State {
     /// The fault generator's state (splitmix64).
     #[serde(skip)]
     fault_state: Option<u64>,
+    /// The API key accepted since a rotation, and the one it revoked.
+    #[serde(default)]
+    rotated: Option<(String, String)>,
 }
 
 /// A running stand-in. Dropping it stops the server.
 pub struct StandIn {
     server: MockServer,
     state: Arc<Mutex<State>>,
+    api_key: String,
 }
 
 impl StandIn {
@@ -136,6 +158,7 @@ impl StandIn {
             .and_then(|bytes| serde_json::from_slice::<State>(&bytes).ok())
             .unwrap_or_default();
         let state = Arc::new(Mutex::new(loaded));
+        let api_key = options.api_key.clone();
         let options = Arc::new(options);
         Mock::given(method("POST"))
             .and(path("/accounting/bookingProposals/async"))
@@ -162,7 +185,11 @@ impl StandIn {
             })
             .mount(&server)
             .await;
-        StandIn { server, state }
+        StandIn {
+            server,
+            state,
+            api_key,
+        }
     }
 
     pub fn uri(&self) -> String {
@@ -177,6 +204,20 @@ impl StandIn {
     /// Requests answered with an error status (401/400/429, and injected 503s).
     pub fn refused(&self) -> u32 {
         self.state.lock().expect("state").refused
+    }
+
+    /// Rotates the API key: from now on only `new` is accepted, and a request with the
+    /// old one is answered 401 (after `Faults::revoked_key_answer_after` for a booking
+    /// proposal). Returns the revoked key.
+    pub fn rotate_api_key(&self, new: &str) -> String {
+        let mut state = self.state.lock().expect("state");
+        let old = state
+            .rotated
+            .as_ref()
+            .map(|(now, _)| now.clone())
+            .unwrap_or_else(|| self.api_key.clone());
+        state.rotated = Some((new.to_owned(), old.clone()));
+        old
     }
 
     /// Every booking proposal request and what the stand-in did with it.
@@ -220,8 +261,12 @@ fn header(request: &Request, name: &str) -> Option<String> {
 }
 
 /// Checks the credentials both calls need; `Err` is the error response.
-fn authorize(request: &Request, options: &Options) -> Result<String, Refusal> {
-    if header(request, "x-api-key").as_deref() != Some(options.api_key.as_str()) {
+fn authorize(request: &Request, options: &Options, state: &State) -> Result<String, Refusal> {
+    let accepted = state
+        .rotated
+        .as_ref()
+        .map_or(options.api_key.as_str(), |(now, _)| now.as_str());
+    if header(request, "x-api-key").as_deref() != Some(accepted) {
         return Err(refuse(401, "UNAUTHORIZED", "invalid or missing X-API-KEY"));
     }
     if header(request, "x-account-key").is_none() {
@@ -258,7 +303,26 @@ impl Respond for Create {
 
 impl Create {
     fn create(&self, state: &mut State, request: &Request) -> Result<ResponseTemplate, Refusal> {
-        let company_id = authorize(request, &self.options)?;
+        let revoked = state
+            .rotated
+            .as_ref()
+            .is_some_and(|(_, old)| header(request, "x-api-key").as_deref() == Some(old));
+        if revoked {
+            state.attempts.push(Attempt {
+                document_id: None,
+                outcome: "refused-rotated".into(),
+            });
+            let after = self
+                .options
+                .faults
+                .as_ref()
+                .map(|f| f.revoked_key_answer_after)
+                .unwrap_or_default();
+            return Err(Box::new(
+                error(401, "UNAUTHORIZED", "the X-API-KEY was revoked").set_delay(after),
+            ));
+        }
+        let company_id = authorize(request, &self.options, state)?;
         let content_type = header(request, "content-type").unwrap_or_default();
         let boundary = content_type
             .strip_prefix("multipart/form-data")
@@ -319,6 +383,7 @@ impl Create {
             ));
         }
         let mut late = None;
+        let mut after_booking: Option<&str> = None;
         if let Some(faults) = &self.options.faults {
             let draw = next_unit(state.fault_state.get_or_insert(faults.seed));
             if draw < faults.unavailable {
@@ -329,14 +394,28 @@ impl Create {
                     "service temporarily unavailable",
                 ));
             }
-            if draw < faults.unavailable + faults.answer_late {
+            let mut bound = faults.unavailable + faults.answer_late;
+            if draw < bound {
                 late = Some(faults.late_by);
+            } else {
+                for (share, kind) in [
+                    (faults.proxy_503, "booked-proxy-503"),
+                    (faults.see_other, "booked-see-other"),
+                    (faults.cut_body, "booked-cut-off"),
+                ] {
+                    let lower = bound;
+                    bound += share;
+                    if draw >= lower && draw < bound {
+                        after_booking = Some(kind);
+                        break;
+                    }
+                }
             }
         }
-        state.attempts.push(attempt(if late.is_some() {
-            "booked-late"
-        } else {
-            "booked"
+        state.attempts.push(attempt(match (late, after_booking) {
+            (Some(_), _) => "booked-late",
+            (None, Some(kind)) => kind,
+            (None, None) => "booked",
         }));
         let task_id = uuid::Uuid::new_v4().to_string();
         if let Some(n) = &number
@@ -356,9 +435,19 @@ impl Create {
         });
         let response = ResponseTemplate::new(200)
             .set_body_json(json!({ "meta": meta(), "data": { "taskId": task_id } }));
-        Ok(match late {
-            Some(delay) => response.set_delay(delay),
-            None => response,
+        // Booked; what the caller sees may still leave it in doubt.
+        Ok(match (late, after_booking) {
+            (Some(delay), _) => response.set_delay(delay),
+            (None, Some("booked-proxy-503")) => ResponseTemplate::new(503)
+                .insert_header("server", "envoy")
+                .set_body_string(
+                    "upstream connect error or disconnect/reset before headers. reset reason: \
+                     connection termination",
+                ),
+            (None, Some("booked-see-other")) => ResponseTemplate::new(303)
+                .insert_header("location", format!("/accounting/asyncTask/{task_id}")),
+            (None, Some(_)) => response.insert_header(CUT_BODY, "cut-body"),
+            (None, None) => response,
         })
     }
 }
@@ -370,7 +459,11 @@ struct Task {
 
 impl Respond for Task {
     fn respond(&self, request: &Request) -> ResponseTemplate {
-        if let Err(response) = authorize(request, &self.options) {
+        let authorized = {
+            let state = self.state.lock().expect("state");
+            authorize(request, &self.options, &state)
+        };
+        if let Err(response) = authorized {
             self.state.lock().expect("state").refused += 1;
             return *response;
         }

@@ -25,6 +25,8 @@ lambda_concurrent_executions_quota = 1000
 consumers_enabled = false
 
 max_receive_count = 3
+# Outlasts an hour of Maesn refusals with the output backoff (docs/document-output.md).
+document_output_max_receive_count = 10
 maximum_concurrency = {
   ingestion         = 5
   matching          = 5

@@ -15,12 +15,25 @@
 //!   document twice. Only answers that prove nothing was done are "refusals": no
 //!   connection was made (refused, connect timeout, DNS, TLS handshake — all before a
 //!   byte of the request was written), 4xx (the request was judged and turned down,
-//!   408 and 429 included), 3xx (redirects are not followed) and 503 ("not now").
-//!   Everything else — a timeout or a broken connection after the request was written,
-//!   any other 5xx (500, 501, 502, 504, 505–599, CDN 520/524, proxy 598/599), a 2xx
-//!   whose body is not the documented envelope — is **in doubt**.
+//!   408 and 429 included), 307/308 (the request must be sent elsewhere; redirects are
+//!   not followed) and a 503 **that Maesn itself sent** ("not now"): one with Maesn's
+//!   JSON error envelope or a `Retry-After`, and no mark of a proxy
+//!   ([`said_by_maesn`]). Everything else is **in doubt**: a timeout or a broken
+//!   connection after the request was written (a reset, a body cut short — also on a
+//!   200), any other 5xx (500, 501, 502, 504, 505–599, CDN 520/524, proxy 598/599), a
+//!   503 from a proxy (a non-JSON body, `server: envoy`/`cloudflare`/`awselb`,
+//!   "upstream connect error": the origin may have booked before the proxy gave up),
+//!   every 3xx but 307/308 (a 303 "see other" answers a request that was processed),
+//!   a 2xx whose body is not the documented envelope.
 //! - **May trying again help?** ([`Classify::retry_class`]) 408, 429, 5xx and transport
 //!   failures are transient; other statuses and broken contracts are permanent.
+//!
+//! **Connections.** The booking proposal is sent on a connection of its own
+//! ([`MaesnClient`] keeps no idle connection for the POST): after a Lambda freeze a
+//! pooled keep-alive connection may long have been dropped by a load balancer, and a
+//! POST written into it fails with a reset that could not be told apart from one after
+//! Maesn received it (in doubt, although nothing reached Maesn). Task polls (GET, safe
+//! to repeat) reuse connections idle for at most [`GET_POOL_IDLE`].
 //!
 //! A connect timeout (`MAESN_CONNECT_TIMEOUT_SECONDS`) shorter than the request timeout
 //! is what makes a hanging connect (NAT or DNS trouble) surface as a connect error, i.e.
@@ -30,9 +43,13 @@
 //! Credentials: Maesn's API key is the app secret's `maesn_api_key`; a tenant's account
 //! key (`X-ACCOUNT-KEY`) is the `account_key` of its own secret
 //! `DATEV_CREDENTIALS_PREFIX` + tenant id. Both are [`SecretString`]s read through the
-//! cached secret stores on each call and never logged; the database holds neither.
-//! A 401 or 403 makes the client read both secrets again and, only when a key there
-//! changed (rotated since it was cached), repeat the request once with the new keys.
+//! cached secret stores and never logged (the header values are marked sensitive);
+//! the database holds neither. For the booking proposal the worker reads both
+//! ([`DatevConnector::keys`]) before it writes the audit, so no secret read can eat into
+//! the time of a request already recorded as started. A 401 or 403 makes the client
+//! read both secrets again and, only when a key there changed (rotated since it was
+//! cached), repeat the request once with the new keys — for the POST, only when the
+//! caller still has a full request budget ([`DatevConnector::rotated_keys`]).
 
 use std::fmt::Write as _;
 use std::future::Future;
@@ -45,6 +62,11 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::retry::{Classify, RetryClass, classify_http_status};
+
+/// How long a task poll (GET) may reuse an idle connection: long enough for the polls
+/// of one sweeper run, which follow each other at once; short, because a load balancer
+/// drops idle connections (after 60 s or so) and a Lambda may be frozen far longer.
+pub const GET_POOL_IDLE: Duration = Duration::from_millis(500);
 
 /// Statuses Maesn documents as definite refusals (module docs); every other status goes
 /// by the shared table, where unknown means transient.
@@ -140,6 +162,9 @@ pub enum DatevError {
         body: String,
         /// The `Retry-After` header (seconds or an HTTP date), when Maesn sent one.
         retry_after: Option<Duration>,
+        /// Whether the answer bears Maesn's own marks ([`said_by_maesn`]); only then is
+        /// a 503 a refusal.
+        from_maesn: bool,
     },
     #[error("could not reach Maesn for {operation}")]
     Transport {
@@ -154,6 +179,16 @@ pub enum DatevError {
     },
     #[error("could not read the Maesn API key from the secret store")]
     ApiKey(#[source] SecretError),
+    #[error(
+        "the {which} in the secret is not a valid HTTP header value (control characters or \
+         non-ASCII); store the key as Maesn issued it"
+    )]
+    InvalidKey { which: &'static str },
+    #[error(
+        "Maesn refused the keys (HTTP {status}) and the secrets now hold rotated ones, but too \
+         little time is left for a whole second request; nothing was booked, retried later"
+    )]
+    KeysRotated { status: u16 },
     #[error(
         "could not read the DATEV account key of tenant {tenant_id}: it belongs in secret \
          {secret_id} as {{\"account_key\": \"…\"}}"
@@ -177,14 +212,58 @@ impl Classify for DatevError {
             DatevError::UnexpectedBody { .. } => RetryClass::Permanent,
             DatevError::ApiKey(e) => e.retry_class(),
             DatevError::AccountKey { source, .. } => source.retry_class(),
+            DatevError::InvalidKey { .. } => RetryClass::Permanent,
+            DatevError::KeysRotated { .. } => RetryClass::Transient,
         }
     }
 }
 
-/// Whether an HTTP error status leaves open that Maesn acted on the request: every 5xx
-/// but 503. 1xx–4xx and 503 are answers about a request that was not carried out.
-pub fn status_in_doubt(status: u16) -> bool {
-    status >= 500 && status != 503
+/// Whether an HTTP error status leaves open that Maesn acted on the request
+/// (`from_maesn`: the answer bears Maesn's own marks, [`said_by_maesn`]). Refusals:
+/// 4xx, 307/308, and a 503 from Maesn. In doubt: every other 3xx (a 303 answers a
+/// request that was processed), every other 5xx, and a 503 from a proxy.
+pub fn status_in_doubt(status: u16, from_maesn: bool) -> bool {
+    match status {
+        307 | 308 => false,
+        300..=399 => true,
+        503 => !from_maesn,
+        s => s >= 500,
+    }
+}
+
+/// Whether an error answer comes from Maesn itself rather than from a proxy or load
+/// balancer in front of it: no proxy's mark (a `server` header naming envoy,
+/// cloudflare or awselb; "upstream connect error", "no healthy upstream" or an HTML
+/// page in the body) and one of Maesn's own — its JSON error envelope (an object with
+/// an `error` member, or with `statusCode` and `message`) or a `Retry-After`.
+pub fn said_by_maesn(body: &str, retry_after: Option<Duration>, server: Option<&str>) -> bool {
+    let server = server.unwrap_or_default().to_ascii_lowercase();
+    if ["envoy", "cloudflare", "awselb"]
+        .iter()
+        .any(|proxy| server.contains(proxy))
+    {
+        return false;
+    }
+    let lower = body.to_ascii_lowercase();
+    if [
+        "upstream connect error",
+        "no healthy upstream",
+        "<html",
+        "<!doctype",
+    ]
+    .iter()
+    .any(|mark| lower.contains(mark))
+    {
+        return false;
+    }
+    let envelope = serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.as_object().cloned())
+        .is_some_and(|o| {
+            o.get("error").is_some_and(|e| e.is_object())
+                || (o.contains_key("statusCode") && o.contains_key("message"))
+        });
+    envelope || retry_after.is_some()
 }
 
 impl DatevError {
@@ -192,25 +271,34 @@ impl DatevError {
     /// docs). Retrying such a booking proposal could book the document twice.
     pub fn may_have_been_accepted(&self) -> bool {
         match self {
-            DatevError::Status { status, .. } => status_in_doubt(*status),
+            DatevError::Status {
+                status, from_maesn, ..
+            } => status_in_doubt(*status, *from_maesn),
             // A connect error (refused, connect timeout, DNS, TLS) happens before any
             // byte of the request is written; a builder error before anything is sent.
             DatevError::Transport { source, .. } => !(source.is_connect() || source.is_builder()),
             DatevError::UnexpectedBody { .. } => true,
-            DatevError::ApiKey(_) | DatevError::AccountKey { .. } => false,
+            DatevError::ApiKey(_)
+            | DatevError::AccountKey { .. }
+            | DatevError::InvalidKey { .. }
+            | DatevError::KeysRotated { .. } => false,
         }
     }
 
     /// A definite refusal that may pass: nothing was done, and trying again later may
-    /// succeed — 408, 429, 503, no connection, a secret store that is throttled or down.
+    /// succeed — 408, 429, a 503 from Maesn, no connection, a secret store that is
+    /// throttled or down, keys rotated with too little time left to use them.
     /// Decided here rather than by [`Classify::retry_class`], so that a booking proposal
     /// is retried for exactly these answers whatever the shared status table says; every
     /// other refusal (4xx, 3xx, a missing key) is lasting.
     pub fn is_passing_refusal(&self) -> bool {
         match self {
-            DatevError::Status { status, .. } => matches!(status, 408 | 429 | 503),
+            DatevError::Status {
+                status, from_maesn, ..
+            } => matches!(status, 408 | 429) || (*status == 503 && *from_maesn),
             DatevError::Transport { source, .. } => source.is_connect(),
-            DatevError::UnexpectedBody { .. } => false,
+            DatevError::UnexpectedBody { .. } | DatevError::InvalidKey { .. } => false,
+            DatevError::KeysRotated { .. } => true,
             DatevError::ApiKey(e) | DatevError::AccountKey { source: e, .. } => e.is_transient(),
         }
     }
@@ -222,14 +310,49 @@ impl DatevError {
             _ => None,
         }
     }
+
+    /// Maesn refused the keys (401/403): they may have been rotated since they were
+    /// cached ([`DatevConnector::rotated_keys`]).
+    pub fn refused_keys(&self) -> bool {
+        matches!(
+            self,
+            DatevError::Status {
+                status: 401 | 403,
+                ..
+            }
+        )
+    }
+}
+
+/// Maesn's two keys for one account, read before a booking proposal is recorded as
+/// started. `Debug` shows neither value.
+#[derive(Debug, Clone)]
+pub struct Keys {
+    pub api_key: SecretString,
+    pub account_key: SecretString,
 }
 
 /// The narrow seam to DATEV. One request per call, no retries inside.
 pub trait DatevConnector: Send + Sync {
-    /// Starts an asynchronous booking proposal; returns Maesn's task id.
+    /// Both keys of `account` (each secret read bounded by the secret store's timeout).
+    fn keys(&self, account: &DatevAccount)
+    -> impl Future<Output = Result<Keys, DatevError>> + Send;
+
+    /// After Maesn refused `refused` (401/403): the keys the secrets hold now, read
+    /// again, when one of them differs (rotated); `None` when they are the same (the
+    /// key is simply wrong: repeating would be refused again).
+    fn rotated_keys(
+        &self,
+        account: &DatevAccount,
+        refused: &Keys,
+    ) -> impl Future<Output = Result<Option<Keys>, DatevError>> + Send;
+
+    /// Starts an asynchronous booking proposal with `keys`: exactly one request, on a
+    /// fresh connection, no redirect followed; returns Maesn's task id.
     fn create_booking_proposal(
         &self,
         proposal: &BookingProposal,
+        keys: &Keys,
     ) -> impl Future<Output = Result<String, DatevError>> + Send;
 
     /// Reads the state of an asynchronous task started by
@@ -313,7 +436,11 @@ impl MaesnConfig {
 /// The real connector: Maesn's REST API over reqwest.
 #[derive(Debug, Clone)]
 pub struct MaesnClient {
+    /// Task polls (GET): reuses connections idle for at most [`GET_POOL_IDLE`].
     http: reqwest::Client,
+    /// Booking proposals (POST): keeps no idle connection, so every POST goes out on a
+    /// connection just made (module docs, "Connections").
+    post: reqwest::Client,
     base_url: String,
     secrets: Arc<SecretStore>,
     credentials: Arc<SecretFamily>,
@@ -346,17 +473,21 @@ const CREATE: &str = "POST /accounting/bookingProposals/async";
 const TASK: &str = "GET /accounting/asyncTask";
 
 impl MaesnClient {
-    /// Builds the client once per cold start; fails only if the TLS backend cannot be
-    /// initialised. Redirects are not followed: a 3xx is reported as an answer (a
-    /// refusal), never turned into a second request.
+    /// Builds the clients once per cold start; fails only if the TLS backend cannot be
+    /// initialised. Redirects are not followed: a 3xx is reported as an answer, never
+    /// turned into a second request.
     pub fn new(config: &MaesnConfig, secrets: Arc<SecretStore>) -> Result<Self, reqwest::Error> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            .timeout(config.timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()?;
+        let builder = || {
+            reqwest::Client::builder()
+                .connect_timeout(config.connect_timeout)
+                .timeout(config.timeout)
+                .redirect(reqwest::redirect::Policy::none())
+        };
+        let http = builder().pool_idle_timeout(GET_POOL_IDLE).build()?;
+        let post = builder().pool_max_idle_per_host(0).build()?;
         Ok(MaesnClient {
             http,
+            post,
             base_url: config.base_url.clone(),
             credentials: Arc::new(secrets.family(config.credentials_prefix.clone())),
             secrets,
@@ -388,53 +519,70 @@ impl MaesnClient {
     /// the secrets are read again and, only when a key there changed, the request is
     /// repeated once with the new keys. Maesn refused to act on the first request, so the
     /// repeat cannot book twice. Otherwise the refusal is returned as it was.
-    async fn send(
+    async fn read_keys(&self, account: &DatevAccount) -> Result<Keys, DatevError> {
+        Ok(Keys {
+            api_key: self.api_key().await?,
+            account_key: self.account_key(account.tenant_id).await?,
+        })
+    }
+
+    async fn fresh_keys(
         &self,
-        operation: &'static str,
-        request: impl Fn() -> Result<reqwest::RequestBuilder, DatevError>,
         account: &DatevAccount,
-    ) -> Result<(u16, String, Option<Duration>), DatevError> {
-        // Both keys before the request: a secret that cannot be read is a refusal.
-        let api_key = self.api_key().await?;
-        let account_key = self.account_key(account.tenant_id).await?;
-        let answer = self
-            .send_with(operation, request()?, account, &api_key, &account_key)
-            .await?;
-        if !matches!(answer.0, 401 | 403) {
-            return Ok(answer);
-        }
+        refused: &Keys,
+        status: u16,
+        operation: &'static str,
+    ) -> Result<Option<Keys>, DatevError> {
         let tenant = account.tenant_id.to_string();
         // Both, not short-circuited: either key may be the rotated one.
         let (api_forgotten, account_forgotten) =
             tokio::join!(self.secrets.refresh(), self.credentials.refresh(&tenant));
         if !api_forgotten && !account_forgotten {
-            return Ok(answer);
+            return Ok(None);
         }
-        let fresh_api_key = self.api_key().await?;
-        let fresh_account_key = self.account_key(account.tenant_id).await?;
-        if !key_changed(Some(&api_key), Some(&fresh_api_key))
-            && !key_changed(Some(&account_key), Some(&fresh_account_key))
+        let fresh = self.read_keys(account).await?;
+        if !key_changed(Some(&refused.api_key), Some(&fresh.api_key))
+            && !key_changed(Some(&refused.account_key), Some(&fresh.account_key))
         {
-            tracing::error!(
-                status = answer.0,
-                operation,
-                "Maesn refuses the keys in the secrets"
-            );
+            tracing::error!(status, operation, "Maesn refuses the keys in the secrets");
+            return Ok(None);
+        }
+        Ok(Some(fresh))
+    }
+
+    /// Sends one request with both keys; returns the status, the body and the parsed
+    /// `Retry-After` for [`read_created_task`] / [`read_task_state`] to read.
+    ///
+    /// A 401 or 403 may mean a key was rotated since it was cached (the old one revoked):
+    /// the secrets are read again and, only when a key there changed, the request is
+    /// repeated once with the new keys. Maesn refused to act on the first request, so the
+    /// repeat cannot book twice. Otherwise the refusal is returned as it was. (For task
+    /// polls; the booking proposal leaves the repeat to the worker, which knows its time.)
+    async fn send(
+        &self,
+        operation: &'static str,
+        request: impl Fn() -> Result<reqwest::RequestBuilder, DatevError>,
+        account: &DatevAccount,
+    ) -> Result<Answer, DatevError> {
+        let keys = self.read_keys(account).await?;
+        let answer = self
+            .send_with(operation, request()?, account, &keys)
+            .await?;
+        if !matches!(answer.status, 401 | 403) {
             return Ok(answer);
         }
+        let Some(fresh) = self
+            .fresh_keys(account, &keys, answer.status, operation)
+            .await?
+        else {
+            return Ok(answer);
+        };
         tracing::warn!(
-            status = answer.0,
+            status = answer.status,
             operation,
             "Maesn refused its keys; repeating the request once with the keys now in the secrets"
         );
-        self.send_with(
-            operation,
-            request()?,
-            account,
-            &fresh_api_key,
-            &fresh_account_key,
-        )
-        .await
+        self.send_with(operation, request()?, account, &fresh).await
     }
 
     /// One request with these keys.
@@ -443,23 +591,33 @@ impl MaesnClient {
         operation: &'static str,
         request: reqwest::RequestBuilder,
         account: &DatevAccount,
-        api_key: &SecretString,
-        account_key: &SecretString,
-    ) -> Result<(u16, String, Option<Duration>), DatevError> {
+        keys: &Keys,
+    ) -> Result<Answer, DatevError> {
         let started = std::time::Instant::now();
         let response = request
-            .header("X-API-KEY", api_key.expose_secret())
-            .header("X-ACCOUNT-KEY", account_key.expose_secret())
+            .headers(key_headers(keys)?)
             .query(&[("companyId", account.company_id.as_str())])
             .send()
             .await
             .map_err(|source| DatevError::Transport { operation, source })?;
-        let status = response.status();
+        let status = response.status().as_u16();
         let retry_after = retry_after(response.headers());
+        let server = response
+            .headers()
+            .get(reqwest::header::SERVER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let body = match response.text().await {
             Ok(body) => body,
-            // The status already says Maesn refused; a body cut short changes nothing.
-            Err(_) if !status.is_success() && !status_in_doubt(status.as_u16()) => {
+            // The status already says nothing was done; a body cut short changes nothing.
+            // (A 503 needs its body to tell Maesn from a proxy: without it, in doubt.)
+            Err(_)
+                if !(200..300).contains(&status)
+                    && !status_in_doubt(
+                        status,
+                        said_by_maesn("", retry_after, server.as_deref()),
+                    ) =>
+            {
                 "(body unreadable)".into()
             }
             Err(source) => return Err(DatevError::Transport { operation, source }),
@@ -468,8 +626,42 @@ impl MaesnClient {
             crate::telemetry::metrics::output::MAESN_LATENCY,
             started.elapsed(),
         );
-        Ok((status.as_u16(), body, retry_after))
+        Ok(Answer {
+            status,
+            body,
+            retry_after,
+            server,
+        })
     }
+}
+
+/// Both keys as header values marked sensitive, so that no `Debug` of the request (the
+/// HTTP stack's DEBUG/TRACE logs) prints them.
+fn key_headers(keys: &Keys) -> Result<reqwest::header::HeaderMap, DatevError> {
+    use reqwest::header::{HeaderMap, HeaderValue};
+    let value = |key: &SecretString, which| {
+        let mut value = HeaderValue::from_str(key.expose_secret())
+            .map_err(|_| DatevError::InvalidKey { which })?;
+        value.set_sensitive(true);
+        Ok::<_, DatevError>(value)
+    };
+    let mut headers = HeaderMap::with_capacity(2);
+    headers.insert("X-API-KEY", value(&keys.api_key, "Maesn API key")?);
+    headers.insert(
+        "X-ACCOUNT-KEY",
+        value(&keys.account_key, "DATEV account key")?,
+    );
+    Ok(headers)
+}
+
+/// One HTTP answer as the connector read it.
+#[derive(Debug, Clone)]
+struct Answer {
+    status: u16,
+    body: String,
+    retry_after: Option<Duration>,
+    /// The `server` header (a proxy names itself there).
+    server: Option<String>,
 }
 
 /// Reads one Maesn answer (status and body, the `Retry-After` already parsed): a
@@ -480,6 +672,7 @@ fn read_answer<T: for<'de> Deserialize<'de>>(
     status: u16,
     body: &str,
     retry_after: Option<Duration>,
+    server: Option<&str>,
 ) -> Result<T, DatevError> {
     if !(200..300).contains(&status) {
         return Err(DatevError::Status {
@@ -487,6 +680,7 @@ fn read_answer<T: for<'de> Deserialize<'de>>(
             status,
             body: body.chars().take(500).collect(),
             retry_after,
+            from_maesn: said_by_maesn(body, retry_after, server),
         });
     }
     let envelope: Envelope<T> =
@@ -501,13 +695,23 @@ fn read_answer<T: for<'de> Deserialize<'de>>(
 }
 
 /// Maesn's answer to `POST /accounting/bookingProposals/async`: the task id, or why the
-/// answer is not one. Pure (what the connector and the fuzz targets call).
+/// answer is not one. Pure (what the fuzz targets call; no `server` header).
 pub fn read_created_task(
     status: u16,
     body: &str,
     retry_after: Option<Duration>,
 ) -> Result<String, DatevError> {
-    let created: CreatedTask = read_answer(CREATE, status, body, retry_after)?;
+    read_created_task_from(status, body, retry_after, None)
+}
+
+/// [`read_created_task`] with the answer's `server` header (a proxy's mark).
+pub fn read_created_task_from(
+    status: u16,
+    body: &str,
+    retry_after: Option<Duration>,
+    server: Option<&str>,
+) -> Result<String, DatevError> {
+    let created: CreatedTask = read_answer(CREATE, status, body, retry_after, server)?;
     created
         .task_id
         .filter(|id| !id.trim().is_empty())
@@ -524,7 +728,7 @@ pub fn read_task_state(
     body: &str,
     retry_after: Option<Duration>,
 ) -> Result<TaskState, DatevError> {
-    let info: TaskInfo = read_answer(TASK, status, body, retry_after)?;
+    let info: TaskInfo = read_answer(TASK, status, body, retry_after, None)?;
     let information = info
         .information
         .into_iter()
@@ -578,35 +782,52 @@ fn path_segment(segment: &str) -> String {
 }
 
 impl DatevConnector for MaesnClient {
-    async fn create_booking_proposal(&self, p: &BookingProposal) -> Result<String, DatevError> {
-        // A multipart body is a stream: a repeated request (keys rotated) builds it anew
-        // from the bytes in memory.
-        let request = || {
-            let file = reqwest::multipart::Part::stream_with_length(
-                reqwest::Body::from(p.file.bytes.clone()),
-                p.file.bytes.len() as u64,
-            )
-            .file_name(p.file.file_name.clone())
-            .mime_str(&p.file.mime_type)
-            .map_err(|source| DatevError::Transport {
-                operation: CREATE,
-                source,
-            })?;
-            let json_part = |value: &serde_json::Value| {
-                reqwest::multipart::Part::text(value.to_string())
-                    .mime_str("application/json")
-                    .expect("application/json is a valid mime type")
-            };
-            let form = reqwest::multipart::Form::new()
-                .part("bookingProposal", json_part(&p.proposal))
-                .text("bookingType", p.booking_type.clone())
-                .part("folderManagement", json_part(&p.folder_management))
-                .part("files", file);
-            let url = format!("{}/accounting/bookingProposals/async", self.base_url);
-            Ok(self.http.post(url).multipart(form))
+    async fn keys(&self, account: &DatevAccount) -> Result<Keys, DatevError> {
+        self.read_keys(account).await
+    }
+
+    async fn rotated_keys(
+        &self,
+        account: &DatevAccount,
+        refused: &Keys,
+    ) -> Result<Option<Keys>, DatevError> {
+        self.fresh_keys(account, refused, 401, CREATE).await
+    }
+
+    async fn create_booking_proposal(
+        &self,
+        p: &BookingProposal,
+        keys: &Keys,
+    ) -> Result<String, DatevError> {
+        let file = reqwest::multipart::Part::stream_with_length(
+            reqwest::Body::from(p.file.bytes.clone()),
+            p.file.bytes.len() as u64,
+        )
+        .file_name(p.file.file_name.clone())
+        .mime_str(&p.file.mime_type)
+        .map_err(|source| DatevError::Transport {
+            operation: CREATE,
+            source,
+        })?;
+        let json_part = |value: &serde_json::Value| {
+            reqwest::multipart::Part::text(value.to_string())
+                .mime_str("application/json")
+                .expect("application/json is a valid mime type")
         };
-        let (status, body, retry_after) = self.send(CREATE, request, &p.account).await?;
-        read_created_task(status, &body, retry_after)
+        let form = reqwest::multipart::Form::new()
+            .part("bookingProposal", json_part(&p.proposal))
+            .text("bookingType", p.booking_type.clone())
+            .part("folderManagement", json_part(&p.folder_management))
+            .part("files", file);
+        let url = format!("{}/accounting/bookingProposals/async", self.base_url);
+        let request = self.post.post(url).multipart(form);
+        let answer = self.send_with(CREATE, request, &p.account, keys).await?;
+        read_created_task_from(
+            answer.status,
+            &answer.body,
+            answer.retry_after,
+            answer.server.as_deref(),
+        )
     }
 
     async fn async_task(
@@ -625,9 +846,8 @@ impl DatevConnector for MaesnClient {
             self.base_url,
             path_segment(task_id)
         );
-        let (status, body, retry_after) =
-            self.send(TASK, || Ok(self.http.get(&url)), account).await?;
-        read_task_state(status, &body, retry_after)
+        let answer = self.send(TASK, || Ok(self.http.get(&url)), account).await?;
+        read_task_state(answer.status, &answer.body, answer.retry_after)
     }
 }
 
@@ -635,12 +855,25 @@ impl DatevConnector for MaesnClient {
 mod tests {
     use super::*;
 
+    /// An error answer bearing Maesn's own marks.
     fn status(status: u16) -> DatevError {
         DatevError::Status {
             operation: CREATE,
             status,
             body: String::new(),
             retry_after: None,
+            from_maesn: true,
+        }
+    }
+
+    /// An error answer from a proxy in front of Maesn.
+    fn proxied(status: u16) -> DatevError {
+        DatevError::Status {
+            operation: CREATE,
+            status,
+            body: String::new(),
+            retry_after: None,
+            from_maesn: false,
         }
     }
 
@@ -664,22 +897,85 @@ mod tests {
 
     #[test]
     fn only_answers_that_prove_maesn_did_not_act_are_refusals() {
-        for refused in [
-            400, 401, 403, 404, 405, 408, 409, 422, 429, 301, 302, 307, 308, 503,
-        ] {
+        for refused in [400, 401, 403, 404, 405, 408, 409, 422, 429, 307, 308, 503] {
             assert!(
                 !status(refused).may_have_been_accepted(),
                 "HTTP {refused} is a refusal"
             );
         }
         for in_doubt in [
-            500, 501, 502, 504, 505, 507, 511, 520, 521, 522, 523, 524, 598, 599,
+            300, 301, 302, 303, 304, 305, 306, 500, 501, 502, 504, 505, 507, 511, 520, 521, 522,
+            523, 524, 598, 599,
         ] {
             assert!(
                 status(in_doubt).may_have_been_accepted(),
                 "HTTP {in_doubt} is in doubt"
             );
         }
+        assert!(
+            proxied(503).may_have_been_accepted(),
+            "a proxy's 503 may follow a booking"
+        );
+        assert!(!proxied(503).is_passing_refusal());
+        assert!(!proxied(429).may_have_been_accepted(), "4xx from anyone");
+    }
+
+    #[test]
+    fn a_503_is_maesns_only_with_its_envelope_or_retry_after_and_no_proxy_mark() {
+        let envelope = r#"{"meta":{},"error":{"code":"SERVICE_UNAVAILABLE","message":"later"}}"#;
+        let status_message = r#"{"statusCode":503,"message":"Service Unavailable"}"#;
+        assert!(said_by_maesn(envelope, None, None));
+        assert!(said_by_maesn(status_message, None, Some("nginx")));
+        assert!(said_by_maesn("busy", Some(Duration::from_secs(5)), None));
+        assert!(!said_by_maesn("", None, None), "nothing says Maesn");
+        assert!(!said_by_maesn("Service Unavailable", None, None));
+        assert!(
+            !said_by_maesn(r#"{"message":"Service Unavailable"}"#, None, None),
+            "a bare message is any gateway's"
+        );
+        assert!(!said_by_maesn(
+            "upstream connect error or disconnect/reset before headers. reset reason: connection termination",
+            None,
+            None
+        ));
+        for proxy in ["envoy", "cloudflare", "awselb/2.0"] {
+            assert!(
+                !said_by_maesn(envelope, Some(Duration::from_secs(5)), Some(proxy)),
+                "{proxy}"
+            );
+        }
+        assert!(!said_by_maesn(
+            "<html><body>503 Service Temporarily Unavailable</body></html>",
+            Some(Duration::from_secs(5)),
+            None
+        ));
+        let read = |body: &str, server: Option<&str>| {
+            read_created_task_from(503, body, None, server).unwrap_err()
+        };
+        assert!(!read(envelope, None).may_have_been_accepted());
+        assert!(read("no healthy upstream", None).may_have_been_accepted());
+        assert!(read(envelope, Some("envoy")).may_have_been_accepted());
+    }
+
+    #[test]
+    fn the_keys_are_sensitive_header_values() {
+        let keys = Keys {
+            api_key: SecretString::from("api-SECRET"),
+            account_key: SecretString::from("account-SECRET"),
+        };
+        let headers = key_headers(&keys).unwrap();
+        assert!(headers["x-api-key"].is_sensitive());
+        assert!(headers["x-account-key"].is_sensitive());
+        let printed = format!("{headers:?}");
+        assert!(!printed.contains("SECRET"), "{printed}");
+        let bad = Keys {
+            api_key: SecretString::from("line\nbreak"),
+            ..keys
+        };
+        assert!(matches!(
+            key_headers(&bad),
+            Err(DatevError::InvalidKey { .. })
+        ));
     }
 
     #[test]
@@ -688,11 +984,17 @@ mod tests {
             .filter(|s| status(*s).is_passing_refusal())
             .collect();
         assert_eq!(passing, vec![408, 429, 503]);
+        let passing: Vec<u16> = (300..600)
+            .filter(|s| proxied(*s).is_passing_refusal())
+            .collect();
+        assert_eq!(passing, vec![408, 429], "a proxy's 503 is in doubt");
         for s in 300..600 {
-            assert!(
-                !(status(s).is_passing_refusal() && status(s).may_have_been_accepted()),
-                "HTTP {s}: never both"
-            );
+            for e in [status(s), proxied(s)] {
+                assert!(
+                    !(e.is_passing_refusal() && e.may_have_been_accepted()),
+                    "HTTP {s}: never both"
+                );
+            }
         }
     }
 

@@ -39,6 +39,8 @@ pub enum SecretError {
     NotJson { secret_id: String },
     #[error("secret {secret_id} has no key {key:?}; add it to the secret's JSON")]
     MissingKey { secret_id: String, key: String },
+    #[error("Secrets Manager did not answer for secret {secret_id} within {} s", after.as_secs_f64())]
+    TimedOut { secret_id: String, after: Duration },
 }
 
 impl Classify for SecretError {
@@ -54,6 +56,7 @@ impl Classify for SecretError {
                     _ => RetryClass::Transient,
                 }
             }
+            SecretError::TimedOut { .. } => RetryClass::Transient,
             _ => RetryClass::Permanent,
         }
     }
@@ -71,6 +74,16 @@ pub fn key_changed(refused: Option<&SecretString>, fresh: Option<&SecretString>)
 
 type Values = Arc<HashMap<String, SecretString>>;
 
+/// How long one Secrets Manager call may take (the SDK sets no operation timeout: a
+/// call into a black hole would otherwise hang until the invocation's deadline).
+pub const DEFAULT_FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Clone)]
+struct Timing {
+    refresh_min_age: Duration,
+    fetch_timeout: Duration,
+}
+
 /// The cached secret. Cheap to clone (clones share the cache); concurrent callers after
 /// expiry wait for one fetch.
 #[derive(Debug, Clone)]
@@ -78,7 +91,9 @@ pub struct SecretStore {
     client: aws_sdk_secretsmanager::Client,
     secret_id: String,
     ttl: Duration,
-    refresh_min_age: Duration,
+    /// The refresh minimum age and the fetch timeout (behind an `Arc`: the store is
+    /// cloned into every client that reads a secret, and kept small).
+    timing: Arc<Timing>,
     cache: Arc<Mutex<Option<(Instant, Values)>>>,
 }
 
@@ -92,9 +107,19 @@ impl SecretStore {
             client,
             secret_id: secret_id.into(),
             ttl,
-            refresh_min_age: Duration::from_secs(10),
+            timing: Arc::new(Timing {
+                refresh_min_age: Duration::from_secs(10),
+                fetch_timeout: DEFAULT_FETCH_TIMEOUT,
+            }),
             cache: Arc::new(Mutex::new(None)),
         }
+    }
+
+    /// How long one Secrets Manager call may take (default [`DEFAULT_FETCH_TIMEOUT`]); a
+    /// [`SecretStore::family`] made afterwards inherits it.
+    pub fn with_fetch_timeout(mut self, timeout: Duration) -> Self {
+        Arc::make_mut(&mut self.timing).fetch_timeout = timeout;
+        self
     }
 
     pub fn secret_id(&self) -> &str {
@@ -105,7 +130,8 @@ impl SecretStore {
     /// TTL.
     pub fn family(&self, prefix: impl Into<String>) -> SecretFamily {
         SecretFamily::new(self.client.clone(), prefix, self.ttl)
-            .with_refresh_min_age(self.refresh_min_age)
+            .with_refresh_min_age(self.timing.refresh_min_age)
+            .with_fetch_timeout(self.timing.fetch_timeout)
     }
 
     /// The value under `key`. Fails with [`SecretError::MissingKey`] when the secret has
@@ -128,7 +154,7 @@ impl SecretStore {
     /// How old a cached value must be before [`SecretStore::refresh`] forgets it
     /// (default 10 s; a [`SecretStore::family`] made afterwards inherits it).
     pub fn with_refresh_min_age(mut self, min_age: Duration) -> Self {
-        self.refresh_min_age = min_age;
+        Arc::make_mut(&mut self.timing).refresh_min_age = min_age;
         self
     }
 
@@ -139,7 +165,7 @@ impl SecretStore {
     pub async fn refresh(&self) -> bool {
         let mut cache = self.cache.lock().await;
         match cache.as_ref() {
-            Some((fetched_at, _)) if fetched_at.elapsed() >= self.refresh_min_age => {
+            Some((fetched_at, _)) if fetched_at.elapsed() >= self.timing.refresh_min_age => {
                 *cache = None;
                 true
             }
@@ -177,12 +203,17 @@ impl SecretStore {
     }
 
     async fn fetch(&self) -> Result<HashMap<String, SecretString>, SecretError> {
-        let output = self
+        let call = self
             .client
             .get_secret_value()
             .secret_id(&self.secret_id)
-            .send()
+            .send();
+        let output = tokio::time::timeout(self.timing.fetch_timeout, call)
             .await
+            .map_err(|_| SecretError::TimedOut {
+                secret_id: self.secret_id.clone(),
+                after: self.timing.fetch_timeout,
+            })?
             .map_err(|source| match &source {
                 SdkError::ServiceError(e) if e.err().is_resource_not_found_exception() => {
                     SecretError::NotFound {
@@ -220,6 +251,7 @@ pub struct SecretFamily {
     prefix: String,
     ttl: Duration,
     refresh_min_age: Duration,
+    fetch_timeout: Duration,
     members: std::sync::Mutex<HashMap<String, Arc<SecretStore>>>,
 }
 
@@ -234,8 +266,15 @@ impl SecretFamily {
             prefix: prefix.into(),
             ttl,
             refresh_min_age: Duration::from_secs(10),
+            fetch_timeout: DEFAULT_FETCH_TIMEOUT,
             members: std::sync::Mutex::default(),
         }
+    }
+
+    /// Like [`SecretStore::with_fetch_timeout`], for every member.
+    pub fn with_fetch_timeout(mut self, timeout: Duration) -> Self {
+        self.fetch_timeout = timeout;
+        self
     }
 
     /// Like [`SecretStore::with_refresh_min_age`], for every member.
@@ -268,7 +307,8 @@ impl SecretFamily {
             .or_insert_with(|| {
                 Arc::new(
                     SecretStore::new(self.client.clone(), self.secret_id(member), self.ttl)
-                        .with_refresh_min_age(self.refresh_min_age),
+                        .with_refresh_min_age(self.refresh_min_age)
+                        .with_fetch_timeout(self.fetch_timeout),
                 )
             })
             .clone()

@@ -5,6 +5,7 @@ pub mod aws_calls;
 pub mod emf;
 pub mod fuzz_targets;
 pub mod gate;
+pub mod hostile;
 pub mod ingestion_harness;
 pub mod llm;
 pub mod pdf;

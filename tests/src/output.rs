@@ -189,6 +189,7 @@ pub async fn setup_with(pool: PgPool, options: Options) -> OutputEnv {
             backoff: options.backoff,
             maesn_timeout: options.maesn_timeout,
             record_reserve: options.record_reserve,
+            max_file_bytes: docflow::output::worker::DEFAULT_MAX_FILE_BYTES,
         },
         notifier,
         receive_policy: ReceivePolicy {

@@ -1195,3 +1195,52 @@ fn a_dashboard_graph_of_a_stage_the_code_does_not_time_is_reported() {
         &["graphs StageDuration with dimensions", "\"ocr\""],
     );
 }
+
+// --- document output: an hour of Maesn refusals -------------------------------------------------
+
+/// Issue 25, item 11: the document-output queue's receive count, with the worker's
+/// backoff after a passing refusal (60 s · 2^(n−1), at most 900 s), spans more than an
+/// hour, so a 60-minute Maesn outage ends with receives left for every export caught in
+/// it — and the function is told the same count as the redrive policy.
+#[test]
+fn the_document_output_receives_outlast_an_hour_long_maesn_outage() {
+    let infra = Infra::evaluate(&real_infra()).expect("infra/ parses");
+    let instance = infra
+        .instances
+        .iter()
+        .find(|i| i.address == "module.document_output")
+        .expect("document output");
+    let function = instance
+        .resource("aws_lambda_function.this")
+        .expect("function");
+    let receives: u32 = contract::environment(function)
+        .get("MAX_RECEIVE_COUNT")
+        .and_then(hcl::Value::as_str)
+        .and_then(|s| s.parse().ok())
+        .expect("MAX_RECEIVE_COUNT");
+    let backoff = docflow::output::worker::Backoff::default();
+    let schedule: Vec<u64> = (1..receives)
+        .map(|n| backoff.after(n, None).as_secs())
+        .collect();
+    let span: u64 = schedule.iter().sum();
+    assert!(
+        span > 3600 + 900,
+        "{receives} receives back off {schedule:?} = {span} s: an hour-long outage (and one more \
+         longest backoff of slack) must end before the last receive"
+    );
+    // The other queues keep their own count.
+    let ingestion = infra
+        .instances
+        .iter()
+        .find(|i| i.address == "module.ingestion")
+        .expect("ingestion");
+    let ingestion_count = contract::environment(
+        ingestion
+            .resource("aws_lambda_function.this")
+            .expect("function"),
+    )
+    .get("MAX_RECEIVE_COUNT")
+    .and_then(hcl::Value::as_str)
+    .map(str::to_owned);
+    assert_eq!(ingestion_count.as_deref(), Some("3"));
+}

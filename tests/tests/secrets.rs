@@ -138,3 +138,49 @@ async fn an_anthropic_client_without_its_key_fails_the_cold_start_and_a_local_op
     );
     assert!(ollama.unwrap().is_some());
 }
+
+/// Issue 25, item 6: every Secrets Manager call has a timeout. A Secrets Manager that
+/// accepts the connection and never answers (a black hole behind NAT, a stuck proxy)
+/// must not hold a cache miss — and with it an export — until the invocation dies.
+#[tokio::test]
+async fn a_secrets_manager_that_never_answers_is_a_transient_error_after_the_timeout() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    // Accepts every connection and holds it, reading nothing and answering nothing.
+    let held = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    let client = aws_sdk_secretsmanager::Client::new(&docflow::aws::local(&endpoint).await);
+    let store = SecretStore::new(client, "docflow-test/black-hole", Duration::from_secs(60))
+        .with_fetch_timeout(Duration::from_secs(1));
+
+    let answer = tokio::time::timeout(Duration::from_secs(120), store.get("maesn_api_key"))
+        .await
+        .expect("the secret read ends on its own timeout, not the test's");
+
+    let e = answer.unwrap_err();
+    assert!(
+        matches!(e, SecretError::TimedOut { .. }),
+        "timed out: {e:?}"
+    );
+    assert!(docflow::retry::Classify::is_transient(&e), "{e:?}");
+    let family = SecretStore::new(
+        aws_sdk_secretsmanager::Client::new(&docflow::aws::local(&endpoint).await),
+        "docflow-test/black-hole",
+        Duration::from_secs(60),
+    )
+    .with_fetch_timeout(Duration::from_secs(1))
+    .family("docflow-test/black-hole/");
+    let e = tokio::time::timeout(
+        Duration::from_secs(120),
+        family.get("tenant", "account_key"),
+    )
+    .await
+    .expect("a family member inherits the timeout")
+    .unwrap_err();
+    assert!(matches!(e, SecretError::TimedOut { .. }), "{e:?}");
+    held.abort();
+}

@@ -15,7 +15,8 @@
 //! | Textract 400 `ProvisionedThroughputExceededException` / `ThrottlingException`, 500 `InternalServerError` | the Textract stand-in ([`Ocr`]), per call |
 //! | worker crash after the claim | [`Faulty`], the runner's test-only `fault_injection` hook: the invocation is dropped once the claim is in the database, nothing is reported, the batch's visibility expires |
 //! | duplicate delivery | [`Faulty`]: a second copy of the message body is sent to the queue |
-//! | Maesn 503, Maesn answering after the client's timeout | the Maesn stand-in's `Faults` |
+//! | Maesn 503, Maesn answering after the client's timeout; booked, then a proxy's 503, a 303, or a 200 cut off by a reset | the Maesn stand-in's `Faults` (the cut: the hostile front) |
+//! | idle keep-alive connections dropped after 1 s (a load balancer after a Lambda freeze) | [`docflow_tests::hostile::HostileFront`] in front of the Maesn stand-in |
 //! | Postgres outage | [`TcpProxy`]: the functions reach Postgres only through it; for a window it closes every connection and refuses new ones |
 //!
 //! Time is scaled down: queue visibility 5 s, heartbeats 1 s, stale thresholds of a few
@@ -69,6 +70,11 @@ pub struct Rates {
     pub duplicate: f64,
     pub maesn_unavailable: f64,
     pub maesn_late: f64,
+    /// Booked, then answered by a proxy's 503 / a 303 / a 200 cut off by a reset (issue
+    /// 25): each leaves the export in doubt.
+    pub maesn_proxy_503: f64,
+    pub maesn_see_other: f64,
+    pub maesn_cut_body: f64,
     /// Documents uploaded as scans (OCR through the Textract stand-in).
     pub scanned: f64,
     /// Textract calls throttled (400 `ProvisionedThroughputExceededException` or
@@ -87,6 +93,10 @@ impl Rates {
         duplicate: 0.10,
         maesn_unavailable: 0.20,
         maesn_late: 0.02,
+        // Issue 25's hostile infrastructure.
+        maesn_proxy_503: 0.02,
+        maesn_see_other: 0.02,
+        maesn_cut_body: 0.02,
         // Not in the issue's list: a share of scans, and Textract's transient errors.
         scanned: 0.15,
         ocr_throttled: 0.20,
@@ -157,6 +167,8 @@ impl Profile {
 pub struct Secrets {
     pub llm_key: String,
     pub maesn_key: String,
+    /// The Maesn API key after the mid-run rotation (the old one is revoked then).
+    pub maesn_key_rotated: String,
     pub db_password: String,
     pub slack_token: String,
 }
@@ -167,16 +179,18 @@ impl Secrets {
         Secrets {
             llm_key: format!("sk-ant-SOAKLLM{tag}"),
             maesn_key: format!("maesn-SOAKMAESN{tag}"),
+            maesn_key_rotated: format!("maesn-SOAKROTATED{tag}"),
             db_password: format!("pgpwSOAKDB{tag}"),
             slack_token: format!("SOAKSLACK{tag}"),
         }
     }
 
     /// Each value with its name.
-    pub fn all(&self) -> [(&'static str, &str); 4] {
+    pub fn all(&self) -> [(&'static str, &str); 5] {
         [
             ("LLM API key", &self.llm_key),
             ("Maesn API key", &self.maesn_key),
+            ("rotated Maesn API key", &self.maesn_key_rotated),
             ("database password", &self.db_password),
             ("Slack webhook token", &self.slack_token),
         ]
@@ -928,7 +942,9 @@ pub struct Soak {
     pub pool: PgPool,
     pub database: String,
     pub local: Local,
-    pub maesn: StandIn,
+    pub maesn: Arc<StandIn>,
+    /// The hostile front the functions reach the stand-in through.
+    pub maesn_front: docflow_tests::hostile::HostileFront,
     pub slack: MockServer,
     pub llm: Arc<LlmCounts>,
     pub ocr: Arc<OcrCounts>,
@@ -936,6 +952,8 @@ pub struct Soak {
     pub proxy: Arc<TcpProxy>,
     pub slack_proxy: Arc<TcpProxy>,
     pub outage_at: Option<Duration>,
+    /// When the Maesn API key was rotated (from the start of the run).
+    pub maesn_rotated_at: Option<Duration>,
     pub idle_in_tx: IdleInTx,
     pub drained: bool,
     pub drain_time: Duration,
@@ -1170,10 +1188,21 @@ pub async fn run(profile: Profile) -> Soak {
             unavailable: profile.rates.maesn_unavailable,
             answer_late: profile.rates.maesn_late,
             late_by: maesn_timeout + Duration::from_secs(1),
+            proxy_503: profile.rates.maesn_proxy_503,
+            see_other: profile.rates.maesn_see_other,
+            cut_body: profile.rates.maesn_cut_body,
+            // "A 401 at 25 s" of a 30 s timeout, at the soak's 2 s.
+            revoked_key_answer_after: maesn_timeout.mul_f64(25.0 / 30.0),
         }),
         ..maesn::Options::default()
     })
     .await;
+    let maesn = Arc::new(maesn);
+    // Between docflow and the stand-in: a load balancer that drops keep-alive
+    // connections idle for more than 1 s and cuts the bodies the stand-in marks.
+    let maesn_front =
+        docflow_tests::hostile::HostileFront::start(&maesn.uri(), Some(Duration::from_secs(1)))
+            .await;
     let slack = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
@@ -1197,26 +1226,29 @@ pub async fn run(profile: Profile) -> Soak {
     };
     let bucket = fresh_bucket(&docflow::aws::s3_client(&aws)).await;
     let secret_id = unique("docflow-soak/app");
+    let secret_value = |maesn_key: &str| {
+        json!({
+            "database_url": function_db_url,
+            "anthropic_api_key": secrets.llm_key,
+            "maesn_api_key": maesn_key,
+            "slack_webhook_url": format!(
+                "http://127.0.0.1:{}/services/T000/B000/{}",
+                slack_proxy.port, secrets.slack_token
+            ),
+        })
+        .to_string()
+    };
+    let rotated_secret = secret_value(&secrets.maesn_key_rotated);
+    let rotated_key = secrets.maesn_key_rotated.clone();
     aws_sdk_secretsmanager::Client::new(&aws)
         .create_secret()
         .name(&secret_id)
-        .secret_string(
-            json!({
-                "database_url": function_db_url,
-                "anthropic_api_key": secrets.llm_key,
-                "maesn_api_key": secrets.maesn_key,
-                "slack_webhook_url": format!(
-                    "http://127.0.0.1:{}/services/T000/B000/{}",
-                    slack_proxy.port, secrets.slack_token
-                ),
-            })
-            .to_string(),
-        )
+        .secret_string(secret_value(&secrets.maesn_key))
         .send()
         .await
         .expect("create secret");
     let vars: HashMap<String, String> = [
-        ("DOCFLOW_SECRET_ID", secret_id),
+        ("DOCFLOW_SECRET_ID", secret_id.clone()),
         // The functions read the database URL (with its password) from the secret.
         ("DATABASE_URL", String::new()),
         ("DOCUMENTS_BUCKET", bucket.clone()),
@@ -1227,7 +1259,7 @@ pub async fn run(profile: Profile) -> Soak {
         ("LLM_RETRY_BASE_MS", "20".into()),
         ("OCR_PROVIDER", "textract".into()),
         ("AWS_ENDPOINT_URL_TEXTRACT", ocr_server.uri()),
-        ("MAESN_BASE_URL", maesn.uri()),
+        ("MAESN_BASE_URL", maesn_front.url().to_owned()),
         ("MAESN_TIMEOUT_SECONDS", maesn_timeout.as_secs().to_string()),
         ("MAESN_CONNECT_TIMEOUT_SECONDS", "1".into()),
         ("HTTP_RETRY_BASE_MS", "50".into()),
@@ -1520,6 +1552,35 @@ pub async fn run(profile: Profile) -> Soak {
             proxy.set_down(false);
         })
     };
+    // One rotation of the Maesn API key, once an eighth of the documents reached Maesn:
+    // the secret gets the new key and the stand-in revokes the old one, answering it 401
+    // late in the caller's budget (warm functions still hold the old key in their cache).
+    let rotated_at = Arc::new(Mutex::new(None));
+    let rotation_task = {
+        let (maesn, rotated_at) = (maesn.clone(), rotated_at.clone());
+        let eighth = (profile.documents / 8).max(1);
+        let secrets_client = aws_sdk_secretsmanager::Client::new(&aws);
+        let (secret_id, value) = (secret_id.clone(), rotated_secret.clone());
+        tokio::spawn(async move {
+            let waited = Instant::now();
+            while maesn.attempts().len() < eighth && waited.elapsed() < Duration::from_secs(120) {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            secrets_client
+                .put_secret_value()
+                .secret_id(&secret_id)
+                .secret_string(value)
+                .send()
+                .await
+                .expect("rotate the Maesn API key in the secret");
+            maesn.rotate_api_key(&rotated_key);
+            *rotated_at.lock().unwrap() = Some(started.elapsed());
+            eprintln!(
+                "soak: Maesn API key rotated at +{:.1} s",
+                started.elapsed().as_secs_f64()
+            );
+        })
+    };
     let slack_task = profile.slack_outages.then(|| {
         let proxy = slack_proxy.clone();
         // The first notice meets a refusal whenever it is sent, so a run with any notice
@@ -1593,6 +1654,7 @@ pub async fn run(profile: Profile) -> Soak {
     stop.store(true, Ordering::SeqCst);
     drain_task.abort();
     outage_task.abort();
+    rotation_task.abort();
     let (documents, hostile) = seed_task.await.expect("the seeding task");
     if let Some(task) = slack_task {
         task.abort();
@@ -1605,6 +1667,7 @@ pub async fn run(profile: Profile) -> Soak {
     let drain_time = drained_at.lock().unwrap().unwrap_or(started.elapsed());
     let idle_in_tx = idle.lock().unwrap().clone();
     let outage_at = *outage_at.lock().unwrap();
+    let maesn_rotated_at = *rotated_at.lock().unwrap();
     let approvals = approvals.lock().unwrap().clone();
     Soak {
         profile,
@@ -1613,6 +1676,7 @@ pub async fn run(profile: Profile) -> Soak {
         database,
         local,
         maesn,
+        maesn_front,
         slack,
         llm: llm_counts,
         ocr: ocr_counts,
@@ -1620,6 +1684,7 @@ pub async fn run(profile: Profile) -> Soak {
         proxy,
         slack_proxy,
         outage_at,
+        maesn_rotated_at,
         idle_in_tx,
         drained,
         drain_time,
@@ -1880,6 +1945,41 @@ pub async fn verify(soak: &Soak) -> Verdict {
         format!("{} / {}", count("unavailable"), count("booked-late")),
     );
     v.info(
+        "  booked, then a proxy's 503 / a 303 / a 200 cut off by a reset",
+        format!(
+            "{} / {} / {} ({} bodies cut)",
+            count("booked-proxy-503"),
+            count("booked-see-other"),
+            count("booked-cut-off"),
+            soak.maesn_front.cut_bodies()
+        ),
+    );
+    v.info(
+        "  connections to Maesn / idle ones dropped after 1 s that got a request",
+        format!(
+            "{} / {}",
+            soak.maesn_front.connections(),
+            soak.maesn_front.idle_resets()
+        ),
+    );
+    v.info(
+        "  late 401s for the rotated-away key (rotated at)",
+        format!(
+            "{} ({})",
+            count("refused-rotated"),
+            soak.maesn_rotated_at
+                .map_or("not rotated".to_owned(), |at| format!(
+                    "+{:.0} s",
+                    at.as_secs_f64()
+                ))
+        ),
+    );
+    v.check(
+        "booking proposals written into a dropped idle connection",
+        soak.maesn_front.idle_resets_post(),
+        soak.maesn_front.idle_resets_post() == 0,
+    );
+    v.info(
         "Postgres outage",
         match soak.outage_at {
             Some(at) => format!(
@@ -2108,11 +2208,17 @@ pub async fn verify(soak: &Soak) -> Verdict {
         not_exactly_once.is_empty(),
     );
     v.problems.extend(not_exactly_once);
-    // In doubt: Maesn booked but the answer came too late — visible as such.
+    // In doubt: Maesn booked but the answer came too late, from a proxy, as a 303 or
+    // cut off — visible as such.
     let mut in_doubt = 0;
     let mut doubt_hidden = Vec::new();
     for (doc, seen) in &outcomes {
-        if !seen.contains(&"booked-late") {
+        if !seen.iter().any(|o| {
+            matches!(
+                *o,
+                "booked-late" | "booked-proxy-503" | "booked-see-other" | "booked-cut-off"
+            )
+        }) {
             continue;
         }
         in_doubt += 1;
@@ -2127,7 +2233,7 @@ pub async fn verify(soak: &Soak) -> Verdict {
             .any(|a| s(a, "status") == Some("failed") && a["retryable"] == json!(false));
         if !(job_says && audit_says) {
             doubt_hidden.push(format!(
-                "{doc}: booked, answered late; jobs {:?} audits {:?}",
+                "{doc}: booked, answered in doubt ({seen:?}); jobs {:?} audits {:?}",
                 jobs_of.get(doc),
                 audits_of.get(doc)
             ));
@@ -2284,7 +2390,8 @@ pub fn capture_logs() -> Arc<Mutex<Vec<u8>>> {
     let writer = Buffer(buffer.clone());
     tracing_subscriber::fmt()
         .json()
-        .with_env_filter(tracing_subscriber::EnvFilter::new("info"))
+        // DEBUG too (issue 25, item 9): the HTTP stack's request dumps are there.
+        .with_env_filter(tracing_subscriber::EnvFilter::new("debug"))
         .with_writer(move || writer.clone())
         .try_init()
         .expect("the only tracing subscriber of this test binary");

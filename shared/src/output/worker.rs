@@ -24,8 +24,9 @@
 //! |-------------------------------------------------|-------------------------------|------------------------|
 //! | Maesn answered with a task id                   | `submitted`, task id          | `dispatched`           |
 //! | Maesn may have acted (in doubt)                 | `failed`, `retryable = false` | `failed` "in doubt"    |
-//! | a lasting refusal (4xx, missing key/file)       | `failed`, `retryable = true`  | `failed`               |
-//! | a passing refusal (429/503/408, no connection, S3 throttled), not the final receive | `failed`, `retryable = true` | back to `pending` + `last_error` |
+//! | a lasting refusal (4xx, 307/308)                | `failed`, `retryable = true`  | `failed`               |
+//! | refused before the audit: a key unreadable, the file missing or too large, a job of another tenant than its document | — (none written) | `failed` (a passing key or S3 error: back to `pending`) |
+//! | a passing refusal (429, Maesn's 503, 408, no connection, keys rotated with too little time left), not the final receive | `failed`, `retryable = true` | back to `pending` + `last_error` |
 //! | the same on the final receive                   | `failed`, `retryable = true`  | `failed`               |
 //! | not enough time left to call Maesn              | — (none written)              | back to `pending`      |
 //!
@@ -45,7 +46,7 @@ use uuid::Uuid;
 
 use super::{Domain, JobStatus, OutputJob, Trigger};
 use crate::datev::{
-    BookingProposal, DatevAccount, DatevConnector, DatevError, DocumentFile, MaesnConfig,
+    BookingProposal, DatevAccount, DatevConnector, DatevError, DocumentFile, Keys, MaesnConfig,
     TaskState, is_duplicate_rejection,
 };
 use crate::ids::OutputJobId;
@@ -107,7 +108,20 @@ pub struct WorkerSettings {
     /// attempt to record its outcome (a transaction, a notification, the visibility
     /// change). An attempt starts only while `maesn_timeout + record_reserve` is left.
     pub record_reserve: Duration,
+    /// `OUTPUT_MAX_FILE_BYTES` (default [`DEFAULT_MAX_FILE_BYTES`]): the largest document
+    /// file an export reads. Checked against the object's size before a byte is read; a
+    /// larger file is a lasting refusal. Bounds the memory of one record (module docs,
+    /// [`WorkerSettings::validate_memory`]).
+    pub max_file_bytes: u64,
 }
+
+/// The default largest document file an export carries: 10 MiB.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
+
+/// How many copies of its file one record may hold at its peak: the body as S3's SDK
+/// collects it (segments) and the one buffer it becomes; the multipart upload and the
+/// payload hash share that buffer.
+const FILE_COPIES_PER_RECORD: u64 = 2;
 
 impl WorkerSettings {
     /// Reads the settings and checks them against the heartbeat and Maesn's timeouts:
@@ -142,9 +156,39 @@ impl WorkerSettings {
             backoff,
             maesn_timeout: maesn.timeout,
             record_reserve: env.seconds_or("OUTPUT_RECORD_RESERVE_SECONDS", 15)?,
+            max_file_bytes: env.parse_or("OUTPUT_MAX_FILE_BYTES", DEFAULT_MAX_FILE_BYTES)?,
         };
         settings.validate(heartbeat)?;
+        settings.validate_memory(
+            env.parse_or("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", 512)?,
+            env.parse_or("BATCH_CONCURRENCY", 10)?,
+        )?;
         Ok(settings)
+    }
+
+    /// The files of `concurrency` records at their peak ([`FILE_COPIES_PER_RECORD`]
+    /// copies of the largest file each) must fit in half the function's memory
+    /// (`AWS_LAMBDA_FUNCTION_MEMORY_SIZE`, MB; the rest is the runtime's, the SDKs' and
+    /// the buffers of the HTTP stack): 512 MB and 10 records allow 12.8 MiB per file.
+    pub fn validate_memory(&self, memory_mb: u64, concurrency: u64) -> Result<(), SettingsError> {
+        let budget = memory_mb * 1024 * 1024 / 2;
+        let peak = self
+            .max_file_bytes
+            .saturating_mul(FILE_COPIES_PER_RECORD)
+            .saturating_mul(concurrency.max(1));
+        if self.max_file_bytes == 0 || peak > budget {
+            return Err(SettingsError::Invalid {
+                var: "OUTPUT_MAX_FILE_BYTES",
+                reason: format!(
+                    "must be at least 1 and at most {} bytes: {} records at once, each holding up \
+                     to {FILE_COPIES_PER_RECORD} copies of its file, must fit in half of the \
+                     function's {memory_mb} MB",
+                    budget / FILE_COPIES_PER_RECORD / concurrency.max(1),
+                    concurrency.max(1)
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// The longest a live worker can spend in the Maesn call: every attempt's timeout
@@ -674,6 +718,7 @@ impl Classify for FileError {
 
 #[derive(sqlx::FromRow)]
 struct ExportContext {
+    document_tenant_id: Uuid,
     file_path: String,
     file_name: Option<String>,
     mime_type: Option<String>,
@@ -713,7 +758,8 @@ pub async fn export<C: DatevConnector>(
     let context_started = std::time::Instant::now();
     let context: Option<ExportContext> = sqlx::query_as(
         r#"
-        SELECT d.file_path, d.file_name, d.mime_type, d.structured_data, i.company_id, i.config
+        SELECT d.tenant_id AS document_tenant_id, d.file_path, d.file_name, d.mime_type,
+               d.structured_data, i.company_id, i.config
           FROM document d
           JOIN tenant_datev_integration i ON i.tenant_id = d.tenant_id AND i.status = 'active'
          WHERE d.id = $1
@@ -728,16 +774,49 @@ pub async fn export<C: DatevConnector>(
         let error = super::Ineligible::NoActiveIntegration.to_string();
         return record_job_only(pool, claim, error, false).await.map_err(db);
     };
+    // The tenant tie: `companyId` is the document's tenant's, the account key the job's.
+    // A job of another tenant would book one tenant's document into another's DATEV.
+    // (The schema refuses such rows since migration 20261127110000; older ones end here.)
+    if context.document_tenant_id != job.tenant_id {
+        let error = format!(
+            "refused: output job {} belongs to tenant {} but its document {} to tenant {}; \
+             nothing was sent to DATEV (a job must be created by the document's own tenant)",
+            job.id, job.tenant_id, job.document_id, context.document_tenant_id
+        );
+        tracing::error!(%error, "output job of another tenant than its document");
+        return record_job_only(pool, claim, error, false).await.map_err(db);
+    }
 
-    let read = settings
-        .retry
-        .run(|_| read_file(s3, &settings.documents_bucket, &context.file_path));
+    let read = settings.retry.run(|_| {
+        read_file(
+            s3,
+            &settings.documents_bucket,
+            &context.file_path,
+            settings.max_file_bytes,
+        )
+    });
     let bytes = match metrics::stage(stages::READ_FILE, read).await {
         Ok(bytes) => bytes,
         Err(e) => {
             tracing::error!(error.message = %e, error.cause_chain = ?e, "document file unreadable");
             let error = error_chain(&e);
             let passing = e.is_transient() && !attempt.final_receive;
+            return record_job_only(pool, claim, error, passing)
+                .await
+                .map_err(db);
+        }
+    };
+
+    let proposal = booking_proposal(job, &context, bytes);
+    // Both keys before the audit: a secret read (a cache miss, bounded by the secret
+    // store's timeout) cannot eat into the time of an attempt already recorded as
+    // started, and a key that cannot be read is a refusal with no audit to leave.
+    let keys = match connector.keys(&proposal.account).await {
+        Ok(keys) => keys,
+        Err(e) => {
+            tracing::error!(error.message = %e, error.cause_chain = ?e, "Maesn keys unreadable; nothing was sent");
+            let error = format!("DATEV export could not be initiated: {}", error_chain(&e));
+            let passing = e.is_passing_refusal() && !attempt.final_receive;
             return record_job_only(pool, claim, error, passing)
                 .await
                 .map_err(db);
@@ -761,7 +840,6 @@ pub async fn export<C: DatevConnector>(
         });
     }
 
-    let proposal = booking_proposal(job, &context, bytes);
     let (request_payload, payload_hash) = payload_of(&proposal);
     // Committed before the call, and only while the claim holds: if this worker dies
     // during the call, recovery finds an audit without a task id and records the export
@@ -795,7 +873,9 @@ pub async fn export<C: DatevConnector>(
 
     let result = metrics::stage(
         stages::MAESN,
-        call_maesn(connector, settings, &proposal, audit_id, attempt, needed),
+        call_maesn(
+            connector, settings, &proposal, keys, audit_id, attempt, needed,
+        ),
     )
     .await;
 
@@ -825,19 +905,24 @@ pub async fn export<C: DatevConnector>(
 }
 
 /// The Maesn call with its in-process retries. Each attempt starts only while `needed`
-/// is left; the task id is logged the moment it arrives.
+/// is left; the task id is logged the moment it arrives. A 401/403 is repeated once,
+/// at once, when the keys in the secrets were rotated meanwhile — and only while a
+/// whole attempt (`needed`) is left; otherwise the rotation is a passing refusal
+/// ([`DatevError::KeysRotated`]) and the next delivery uses the new keys.
 async fn call_maesn<C: DatevConnector>(
     connector: &C,
     settings: &WorkerSettings,
     proposal: &BookingProposal,
+    mut keys: Keys,
     audit_id: Uuid,
     attempt: Attempt,
     needed: Duration,
 ) -> Result<String, DatevError> {
     let mut n = 1;
+    let mut rotated = false;
     loop {
         tracing::info!(attempt = n, audit_id = %audit_id, "sending booking proposal to Maesn");
-        let e = match connector.create_booking_proposal(proposal).await {
+        let e = match connector.create_booking_proposal(proposal, &keys).await {
             Ok(task_id) => {
                 tracing::info!(task_id = %task_id, audit_id = %audit_id, "Maesn accepted the booking proposal");
                 return Ok(task_id);
@@ -853,6 +938,30 @@ async fn call_maesn<C: DatevConnector>(
             error.cause_chain = ?e,
             "Maesn did not accept the booking proposal"
         );
+        if e.refused_keys() && !rotated {
+            rotated = true;
+            let Some(fresh) = connector.rotated_keys(&proposal.account, &keys).await? else {
+                return Err(e);
+            };
+            if !attempt.has(needed) {
+                tracing::warn!(
+                    audit_id = %audit_id,
+                    "Maesn refused rotated keys; too little time left for a whole second request, backing off through the queue"
+                );
+                return Err(DatevError::KeysRotated {
+                    status: match e {
+                        DatevError::Status { status, .. } => status,
+                        _ => 401,
+                    },
+                });
+            }
+            tracing::warn!(
+                audit_id = %audit_id,
+                "Maesn refused its keys; repeating the request once with the keys now in the secrets"
+            );
+            keys = fresh;
+            continue;
+        }
         // A second POST after one Maesn may have acted on could book twice.
         if in_doubt || !e.is_passing_refusal() || n >= settings.retry.attempts {
             return Err(e);
@@ -1061,7 +1170,15 @@ fn hex(bytes: &[u8]) -> String {
     })
 }
 
-async fn read_file(s3: &aws_sdk_s3::Client, bucket: &str, key: &str) -> Result<Bytes, FileError> {
+/// Reads the document file, checking its size (the object's `Content-Length`, known
+/// before the body is read) against `max_bytes` first: a larger file is a lasting
+/// refusal, and its bytes are never read.
+async fn read_file(
+    s3: &aws_sdk_s3::Client,
+    bucket: &str,
+    key: &str,
+    max_bytes: u64,
+) -> Result<Bytes, FileError> {
     let err = |class, source: Box<dyn std::error::Error + Send + Sync>| FileError {
         bucket: bucket.to_owned(),
         key: key.to_owned(),
@@ -1085,12 +1202,31 @@ async fn read_file(s3: &aws_sdk_s3::Client, bucket: &str, key: &str) -> Result<B
             };
             err(class, Box::new(e))
         })?;
+    let too_large = |size: u64| {
+        err(
+            RetryClass::Permanent,
+            format!(
+                "the file is {size} bytes, more than the {max_bytes} bytes an export may carry \
+                 (OUTPUT_MAX_FILE_BYTES); nothing was sent to DATEV"
+            )
+            .into(),
+        )
+    };
+    let declared = object.content_length().and_then(|n| u64::try_from(n).ok());
+    if let Some(size) = declared.filter(|size| *size > max_bytes) {
+        return Err(too_large(size));
+    }
     let bytes = object
         .body
         .collect()
         .await
-        .map_err(|e| err(RetryClass::Transient, Box::new(e)))?;
-    Ok(bytes.into_bytes())
+        .map_err(|e| err(RetryClass::Transient, Box::new(e)))?
+        .into_bytes();
+    // No length declared: the limit still holds for what was read.
+    if bytes.len() as u64 > max_bytes {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(bytes)
 }
 
 /// The booking proposal for the document, from its extracted data (fields the
@@ -1127,13 +1263,7 @@ fn booking_proposal(job: &OutputJob, c: &ExportContext, bytes: Bytes) -> Booking
     if let Some(name) = pick(&["vendor_name", "counterparty_name", "supplier_name"]) {
         proposal.insert("contact".into(), json!({ "name": name }));
     }
-    let file_name = c.file_name.clone().unwrap_or_else(|| {
-        c.file_path
-            .rsplit('/')
-            .next()
-            .unwrap_or(&c.file_path)
-            .to_owned()
-    });
+    let file_name = maesn_file_name(c.file_name.as_deref(), &c.file_path, c.mime_type.as_deref());
     BookingProposal {
         account: DatevAccount {
             tenant_id: job.tenant_id,
@@ -1159,6 +1289,78 @@ fn booking_proposal(job: &OutputJob, c: &ExportContext, bytes: Bytes) -> Booking
                 .unwrap_or_else(|| "application/octet-stream".into()),
             bytes,
         },
+    }
+}
+
+/// The longest file name Maesn takes, in characters.
+pub const MAX_FILE_NAME_CHARS: usize = 255;
+
+/// A file name Maesn accepts, from any document: the document's `file_name`, else the
+/// S3 key's last segment; characters file systems and multipart headers choke on
+/// (controls, `/ \ : * ? " < > |`) replaced by `_`; `document` when nothing is left;
+/// an extension from the MIME type when it has none (`bin` for an unknown type); at
+/// most [`MAX_FILE_NAME_CHARS`] characters, the stem cut and the extension kept.
+pub fn maesn_file_name(file_name: Option<&str>, key: &str, mime_type: Option<&str>) -> String {
+    let raw = file_name
+        .filter(|n| !n.trim().is_empty())
+        .map(|n| n.rsplit(['/', '\\']).next().unwrap_or(n))
+        .unwrap_or_else(|| key.rsplit('/').next().unwrap_or(key));
+    let cleaned: String = raw
+        .chars()
+        .map(|c| {
+            if c.is_control() || matches!(c, '/' | '\\' | ':' | '*' | '?' | '"' | '<' | '>' | '|') {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect();
+    let cleaned = cleaned.trim_matches(|c: char| c.is_whitespace() || c == '.');
+    let (stem, extension) = match cleaned.rsplit_once('.') {
+        Some((stem, ext))
+            if !stem.trim().is_empty()
+                && (1..=10).contains(&ext.chars().count())
+                && ext.chars().all(|c| c.is_ascii_alphanumeric()) =>
+        {
+            (stem.trim_end().to_owned(), ext.to_owned())
+        }
+        _ => (
+            cleaned.to_owned(),
+            extension_of(mime_type.unwrap_or_default()).to_owned(),
+        ),
+    };
+    let stem = if stem.is_empty() {
+        "document".to_owned()
+    } else {
+        stem
+    };
+    let room = MAX_FILE_NAME_CHARS - 1 - extension.chars().count();
+    let stem: String = stem.chars().take(room).collect();
+    format!("{}.{extension}", stem.trim_end())
+}
+
+/// The usual extension of a document MIME type (`bin` when unknown).
+fn extension_of(mime_type: &str) -> &'static str {
+    match mime_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase()
+        .as_str()
+    {
+        "application/pdf" => "pdf",
+        "image/png" => "png",
+        "image/jpeg" | "image/jpg" => "jpg",
+        "image/tiff" => "tif",
+        "image/gif" => "gif",
+        "image/webp" => "webp",
+        "image/heic" => "heic",
+        "text/plain" => "txt",
+        "text/csv" => "csv",
+        "application/xml" | "text/xml" => "xml",
+        "application/zip" => "zip",
+        _ => "bin",
     }
 }
 
@@ -1423,6 +1625,97 @@ mod tests {
             "never beyond the sweeper's threshold"
         );
         assert_eq!(secs(30, None), 900);
+    }
+
+    #[test]
+    fn every_s3_key_gives_a_maesn_file_name_with_an_extension_and_at_most_255_chars() {
+        let long = "x".repeat(1000);
+        let long_unicode = "ü".repeat(400);
+        let cases: Vec<(Option<&str>, String, Option<&str>)> = vec![
+            (
+                Some("RE-2026-0042.pdf"),
+                "documents/a.pdf".into(),
+                Some("application/pdf"),
+            ),
+            (None, "documents/abc".into(), Some("application/pdf")),
+            (None, "documents/".into(), Some("image/png")),
+            (None, "".into(), None),
+            (Some("   "), "k/scan.JPEG".into(), Some("image/jpeg")),
+            (None, format!("documents/{long}"), Some("application/pdf")),
+            (None, format!("documents/{long}.pdf"), None),
+            (Some(long_unicode.as_str()), "k".into(), Some("image/tiff")),
+            (
+                None,
+                "documents/...".into(),
+                Some("text/plain; charset=utf-8"),
+            ),
+            (None, "documents/a:b*c?\"<d>|e\u{7}.pdf".into(), None),
+            (Some("C:\\Users\\anna\\Rechnung Mai.pdf"), "k".into(), None),
+            (
+                None,
+                "documents/archive.tar.gz.unknownextension".into(),
+                None,
+            ),
+        ];
+        for (name, key, mime) in &cases {
+            let file = maesn_file_name(*name, key, *mime);
+            assert!(file.chars().count() <= MAX_FILE_NAME_CHARS, "{file}");
+            let (stem, ext) = file.rsplit_once('.').expect("an extension");
+            assert!(!stem.is_empty() && !ext.is_empty(), "{file}");
+            assert!(ext.chars().all(|c| c.is_ascii_alphanumeric()), "{file}");
+            assert!(
+                !file
+                    .chars()
+                    .any(|c| c.is_control() || "/\\:*?\"<>|".contains(c)),
+                "{file}"
+            );
+        }
+        assert_eq!(
+            maesn_file_name(Some("RE-2026-0042.pdf"), "x", None),
+            "RE-2026-0042.pdf"
+        );
+        assert_eq!(
+            maesn_file_name(None, "documents/abc", Some("application/pdf")),
+            "abc.pdf"
+        );
+        assert_eq!(
+            maesn_file_name(None, "documents/", Some("image/png")),
+            "document.png"
+        );
+        assert_eq!(maesn_file_name(None, "", None), "document.bin");
+        assert_eq!(
+            maesn_file_name(Some("C:\\Users\\anna\\Rechnung Mai.pdf"), "k", None),
+            "Rechnung Mai.pdf"
+        );
+        let cut = maesn_file_name(None, &format!("documents/{long}.pdf"), None);
+        assert_eq!(cut.chars().count(), 255);
+        assert!(cut.ends_with(".pdf"));
+    }
+
+    #[test]
+    fn the_largest_file_must_fit_the_memory_of_every_concurrent_record() {
+        let defaults = settings(&[]).unwrap();
+        assert_eq!(defaults.max_file_bytes, DEFAULT_MAX_FILE_BYTES);
+        assert!(defaults.validate_memory(512, 10).is_ok());
+        let err = settings(&[("OUTPUT_MAX_FILE_BYTES", "20971520")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("OUTPUT_MAX_FILE_BYTES"), "{err}");
+        assert!(
+            settings(&[
+                ("OUTPUT_MAX_FILE_BYTES", "20971520"),
+                ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "1024")
+            ])
+            .is_ok()
+        );
+        assert!(
+            settings(&[
+                ("OUTPUT_MAX_FILE_BYTES", "20971520"),
+                ("BATCH_CONCURRENCY", "5")
+            ])
+            .is_ok()
+        );
+        assert!(settings(&[("OUTPUT_MAX_FILE_BYTES", "0")]).is_err());
     }
 
     #[test]
