@@ -8,7 +8,8 @@
 //! - `GET /accounting/asyncTask/{taskId}?companyId=…`: the asynchronous task. It is
 //!   `IN_PROGRESS` for the first `polls_until_done` polls, then `SUCCESS` — or `FAILED`
 //!   with DATEV's message when the booking proposal repeats a document number already
-//!   booked for that company (DATEV rejects duplicates). Unknown tasks: 404.
+//!   booked for that company (DATEV rejects duplicates). Unknown tasks: 404. A task of
+//!   the `never_ending` fault stays `IN_PROGRESS` for ever.
 //! - Booking proposals whose number is in `rate_limit_once` are first answered
 //!   `429 Too Many Requests` (with `Retry-After`), once per company: a transient failure
 //!   the caller must retry.
@@ -49,6 +50,10 @@ pub struct Faults {
     /// shorter gives up after Maesn received the request (the export is in doubt).
     pub answer_late: f64,
     pub late_by: std::time::Duration,
+    /// Share booked and answered at once, whose task then never ends: every poll says
+    /// `IN_PROGRESS` (a task Maesn or DATEV lost track of). Drawn from the same number
+    /// as the others, so adding it changes no other fault of a seed's schedule.
+    pub never_ending: f64,
 }
 
 /// What the stand-in did with one booking proposal request.
@@ -56,8 +61,9 @@ pub struct Faults {
 pub struct Attempt {
     /// The proposal's `id` (docflow sends the document id), when the body had one.
     pub document_id: Option<String>,
-    /// `booked`, `booked-late` (booked, answer delayed), `unavailable` (503), or
-    /// `refused` (401/400/429).
+    /// `booked`, `booked-late` (booked, answer delayed), `booked-never-ends` (booked,
+    /// its task stays `IN_PROGRESS` for ever), `unavailable` (503), or `refused`
+    /// (401/400/429).
     pub outcome: String,
 }
 
@@ -99,6 +105,9 @@ struct State {
     booked: HashSet<(String, String)>,
     /// (company, number) pairs already answered with a rate limit.
     rate_limited: HashSet<(String, String)>,
+    /// Tasks that never end (the `never_ending` fault).
+    #[serde(default)]
+    never_ending: HashSet<String>,
     refused: u32,
     /// Every booking proposal request, in arrival order.
     #[serde(default)]
@@ -319,6 +328,7 @@ impl Create {
             ));
         }
         let mut late = None;
+        let mut never_ends = false;
         if let Some(faults) = &self.options.faults {
             let draw = next_unit(state.fault_state.get_or_insert(faults.seed));
             if draw < faults.unavailable {
@@ -331,14 +341,21 @@ impl Create {
             }
             if draw < faults.unavailable + faults.answer_late {
                 late = Some(faults.late_by);
+            } else if draw < faults.unavailable + faults.answer_late + faults.never_ending {
+                never_ends = true;
             }
         }
         state.attempts.push(attempt(if late.is_some() {
             "booked-late"
+        } else if never_ends {
+            "booked-never-ends"
         } else {
             "booked"
         }));
         let task_id = uuid::Uuid::new_v4().to_string();
+        if never_ends {
+            state.never_ending.insert(task_id.clone());
+        }
         if let Some(n) = &number
             && !state.booked.insert((company_id.clone(), n.clone()))
         {
@@ -385,9 +402,10 @@ impl Respond for Task {
         let Some(index) = state.exports.iter().position(|e| e.task_id == task_id) else {
             return error(404, "NOT_FOUND", &format!("no task {task_id}"));
         };
+        let never_ends = state.never_ending.contains(&task_id);
         let polls = state.polls.entry(task_id.clone()).or_default();
         *polls += 1;
-        let (status, information) = if *polls <= self.options.polls_until_done {
+        let (status, information) = if never_ends || *polls <= self.options.polls_until_done {
             ("IN_PROGRESS", vec![])
         } else if state.duplicates.contains(&task_id) {
             let number = state.exports[index].number.clone().unwrap_or_default();
