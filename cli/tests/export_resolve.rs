@@ -307,3 +307,115 @@ fn resolve_takes_exactly_one_of_absent_and_present() {
         "{help}"
     );
 }
+
+/// The hostile Maesn of issue 25: the stand-in books the proposal and answers at once, but
+/// its task never ends. The poll keeps it open while it is young, ends it in doubt once
+/// it is older than the maximum task age, and a person resolves it.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_task_that_never_ends_is_ended_in_doubt_after_the_maximum_age_and_resolvable(
+    pool: PgPool,
+) {
+    use docflow::datev::{BookingProposal, DatevAccount, DatevConnector as _, DocumentFile};
+    use docflow::output::worker::{PollSettings, poll_open_tasks_with};
+    use docflow_cli::maesn::{Faults, Options, StandIn};
+
+    let env = setup(pool).await;
+    let standin = StandIn::start(Options {
+        api_key: docflow_tests::output::API_KEY.to_owned(),
+        faults: Some(Faults {
+            seed: 1,
+            unavailable: 0.0,
+            answer_late: 0.0,
+            late_by: std::time::Duration::ZERO,
+            never_ending: 1.0,
+        }),
+        ..Options::default()
+    })
+    .await;
+    let maesn = env.maesn_client(
+        &standin.uri(),
+        std::time::Duration::from_secs(10),
+        std::time::Duration::from_secs(2),
+    );
+    let document = env.another_approved_document().await;
+    let task_id = maesn
+        .create_booking_proposal(&BookingProposal {
+            account: DatevAccount {
+                tenant_id: env.tenant.tenant_id,
+                company_id: docflow_tests::output::COMPANY_ID.to_owned(),
+            },
+            proposal: json!({ "id": document, "number": "RE-NEVER-1" }),
+            booking_type: "BILL".into(),
+            folder_management: json!({}),
+            file: DocumentFile {
+                file_name: "never.pdf".into(),
+                mime_type: "application/pdf".into(),
+                bytes: b"%PDF-1.7 never".to_vec().into(),
+            },
+        })
+        .await
+        .unwrap();
+    let job = env.insert_job(document, "dispatched").await;
+    let audit: Uuid = sqlx::query_scalar(
+        r#"INSERT INTO ap_datev_export_audit (tenant_id, document_id, dispatch_job_id, status, task_id)
+           VALUES ($1, $2, $3, 'submitted', $4) RETURNING id"#,
+    )
+    .bind(env.tenant.tenant_id)
+    .bind(document)
+    .bind(job)
+    .bind(&task_id)
+    .fetch_one(&env.pool)
+    .await
+    .unwrap();
+    let settings = PollSettings {
+        max_task_age: std::time::Duration::from_secs(3600),
+    };
+
+    for _ in 0..3 {
+        let young = poll_open_tasks_with(&env.pool, &maesn, 10, &settings)
+            .await
+            .unwrap();
+        assert_eq!((young.still_running, young.failed), (1, 0), "{young:?}");
+    }
+    sqlx::query(
+        "UPDATE ap_datev_export_audit SET created_at = now() - interval '61 minutes' WHERE id = $1",
+    )
+    .bind(audit)
+    .execute(&env.pool)
+    .await
+    .unwrap();
+    let old = poll_open_tasks_with(&env.pool, &maesn, 10, &settings)
+        .await
+        .unwrap();
+
+    assert_eq!((old.failed, old.expired), (1, 1), "{old:?}");
+    assert!(!old.failed_exports[0].retryable);
+    assert!(
+        old.failed_exports[0]
+            .error
+            .contains("did not end within 1 h"),
+        "{}",
+        old.failed_exports[0].error
+    );
+    assert_eq!(standin.exports().len(), 1, "booked once");
+    assert_eq!(
+        standin.exports()[0].status,
+        "IN_PROGRESS",
+        "and never ended"
+    );
+    let again = poll_open_tasks_with(&env.pool, &maesn, 10, &settings)
+        .await
+        .unwrap();
+    assert_eq!(again, Default::default(), "ended once, polled no more");
+
+    let resolved = export::resolve(
+        &env.pool,
+        audit,
+        Decision::Present,
+        &env.tenant.approver_id.to_string(),
+        "the proposal is in DATEV although the task never ended",
+    )
+    .await
+    .unwrap();
+    assert_eq!(resolved.status, "succeeded");
+}
