@@ -240,3 +240,42 @@ async fn the_index_migration_ends_older_open_duplicates_in_doubt(pool: PgPool) {
     assert!(error.unwrap().contains("check DATEV"));
     assert_eq!(row(newer).await.unwrap().0, "requested");
 }
+
+/// The worker never reaches the index: a document with an open export (here one the app
+/// made before output jobs, still `submitted`) fails a new job at the eligibility check,
+/// before any audit insert or POST.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_job_for_a_document_with_an_open_export_fails_before_inserting_a_second(pool: PgPool) {
+    use docflow_tests::output::setup;
+    let env = setup(pool).await;
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(wiremock::ResponseTemplate::new(500))
+        .expect(0)
+        .mount(&env.maesn)
+        .await;
+    env.approve(env.tenant.document_id).await;
+    let job_id = env.insert_job(env.tenant.document_id, "pending").await;
+    sqlx::query(
+        r#"INSERT INTO ap_datev_export_audit (tenant_id, document_id, status, task_id)
+           VALUES ($1, $2, 'submitted', 'task-from-the-app')"#,
+    )
+    .bind(env.tenant.tenant_id)
+    .bind(env.tenant.document_id)
+    .execute(&env.pool)
+    .await
+    .unwrap();
+    env.send(&job_id.to_string()).await;
+
+    let (_, response, _) = env.deliver(1).await;
+
+    assert!(response.batch_item_failures.is_empty(), "Done, not retried");
+    let job = env.job(job_id).await;
+    assert_eq!(job.status, "failed");
+    assert!(
+        job.last_error
+            .unwrap()
+            .contains("already has a DATEV export"),
+        "refused as ineligible, not by a unique violation"
+    );
+    assert_eq!(env.audits(env.tenant.document_id).await.len(), 1);
+}
