@@ -178,6 +178,7 @@ resource "aws_lambda_function" "sweeper" {
       DOCUMENT_OUTPUT_QUEUE_VISIBILITY_SECONDS = tostring(module.document_output.visibility_timeout_seconds)
       STALE_INGESTION_SECONDS                  = tostring(var.stale_ingestion_seconds)
       STALE_RUNNING_SECONDS                    = tostring(var.stale_running_seconds)
+      SWEEP_MAX_TASK_AGE_SECONDS               = tostring(var.max_datev_task_age_hours * 3600)
       DATEV_CREDENTIALS_PREFIX                 = local.datev_credentials_prefix
       METRICS_NAMESPACE                        = local.metrics_namespace
     })
@@ -330,4 +331,29 @@ resource "aws_cloudwatch_metric_alarm" "sweeper_schedule_failed" {
 
   alarm_actions = [aws_sns_topic.alarms.arn]
   ok_actions    = [aws_sns_topic.alarms.arn]
+}
+
+# A DATEV task nobody ends (issue 25): the poll gives up on a task after
+# max_datev_task_age_hours and tells the admins, but a task that old means Maesn or the
+# poll is not working for someone. The sweeper writes the age of the oldest open task after
+# every poll (OldestOpenTaskAge); this fires at half the give-up age, while there is still
+# time to look before the audit ends "check DATEV".
+resource "aws_cloudwatch_metric_alarm" "sweeper_oldest_open_task" {
+  alarm_name        = "${local.sweeper_name}-oldest-open-datev-task"
+  alarm_description = "A DATEV export task has been open for more than ${var.max_datev_task_age_hours / 2} h (given up at ${var.max_datev_task_age_hours} h as failed, check DATEV). Find it with: SELECT id, document_id, task_id, status, created_at FROM ap_datev_export_audit WHERE task_id IS NOT NULL AND status IN ('submitted', 'in_progress') ORDER BY created_at; then docflow status <document-id> and the sweeper's logs (docs/operations.md)."
+
+  namespace           = local.metrics_namespace
+  metric_name         = "OldestOpenTaskAge"
+  dimensions          = { function = "sweeper" }
+  statistic           = "Maximum"
+  period              = local.sweeper_alarm_period_seconds
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = var.max_datev_task_age_hours * 3600 / 2
+  treat_missing_data  = "notBreaching"
+
+  alarm_actions = [aws_sns_topic.alarms.arn]
+  ok_actions    = [aws_sns_topic.alarms.arn]
+
+  tags = local.tags
 }

@@ -393,3 +393,14 @@ variable "database_tls" {
     error_message = "database_tls must be verify-full or require."
   }
 }
+
+variable "max_datev_task_age_hours" {
+  description = "Hours a DATEV export task may stay open (or unreadable) before the sweeper ends its audit as failed, not retryable, \"check DATEV\" (SWEEP_MAX_TASK_AGE_SECONDS). The oldest-open-task alarm fires at half of it."
+  type        = number
+  default     = 48
+
+  validation {
+    condition     = var.max_datev_task_age_hours >= 1 && floor(var.max_datev_task_age_hours) == var.max_datev_task_age_hours
+    error_message = "max_datev_task_age_hours must be a whole number of at least 1."
+  }
+}

@@ -3,14 +3,15 @@
 //!
 //! - [`wiring`]: the functions' `Deps`, built locally as their `main.rs` would;
 //! - [`run`]: `local run`, the local event-source mappings and the sweeper's schedule;
-//! - [`status`], [`dlq`], [`ingest`], [`seed`]: the operations commands ([`tenants`]:
-//!   which tenant they act for);
+//! - [`status`], [`dlq`], [`ingest`], [`seed`], [`export`]: the operations commands
+//!   ([`tenants`]: which tenant they act for);
 //! - [`samples`], [`maesn`], [`demo`]: the demo's documents, its Maesn stand-in, and its
 //!   approval and summary steps.
 
 pub mod demo;
 pub mod dlq;
 pub mod errors;
+pub mod export;
 pub mod ingest;
 pub mod maesn;
 pub mod run;

@@ -8,7 +8,8 @@
 //! - `GET /accounting/asyncTask/{taskId}?companyId=…`: the asynchronous task. It is
 //!   `IN_PROGRESS` for the first `polls_until_done` polls, then `SUCCESS` — or `FAILED`
 //!   with DATEV's message when the booking proposal repeats a document number already
-//!   booked for that company (DATEV rejects duplicates). Unknown tasks: 404.
+//!   booked for that company (DATEV rejects duplicates). Unknown tasks: 404. A task of
+//!   the `never_ending` fault stays `IN_PROGRESS` for ever.
 //! - Booking proposals whose number is in `rate_limit_once` are first answered
 //!   `429 Too Many Requests` (with `Retry-After`), once per company: a transient failure
 //!   the caller must retry.
@@ -61,6 +62,10 @@ pub struct Faults {
     /// After [`StandIn::rotate_api_key`]: how long a request with the revoked key waits
     /// for its 401 (Maesn answering late in the caller's budget, "a 401 at 25 s").
     pub revoked_key_answer_after: std::time::Duration,
+    /// Share booked and answered at once, whose task then never ends: every poll says
+    /// `IN_PROGRESS` (a task Maesn or DATEV lost track of). Drawn from the same number
+    /// as the others, so adding it changes no other fault of a seed's schedule.
+    pub never_ending: f64,
 }
 
 /// The response header by which the stand-in asks a hostile front to cut the body off
@@ -74,8 +79,9 @@ pub struct Attempt {
     pub document_id: Option<String>,
     /// `booked`, `booked-late` (booked, answer delayed), `booked-proxy-503`,
     /// `booked-see-other`, `booked-cut-off` (booked, then an answer that leaves the
-    /// caller in doubt), `unavailable` (503), `refused-rotated` (a late 401 for a key
-    /// revoked by a rotation), or `refused` (401/400/429).
+    /// caller in doubt), `booked-never-ends` (booked, its task stays `IN_PROGRESS` for
+    /// ever), `unavailable` (503), `refused-rotated` (a late 401 for a key revoked by a
+    /// rotation), or `refused` (401/400/429).
     pub outcome: String,
 }
 
@@ -117,6 +123,9 @@ struct State {
     booked: HashSet<(String, String)>,
     /// (company, number) pairs already answered with a rate limit.
     rate_limited: HashSet<(String, String)>,
+    /// Tasks that never end (the `never_ending` fault).
+    #[serde(default)]
+    never_ending: HashSet<String>,
     refused: u32,
     /// Every booking proposal request, in arrival order.
     #[serde(default)]
@@ -384,6 +393,7 @@ impl Create {
         }
         let mut late = None;
         let mut after_booking: Option<&str> = None;
+        let mut never_ends = false;
         if let Some(faults) = &self.options.faults {
             let draw = next_unit(state.fault_state.get_or_insert(faults.seed));
             if draw < faults.unavailable {
@@ -410,14 +420,24 @@ impl Create {
                         break;
                     }
                 }
+                // The range after the others': adding it changes no other fault of a
+                // seed's schedule.
+                if after_booking.is_none() && draw >= bound && draw < bound + faults.never_ending
+                {
+                    never_ends = true;
+                }
             }
         }
         state.attempts.push(attempt(match (late, after_booking) {
             (Some(_), _) => "booked-late",
             (None, Some(kind)) => kind,
+            (None, None) if never_ends => "booked-never-ends",
             (None, None) => "booked",
         }));
         let task_id = uuid::Uuid::new_v4().to_string();
+        if never_ends {
+            state.never_ending.insert(task_id.clone());
+        }
         if let Some(n) = &number
             && !state.booked.insert((company_id.clone(), n.clone()))
         {
@@ -478,9 +498,10 @@ impl Respond for Task {
         let Some(index) = state.exports.iter().position(|e| e.task_id == task_id) else {
             return error(404, "NOT_FOUND", &format!("no task {task_id}"));
         };
+        let never_ends = state.never_ending.contains(&task_id);
         let polls = state.polls.entry(task_id.clone()).or_default();
         *polls += 1;
-        let (status, information) = if *polls <= self.options.polls_until_done {
+        let (status, information) = if never_ends || *polls <= self.options.polls_until_done {
             ("IN_PROGRESS", vec![])
         } else if state.duplicates.contains(&task_id) {
             let number = state.exports[index].number.clone().unwrap_or_default();

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use docflow_cli::wiring::{Local, Queues};
-use docflow_cli::{demo, dlq, ingest, maesn, run, seed, status, tenants};
+use docflow_cli::{demo, dlq, export, ingest, maesn, run, seed, status, tenants};
 use sqlx::migrate::MigrateDatabase as _;
 use uuid::Uuid;
 
@@ -46,12 +46,17 @@ enum Command {
         #[command(subcommand)]
         command: DlqCommand,
     },
-    /// Re-export a document to DATEV (the document page's manual re-export).
+    /// Re-export a document to DATEV (the document page's manual re-export), or resolve
+    /// an export that is in doubt (`docflow export resolve`).
+    #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
     Export {
-        document_id: String,
+        #[command(subcommand)]
+        command: Option<ExportCommand>,
+        #[arg(required = true)]
+        document_id: Option<String>,
         /// Who asks for it: an identity id or email of the document's organization.
-        #[arg(long = "by")]
-        requested_by: String,
+        #[arg(long = "by", required = true)]
+        requested_by: Option<String>,
     },
     /// Upload files and enqueue their ingestion, as the app does.
     Ingest {
@@ -106,6 +111,30 @@ enum Command {
         command: DbCommand,
     },
     // Further command groups (e.g. `eval`) are added here, each with its module.
+}
+
+#[derive(Subcommand)]
+enum ExportCommand {
+    /// Record what a person found in DATEV for an export docflow could not settle (in
+    /// doubt: failed, not retryable): `--absent` makes it retryable so the document can be
+    /// exported again, `--present` marks it succeeded. Who, when and why are kept on the
+    /// audit (`docflow status` shows them).
+    Resolve {
+        /// The DATEV export audit (`docflow status <document-id>` lists them).
+        audit_id: String,
+        /// DATEV does not have the booking proposal: allow a re-export.
+        #[arg(long, conflicts_with = "present", required_unless_present = "present")]
+        absent: bool,
+        /// DATEV has the booking proposal: the export succeeded.
+        #[arg(long)]
+        present: bool,
+        /// Who decided: an identity id or email of the document's organization.
+        #[arg(long = "by")]
+        by: String,
+        /// Why: what was checked in DATEV.
+        #[arg(long)]
+        note: String,
+    },
 }
 
 #[derive(Args, Clone)]
@@ -427,35 +456,46 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             }
         }
         Command::Export {
+            command:
+                Some(ExportCommand::Resolve {
+                    audit_id,
+                    absent,
+                    present: _,
+                    by,
+                    note,
+                }),
+            ..
+        } => {
+            init_logs("warn", None);
+            let id = parse_id(&audit_id, "DATEV export audit")?;
+            let decision = if absent {
+                export::Decision::Absent
+            } else {
+                export::Decision::Present
+            };
+            let local = local_env(docflow::aws::load().await, 1).await?;
+            let pool = local.database().await?;
+            let resolved = export::resolve(&pool, id, decision, &by, &note).await?;
+            println!("{resolved}");
+            Ok(())
+        }
+        Command::Export {
+            command: None,
             document_id,
             requested_by,
         } => {
             init_logs("warn", None);
+            let (Some(document_id), Some(requested_by)) = (document_id, requested_by) else {
+                anyhow::bail!("usage: docflow export <document-id> --by <identity>");
+            };
             let id = parse_id(&document_id, "document")?;
             let local = local_env(docflow::aws::load().await, 1).await?;
             let pool = local.database().await?;
-            let identity = identity(&pool, &requested_by).await?;
-            let export = docflow::output::request_manual_export(
-                &pool,
-                &local.dispatcher(),
-                docflow::ids::DocumentId(id),
-                identity,
-            )
-            .await?;
-            match export.dispatch {
-                docflow::output::Dispatch::Sent { .. } => {
-                    println!(
-                        "export job {} sent to the document-output queue",
-                        export.job.id
-                    );
-                    Ok(())
-                }
-                docflow::output::Dispatch::SendFailed { error, current } => anyhow::bail!(
-                    "export job {} could not be sent and is now {:?}: {error}",
-                    current.id,
-                    current.status
-                ),
-            }
+            println!(
+                "{}",
+                export::request(&pool, &local.dispatcher(), id, &requested_by).await?
+            );
+            Ok(())
         }
         Command::Ingest { files, tenant } => {
             init_logs("warn", None);
@@ -617,18 +657,6 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             }
         }
     }
-}
-
-async fn identity(pool: &sqlx::PgPool, given: &str) -> anyhow::Result<Uuid> {
-    if let Ok(id) = Uuid::parse_str(given) {
-        return Ok(id);
-    }
-    sqlx::query_scalar("SELECT id FROM identity WHERE email = $1")
-        .bind(given)
-        .fetch_optional(pool)
-        .await
-        .context("cannot reach the database")?
-        .with_context(|| format!("no identity with email {given}"))
 }
 
 async fn local(command: LocalCommand) -> anyhow::Result<()> {

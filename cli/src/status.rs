@@ -79,6 +79,14 @@ pub struct Audit {
     pub task_id: Option<String>,
     pub retryable: bool,
     pub error: Option<String>,
+    /// DATEV's remarks on a task that ended `PARTIAL_SUCCESS` (JSON array of messages).
+    pub information: Option<Value>,
+    /// A person's decision on an export in doubt (`docflow export resolve`): `absent` or
+    /// `present`, who (email, else id), when, why.
+    pub resolution: Option<String>,
+    pub resolved_by: Option<String>,
+    pub resolved_at: Option<DateTime<Utc>>,
+    pub resolution_note: Option<String>,
     pub updated_at: DateTime<Utc>,
 }
 
@@ -152,8 +160,12 @@ pub async fn load(pool: &PgPool, id: Uuid) -> anyhow::Result<Option<Status>> {
     .await
     .with_context(db)?;
     let audits = sqlx::query_as(
-        r#"SELECT id, dispatch_job_id, status, task_id, retryable, error, updated_at
-             FROM ap_datev_export_audit WHERE document_id = $1 ORDER BY created_at"#,
+        r#"SELECT a.id, a.dispatch_job_id, a.status, a.task_id, a.retryable, a.error, a.information,
+                  a.resolution, coalesce(i.email, a.resolved_by::text) AS resolved_by,
+                  a.resolved_at, a.resolution_note, a.updated_at
+             FROM ap_datev_export_audit a
+             LEFT JOIN identity i ON i.id = a.resolved_by
+            WHERE a.document_id = $1 ORDER BY a.created_at"#,
     )
     .bind(id)
     .fetch_all(pool)
@@ -309,6 +321,21 @@ impl fmt::Display for Status {
             )?;
             if let Some(e) = &a.error {
                 writeln!(f, "    error: {e}")?;
+            }
+            if let Some(Value::Array(messages)) = &a.information
+                && !messages.is_empty()
+            {
+                let messages: Vec<String> = messages.iter().map(|m| text(Some(m))).collect();
+                writeln!(f, "    DATEV remarks: {}", messages.join("; "))?;
+            }
+            if let (Some(resolution), Some(at)) = (&a.resolution, &a.resolved_at) {
+                writeln!(
+                    f,
+                    "    resolved {resolution} by {} at {}: {}",
+                    a.resolved_by.as_deref().unwrap_or("—"),
+                    time(at),
+                    a.resolution_note.as_deref().unwrap_or("—")
+                )?;
             }
         }
         Ok(())

@@ -124,8 +124,11 @@ pub struct BookingProposal {
 pub enum TaskState {
     /// `OPEN`, `IN_PROGRESS` (and `CANCEL_FAILED`: the task goes on).
     InProgress,
-    /// `SUCCESS`, `PARTIAL_SUCCESS`, `FINISHED`.
+    /// `SUCCESS`, `FINISHED`.
     Succeeded { information: Vec<String> },
+    /// `PARTIAL_SUCCESS`: booked, but DATEV's `information` says what it dropped or
+    /// changed; a person should read it.
+    PartiallySucceeded { information: Vec<String> },
     /// `FAILED`, `CANCELLED_SUCCESSFULLY`; `information` holds DATEV's messages.
     Failed { information: Vec<String> },
 }
@@ -735,9 +738,8 @@ pub fn read_task_state(
         .filter_map(|i| i.message)
         .collect();
     match info.status.as_deref() {
-        Some("SUCCESS" | "PARTIAL_SUCCESS" | "FINISHED") => {
-            Ok(TaskState::Succeeded { information })
-        }
+        Some("SUCCESS" | "FINISHED") => Ok(TaskState::Succeeded { information }),
+        Some("PARTIAL_SUCCESS") => Ok(TaskState::PartiallySucceeded { information }),
         Some("FAILED" | "CANCELLED_SUCCESSFULLY") => Ok(TaskState::Failed { information }),
         Some("OPEN" | "IN_PROGRESS" | "CANCEL_FAILED") => Ok(TaskState::InProgress),
         other => Err(DatevError::UnexpectedBody {

@@ -261,7 +261,11 @@ pub fn maesn_response(data: &[u8]) {
         Err(e) => check_datev_error(&e, status),
     }
     match datev::read_task_state(status, &body, retry_after) {
-        Ok(TaskState::Succeeded { information } | TaskState::Failed { information }) => {
+        Ok(
+            TaskState::Succeeded { information }
+            | TaskState::PartiallySucceeded { information }
+            | TaskState::Failed { information },
+        ) => {
             assert!(success);
             let _ = datev::is_duplicate_rejection(&information);
         }

@@ -1136,6 +1136,33 @@ fn an_alarm_on_a_metric_name_the_code_does_not_write_is_reported() {
 }
 
 #[test]
+fn the_oldest_open_datev_task_has_an_alarm_on_its_maximum_age() {
+    let found = violations(&real_infra());
+    assert!(
+        !found.iter().any(|v| v.contains("OldestOpenTaskAge")),
+        "{found:?}"
+    );
+    let gone = real_infra().replace(
+        "sweeper.tf",
+        r#"metric_name         = "OldestOpenTaskAge""#,
+        r#"metric_name         = "OldestOpenTaskAges""#,
+    );
+    assert_reported(
+        &violations(&gone),
+        &["sweeper: no alarm", "OldestOpenTaskAge"],
+    );
+    let averaged = real_infra().replace(
+        "sweeper.tf",
+        r#"statistic           = "Maximum""#,
+        r#"statistic           = "Average""#,
+    );
+    assert_reported(
+        &violations(&averaged),
+        &["sweeper_oldest_open_task", "Maximum of OldestOpenTaskAge"],
+    );
+}
+
+#[test]
 fn an_alarm_with_other_dimensions_than_the_code_writes_is_reported() {
     // CloudWatch matches the whole dimension set: an extra dimension is another metric.
     let broken = real_infra().replace(

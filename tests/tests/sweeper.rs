@@ -46,6 +46,7 @@ fn config() -> SweepConfig {
         undelivered_after: Duration::from_secs(86_400),
         task_poll_limit: 50,
         time_reserve: Duration::from_secs(1),
+        max_task_age: Duration::from_secs(48 * 3600),
     }
 }
 
@@ -509,15 +510,20 @@ async fn export_tasks_nobody_polled_are_polled_to_their_end(pool: PgPool) {
 
 /// An audit of `output`'s document, submitted to Maesn as task `task`.
 async fn submitted_audit(output: &OutputEnv, task: &str) -> Uuid {
-    let job_id = output
-        .insert_job(output.tenant.document_id, "dispatched")
-        .await;
+    submitted_audit_of(output, output.tenant.document_id, task).await
+}
+
+/// An audit of `document`, submitted to Maesn as task `task`. A document has at most one
+/// open audit (the schema refuses a second), so tests with several open tasks give each
+/// its own document.
+async fn submitted_audit_of(output: &OutputEnv, document: Uuid, task: &str) -> Uuid {
+    let job_id = output.insert_job(document, "dispatched").await;
     sqlx::query_scalar(
         r#"INSERT INTO ap_datev_export_audit (tenant_id, document_id, dispatch_job_id, status, task_id)
            VALUES ($1, $2, $3, 'submitted', $4) RETURNING id"#,
     )
     .bind(output.tenant.tenant_id)
-    .bind(output.tenant.document_id)
+    .bind(document)
     .bind(job_id)
     .bind(task)
     .fetch_one(&output.pool)
@@ -1168,7 +1174,8 @@ async fn a_task_failed_by_a_poll_that_then_runs_out_of_time_is_still_notified(po
     let env = env(pool).await;
     let deps = output_sweeper(&env, &output);
     let failed = submitted_audit(&output, "task-invalid").await;
-    let slow = submitted_audit(&output, "task-slow").await;
+    let other = output.another_approved_document().await;
+    let slow = submitted_audit_of(&output, other, "task-slow").await;
     // Polled oldest first: the failed task, then the slow one.
     age(
         &env.pool,
@@ -1233,7 +1240,8 @@ async fn tasks_that_cannot_be_read_do_not_starve_the_others(pool: PgPool) {
     let mut deps = output_sweeper(&env, &output);
     deps.config.task_poll_limit = 2;
     for task in ["task-busy-1", "task-busy-2"] {
-        let id = submitted_audit(&output, task).await;
+        let document = output.another_approved_document().await;
+        let id = submitted_audit_of(&output, document, task).await;
         age(&env.pool, "ap_datev_export_audit", "updated_at", id, 3600).await;
         Mock::given(method("GET"))
             .and(path(format!("/accounting/asyncTask/{task}")))
@@ -1516,4 +1524,308 @@ async fn a_give_up_during_a_slack_outage_is_told_once_slack_is_back(pool: PgPool
     .await
     .unwrap();
     assert_eq!(marked, (true, true));
+}
+
+// ---- every end state has an owner and a way out (issue 25) ---------------------------------
+
+/// Item 5: a job the sweeper gives up on while its export is `requested` (the worker died
+/// during the Maesn call every time) used to leave that audit `requested` for ever — open,
+/// polled by nobody, resolvable by nobody.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_given_up_output_job_ends_its_requested_audit_failed_in_doubt_as_recovery_does(
+    pool: PgPool,
+) {
+    let output = setup(pool.clone()).await;
+    let env = env(pool).await;
+    let deps = output_sweeper(&env, &output);
+    output.approve(output.tenant.document_id).await;
+    let job = output
+        .insert_job(output.tenant.document_id, "running")
+        .await;
+    let requested: Uuid = sqlx::query_scalar(
+        r#"INSERT INTO ap_datev_export_audit (tenant_id, document_id, dispatch_job_id, status)
+           VALUES ($1, $2, $3, 'requested') RETURNING id"#,
+    )
+    .bind(output.tenant.tenant_id)
+    .bind(output.tenant.document_id)
+    .bind(job)
+    .fetch_one(&env.pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "UPDATE document_output_job SET sweep_count = 3, swept_at = now() - interval '4 hours', \
+         updated_at = now() - interval '3 hours' WHERE id = $1",
+    )
+    .bind(job)
+    .execute(&env.pool)
+    .await
+    .unwrap();
+
+    let report = sweep(&deps).await;
+
+    assert_eq!(report.output.given_up, 1);
+    let (status, retryable, error) = audit(&env.pool, requested).await;
+    assert_eq!(
+        (status.as_str(), retryable),
+        ("failed", false),
+        "ended as recovery ends it: failed, in doubt, blocking a re-export"
+    );
+    let error = error.unwrap();
+    assert!(
+        error.contains("in doubt") && error.contains("check DATEV"),
+        "{error}"
+    );
+    assert!(
+        error.contains(&format!("docflow export resolve {requested}")),
+        "the way out is named: {error}"
+    );
+    let mut conn = env.pool.acquire().await.unwrap();
+    let eligible = docflow::output::check_eligibility(&mut conn, output.tenant.document_id, None)
+        .await
+        .unwrap();
+    assert!(
+        eligible.is_err(),
+        "no re-export before a person checked DATEV"
+    );
+    assert_eq!(
+        slack_bodies(&env.slack).await.len(),
+        1,
+        "one notice: the job's give-up names the audit"
+    );
+    assert!(!sweep(&deps).await.found_anything());
+    assert_eq!(slack_bodies(&env.slack).await.len(), 1, "told once");
+}
+
+/// Maesn's task poll answering `answer` for `task` (with the right keys or not: the
+/// stand-in does not check them here).
+async fn task_answers(output: &OutputEnv, task: &str, answer: ResponseTemplate) {
+    Mock::given(method("GET"))
+        .and(path(format!("/accounting/asyncTask/{task}")))
+        .respond_with(answer)
+        .mount(&output.maesn)
+        .await;
+}
+
+fn task_status(status: &str) -> ResponseTemplate {
+    ResponseTemplate::new(200)
+        .set_body_json(json!({ "meta": {}, "data": { "status": status, "information": [] } }))
+}
+
+/// Item 4: a task that never ends — still `IN_PROGRESS`, persistently 401/403/5xx, or a
+/// status docflow does not know — was polled for ever. After the maximum task age it
+/// ends `failed`, not retryable, "check DATEV", with exactly one notice; a younger one
+/// with the same answers stays open.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_task_that_never_ends_is_failed_check_datev_after_the_maximum_age_with_one_notice(
+    pool: PgPool,
+) {
+    let output = setup(pool.clone()).await;
+    let env = env(pool).await;
+    let mut deps = output_sweeper(&env, &output);
+    deps.config.max_task_age = Duration::from_secs(48 * 3600);
+    let answers = [
+        ("task-open", task_status("OPEN")),
+        ("task-in-progress", task_status("IN_PROGRESS")),
+        (
+            "task-unauthorized",
+            ResponseTemplate::new(401)
+                .set_body_json(json!({ "statusCode": 401, "message": "Unauthorized" })),
+        ),
+        (
+            "task-forbidden",
+            ResponseTemplate::new(403)
+                .set_body_json(json!({ "statusCode": 403, "message": "Forbidden" })),
+        ),
+        ("task-5xx", ResponseTemplate::new(500)),
+        // Maesn's own docs show free text where the status enum should be.
+        ("task-free-text", task_status("Task has been processed.")),
+    ];
+    let mut old = Vec::new();
+    for (task, answer) in answers.iter().cloned() {
+        let document = output.another_approved_document().await;
+        let id = submitted_audit_of(&output, document, task).await;
+        age(
+            &env.pool,
+            "ap_datev_export_audit",
+            "created_at",
+            id,
+            48 * 3600 + 60,
+        )
+        .await;
+        task_answers(&output, task, answer).await;
+        old.push(id);
+    }
+    // Young tasks answering the same: left open, polled again.
+    let young_free_text = submitted_audit(&output, "task-young-free-text").await;
+    age(
+        &env.pool,
+        "ap_datev_export_audit",
+        "created_at",
+        young_free_text,
+        3600,
+    )
+    .await;
+    task_answers(
+        &output,
+        "task-young-free-text",
+        task_status("Task has been processed."),
+    )
+    .await;
+
+    let report = sweep(&deps).await;
+
+    assert_eq!(
+        (report.tasks.failed, report.tasks.expired),
+        (old.len(), old.len()),
+        "{:?}",
+        report.tasks
+    );
+    for id in &old {
+        let (status, retryable, error) = audit(&env.pool, *id).await;
+        assert_eq!((status.as_str(), retryable), ("failed", false), "{id}");
+        let error = error.unwrap();
+        assert!(
+            error.contains("did not end within 48 h") && error.contains("check DATEV"),
+            "{error}"
+        );
+    }
+    assert_eq!(audit(&env.pool, young_free_text).await.0, "submitted");
+    let oldest = report.tasks.oldest_open_seconds.unwrap();
+    assert!(
+        (3600..48 * 3600).contains(&oldest),
+        "the young task is now the oldest open one: {oldest}"
+    );
+    let set = sweeper::metric_set(&report);
+    assert_eq!(
+        set.values(
+            None,
+            docflow::telemetry::metrics::sweeper::OLDEST_OPEN_TASK_AGE
+        ),
+        vec![oldest as f64],
+        "the alarm's metric"
+    );
+    let notices = slack_bodies(&env.slack).await;
+    assert_eq!(notices.len(), old.len(), "one notice per task given up");
+    assert!(
+        notices
+            .iter()
+            .all(|n| n.to_string().contains("check DATEV"))
+    );
+
+    let again = sweep(&deps).await;
+    assert_eq!((again.tasks.polled, again.tasks.failed), (1, 0));
+    assert_eq!(slack_bodies(&env.slack).await.len(), old.len(), "told once");
+}
+
+/// Item 4: the poll joined the DATEV integration with an inner join, so the open tasks of
+/// a tenant that disconnected DATEV vanished from it: never polled, never ended, never
+/// told.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn the_tasks_of_a_tenant_that_disconnected_datev_are_not_hidden_and_end_after_the_maximum_age(
+    pool: PgPool,
+) {
+    let output = setup(pool.clone()).await;
+    let env = env(pool).await;
+    let deps = output_sweeper(&env, &output);
+    let young = submitted_audit(&output, "task-young").await;
+    let document = output.another_approved_document().await;
+    let old = submitted_audit_of(&output, document, "task-old").await;
+    age(
+        &env.pool,
+        "ap_datev_export_audit",
+        "created_at",
+        old,
+        48 * 3600 + 60,
+    )
+    .await;
+    sqlx::query("DELETE FROM tenant_datev_integration WHERE tenant_id = $1")
+        .bind(output.tenant.tenant_id)
+        .execute(&env.pool)
+        .await
+        .unwrap();
+
+    let report = sweep(&deps).await;
+
+    assert_eq!(
+        (
+            report.tasks.polled,
+            report.tasks.errors,
+            report.tasks.failed
+        ),
+        (2, 1, 1),
+        "{:?}",
+        report.tasks
+    );
+    let (status, retryable, error) = audit(&env.pool, old).await;
+    assert_eq!((status.as_str(), retryable), ("failed", false));
+    let error = error.unwrap();
+    assert!(
+        error.contains("no DATEV integration") && error.contains("check DATEV"),
+        "{error}"
+    );
+    assert_eq!(audit(&env.pool, young).await.0, "submitted");
+    assert_eq!(slack_bodies(&env.slack).await.len(), 1);
+    assert!(
+        output
+            .maesn_requests("GET", "/accounting/asyncTask/task-old")
+            .await
+            .is_empty(),
+        "nothing to ask Maesn without the tenant's company"
+    );
+}
+
+/// Item 7: `PARTIAL_SUCCESS` was recorded as a plain success and DATEV's `information`
+/// dropped. It is kept on the audit, and the admins are told once.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_partial_success_keeps_datevs_remarks_on_the_audit_and_tells_the_admins_once(
+    pool: PgPool,
+) {
+    let output = setup(pool.clone()).await;
+    let env = env(pool).await;
+    let deps = output_sweeper(&env, &output);
+    let id = submitted_audit(&output, "task-partial").await;
+    task_answers(
+        &output,
+        "task-partial",
+        ResponseTemplate::new(200).set_body_json(json!({ "meta": {}, "data": {
+            "status": "PARTIAL_SUCCESS",
+            "information": [
+                { "type": "WARNING", "message": "Kostenstelle 100 nicht übernommen" },
+                { "type": "WARNING", "message": "Beleglink fehlt" }
+            ]
+        }})),
+    )
+    .await;
+
+    let report = sweep(&deps).await;
+
+    assert_eq!(
+        (
+            report.tasks.succeeded,
+            report.tasks.partial,
+            report.tasks.failed
+        ),
+        (1, 1, 0)
+    );
+    let (status, _, _) = audit(&env.pool, id).await;
+    assert_eq!(status, "succeeded");
+    let information: serde_json::Value =
+        sqlx::query_scalar("SELECT information FROM ap_datev_export_audit WHERE id = $1")
+            .bind(id)
+            .fetch_one(&env.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        information,
+        json!(["Kostenstelle 100 nicht übernommen", "Beleglink fehlt"])
+    );
+    let notices = slack_bodies(&env.slack).await;
+    assert_eq!(notices.len(), 1);
+    let text = notices[0].to_string();
+    assert!(
+        text.contains("partially succeeded") && text.contains("Kostenstelle 100 nicht übernommen"),
+        "{text}"
+    );
+    sweep(&deps).await;
+    assert_eq!(slack_bodies(&env.slack).await.len(), 1, "told once");
 }

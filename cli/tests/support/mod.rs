@@ -75,6 +75,9 @@ pub struct Rates {
     pub maesn_proxy_503: f64,
     pub maesn_see_other: f64,
     pub maesn_cut_body: f64,
+    /// Booked, but the task never ends (`IN_PROGRESS` on every poll): the sweeper's
+    /// maximum task age (`SWEEP_MAX_TASK_AGE_SECONDS`, scaled) must end it in doubt.
+    pub maesn_never_ending: f64,
     /// Documents uploaded as scans (OCR through the Textract stand-in).
     pub scanned: f64,
     /// Textract calls throttled (400 `ProvisionedThroughputExceededException` or
@@ -97,6 +100,8 @@ impl Rates {
         maesn_proxy_503: 0.02,
         maesn_see_other: 0.02,
         maesn_cut_body: 0.02,
+        // Issue 25's hostile Maesn: a task that never ends.
+        maesn_never_ending: 0.02,
         // Not in the issue's list: a share of scans, and Textract's transient errors.
         scanned: 0.15,
         ocr_throttled: 0.20,
@@ -1111,6 +1116,9 @@ async fn approve_ready(
     approved
 }
 
+/// The soak's `SWEEP_MAX_TASK_AGE_SECONDS`.
+const MAX_TASK_AGE_SECONDS: u64 = 60;
+
 /// Work not finished yet: open rows, invoices waiting for approval, untold failures.
 async fn open_work(pool: &PgPool, notices: bool) -> i64 {
     let untold: i64 = if notices {
@@ -1118,7 +1126,9 @@ async fn open_work(pool: &PgPool, notices: bool) -> i64 {
             r#"SELECT (SELECT count(*) FROM document_output_job
                         WHERE status = 'failed' AND admins_told_at IS NULL)
                     + (SELECT count(*) FROM document
-                        WHERE matching_status = 'failed' AND matching_notified_at IS NULL)"#,
+                        WHERE matching_status = 'failed' AND matching_notified_at IS NULL)
+                    + (SELECT count(*) FROM ap_datev_export_audit
+                        WHERE notice_due AND admins_told_at IS NULL)"#,
         )
         .fetch_one(pool)
         .await
@@ -1193,6 +1203,7 @@ pub async fn run(profile: Profile) -> Soak {
             cut_body: profile.rates.maesn_cut_body,
             // "A 401 at 25 s" of a 30 s timeout, at the soak's 2 s.
             revoked_key_answer_after: maesn_timeout.mul_f64(25.0 / 30.0),
+            never_ending: profile.rates.maesn_never_ending,
         }),
         ..maesn::Options::default()
     })
@@ -1285,6 +1296,12 @@ pub async fn run(profile: Profile) -> Soak {
         ("SWEEP_OUTPUT_RUNNING_AFTER_SECONDS", "15".into()),
         ("SWEEP_UNDELIVERED_AFTER_SECONDS", "120".into()),
         ("SWEEP_TIME_RESERVE_MS", "1000".into()),
+        // 48 h at the time warp's scale would outlast the run: a task that never ends is
+        // given up after a minute (tasks of the stand-in end on their second poll).
+        (
+            "SWEEP_MAX_TASK_AGE_SECONDS",
+            MAX_TASK_AGE_SECONDS.to_string(),
+        ),
         (
             "DATEV_CREDENTIALS_PREFIX",
             unique("docflow-soak/datev/") + "/",
@@ -1941,8 +1958,13 @@ pub async fn verify(soak: &Soak) -> Verdict {
     let count = |o: &str| attempts.iter().filter(|a| a.outcome == o).count();
     v.info("Maesn booking requests", attempts.len());
     v.info(
-        "  503 / answered after the timeout",
-        format!("{} / {}", count("unavailable"), count("booked-late")),
+        "  503 / answered after the timeout / task never ends",
+        format!(
+            "{} / {} / {}",
+            count("unavailable"),
+            count("booked-late"),
+            count("booked-never-ends")
+        ),
     );
     v.info(
         "  booked, then a proxy's 503 / a 303 / a 200 cut off by a reset",
@@ -2245,6 +2267,43 @@ pub async fn verify(soak: &Soak) -> Verdict {
         doubt_hidden.is_empty(),
     );
     v.problems.extend(doubt_hidden);
+    // A task that never ends: booked once, dispatched, and after the maximum task age its
+    // audit ends failed, not retryable, "check DATEV" (resolvable), with a notice due.
+    let mut never_ending = 0;
+    let mut never_ended = Vec::new();
+    for (doc, seen) in &outcomes {
+        if !seen.contains(&"booked-never-ends") {
+            continue;
+        }
+        never_ending += 1;
+        let given_up = audits_of.get(doc).into_iter().flatten().any(|a| {
+            s(a, "status") == Some("failed")
+                && a["retryable"] == json!(false)
+                && a["notice_due"] == json!(true)
+                && s(a, "error")
+                    .is_some_and(|e| e.contains("did not end") && e.contains("check DATEV"))
+        });
+        let dispatched = jobs_of
+            .get(doc)
+            .into_iter()
+            .flatten()
+            .any(|j| s(j, "status") == Some("dispatched"));
+        if !(given_up && dispatched) {
+            never_ended.push(format!(
+                "{doc}: task never ends; jobs {:?} audits {:?}",
+                jobs_of.get(doc),
+                audits_of.get(doc)
+            ));
+        }
+    }
+    v.check(
+        &format!(
+            "tasks that never end ({never_ending}) not given up in doubt after {MAX_TASK_AGE_SECONDS} s"
+        ),
+        never_ended.len(),
+        never_ended.is_empty(),
+    );
+    v.problems.extend(never_ended);
 
     // Admin notifications: exactly one per permanent failure.
     let notices: Vec<String> = soak

@@ -41,6 +41,10 @@ pub struct SweepConfig {
     pub task_poll_limit: i64,
     /// `SWEEP_TIME_RESERVE_MS` (default 5000): no new step starts with less time left.
     pub time_reserve: Duration,
+    /// `SWEEP_MAX_TASK_AGE_SECONDS` (default 172800 = 48 h): a DATEV task still open
+    /// after this long (or unreadable, or of a tenant that disconnected DATEV) is ended
+    /// `failed`, not retryable, "check DATEV", with one admin notice.
+    pub max_task_age: Duration,
 }
 
 /// The queues' visibility timeouts, which the defaults are derived from:
@@ -89,6 +93,10 @@ impl SweepConfig {
             undelivered_after: env.seconds_or("SWEEP_UNDELIVERED_AFTER_SECONDS", 86_400)?,
             task_poll_limit: env.parse_or("SWEEP_TASK_POLL_LIMIT", 50)?,
             time_reserve: Duration::from_millis(env.parse_or("SWEEP_TIME_RESERVE_MS", 5000)?),
+            max_task_age: env.seconds_or(
+                "SWEEP_MAX_TASK_AGE_SECONDS",
+                docflow::output::worker::DEFAULT_MAX_TASK_AGE.as_secs(),
+            )?,
         };
         config.validate(visibility, stale_running)?;
         Ok(config)
@@ -126,6 +134,13 @@ impl SweepConfig {
         }
         if self.task_poll_limit < 0 {
             return invalid("SWEEP_TASK_POLL_LIMIT", "must not be negative".into());
+        }
+        // 0 would end every task in doubt before its first answer was read.
+        if self.max_task_age.is_zero() {
+            return invalid(
+                "SWEEP_MAX_TASK_AGE_SECONDS",
+                "must be more than 0: every open task would be ended in doubt at once".into(),
+            );
         }
         // A live ingestion renews its lease; the sweeper only takes stale or free leases,
         // and waits at least as long as the queue may still hold a message for it.
@@ -229,6 +244,20 @@ mod tests {
         .unwrap_err();
         assert!(
             err.to_string().contains("SWEEP_INGESTION_AFTER_SECONDS"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn open_datev_tasks_are_given_up_after_48_hours_unless_configured() {
+        let config = SweepConfig::from_env(&env(&[])).unwrap();
+        assert_eq!(config.max_task_age, Duration::from_secs(48 * 3600));
+        let config =
+            SweepConfig::from_env(&env(&[("SWEEP_MAX_TASK_AGE_SECONDS", "7200")])).unwrap();
+        assert_eq!(config.max_task_age, Duration::from_secs(7200));
+        let err = SweepConfig::from_env(&env(&[("SWEEP_MAX_TASK_AGE_SECONDS", "0")])).unwrap_err();
+        assert!(
+            err.to_string().contains("SWEEP_MAX_TASK_AGE_SECONDS"),
             "{err}"
         );
     }

@@ -236,14 +236,18 @@ pub const OUTPUT: Kind = Kind {
     "#
     ),
     // A job whose worker died during the Maesn call has a `requested` audit: Maesn may
-    // have the export, so the reason says to check DATEV (the audit keeps blocking a new
-    // export until a person resolves it).
+    // have the export, so the reason says to check DATEV. The audit is ended in the same
+    // statement the way recovery ends it (`failed`, not retryable, "in doubt"): it keeps
+    // blocking a new export, but no longer looks under way, and `docflow export resolve`
+    // settles it once a person checked DATEV. The job's give-up notice covers it (no
+    // second notice for the audit).
     give_up: concat!(
         r#"
         WITH stuck AS (
             SELECT id, last_error, sweep_count,
                    (SELECT a.id FROM ap_datev_export_audit a
                      WHERE a.dispatch_job_id = document_output_job.id AND a.status = 'requested'
+                       AND a.task_id IS NULL
                      ORDER BY a.created_at DESC LIMIT 1) AS requested_audit
               FROM document_output_job
 "#,
@@ -251,14 +255,22 @@ pub const OUTPUT: Kind = Kind {
         r#"               AND sweep_count >= $2
              ORDER BY updated_at
              LIMIT $1
-               FOR UPDATE OF document_output_job SKIP LOCKED)
+               FOR UPDATE OF document_output_job SKIP LOCKED),
+        in_doubt AS (
+            UPDATE ap_datev_export_audit AS a
+               SET status = 'failed', retryable = false, updated_at = now(),
+                   error = format(
+                       'DATEV export in doubt: the sweeper gave up on output job %s after %s re-sends while this export was requested (no task id), so Maesn may have accepted it; check DATEV, then run docflow export resolve %s --absent or --present',
+                       stuck.id, stuck.sweep_count, a.id)
+              FROM stuck
+             WHERE a.id = stuck.requested_audit AND a.status = 'requested' AND a.task_id IS NULL)
         UPDATE document_output_job AS t
            SET status = 'failed', completed_at = now(), updated_at = now(),
                last_error = format(
                    'gave up: the sweeper re-sent this output job %s times and it never finished%s; last error: %s',
                    stuck.sweep_count,
                    CASE WHEN stuck.requested_audit IS NULL THEN ''
-                        ELSE format(' (DATEV export audit %s was started and may have reached Maesn: check DATEV before exporting again)',
+                        ELSE format(' (DATEV export audit %s was started and may have reached Maesn: it is now failed in doubt; check DATEV, then run docflow export resolve on it)',
                                     stuck.requested_audit) END,
                    coalesce(stuck.last_error, 'none recorded'))
           FROM stuck, tenant AS tn, document AS d

@@ -31,7 +31,7 @@ use chrono::{DateTime, Utc};
 use docflow::bootstrap::Common;
 use docflow::datev::{MaesnClient, MaesnConfig};
 use docflow::notify::{AdminNotice, Notifier, NotifySettings};
-use docflow::output::worker::poll_open_tasks;
+use docflow::output::worker::{PollSettings, poll_open_tasks_with};
 use docflow::settings::{Env, SettingsError, process_env};
 use docflow::telemetry::metrics::{MetricSet, MetricsSink};
 use lambda_runtime::LambdaEvent;
@@ -137,6 +137,13 @@ pub struct TaskReport {
     pub failed: usize,
     /// Tasks whose state could not be read (left for the next run).
     pub errors: usize,
+    /// Of `succeeded`: ended `PARTIAL_SUCCESS` (DATEV's remarks kept, admins told).
+    pub partial: usize,
+    /// Of `failed`: open longer than `SWEEP_MAX_TASK_AGE_SECONDS` and given up.
+    pub expired: usize,
+    /// Age in seconds of the oldest task still open after the poll (0: none); `None`
+    /// when the poll did not finish (no metric is written then, rather than a 0).
+    pub oldest_open_seconds: Option<u64>,
 }
 
 /// What the notices step did: failures nobody has told the admins about yet (docs/sweeper.md).
@@ -203,6 +210,11 @@ pub fn metric_set(report: &SweepReport) -> MetricSet {
     set.add(m::TASKS_POLLED, report.tasks.polled as f64);
     set.add(m::TASKS_SUCCEEDED, report.tasks.succeeded as f64);
     set.add(m::TASKS_FAILED, report.tasks.failed as f64);
+    set.add(m::TASKS_PARTIAL, report.tasks.partial as f64);
+    set.add(m::TASKS_EXPIRED, report.tasks.expired as f64);
+    if let Some(age) = report.tasks.oldest_open_seconds {
+        set.add(m::OLDEST_OPEN_TASK_AGE, age as f64);
+    }
     set.add(NOTIFICATIONS_FAILED, report.notices.undelivered as f64);
     set.add(m::STEPS_FAILED, report.errors.len() as f64);
     set
@@ -289,7 +301,10 @@ pub async fn sweep(deps: &Deps, budget: Option<Duration>) -> anyhow::Result<Swee
 
     match &deps.maesn {
         Some(maesn) if c.task_poll_limit > 0 => {
-            let poll = poll_open_tasks(&deps.pool, maesn, c.task_poll_limit);
+            let settings = PollSettings {
+                max_task_age: c.max_task_age,
+            };
+            let poll = poll_open_tasks_with(&deps.pool, maesn, c.task_poll_limit, &settings);
             let result = match time_left() {
                 None => Ok(poll.await),
                 Some(left) => tokio::time::timeout(left.saturating_sub(c.time_reserve), poll).await,
@@ -305,6 +320,9 @@ pub async fn sweep(deps: &Deps, budget: Option<Duration>) -> anyhow::Result<Swee
                         succeeded: summary.succeeded,
                         failed: summary.failed,
                         errors: summary.errors,
+                        partial: summary.partial,
+                        expired: summary.expired,
+                        oldest_open_seconds: Some(summary.oldest_open_seconds),
                     };
                 }
                 Ok(Err(e)) => {
@@ -465,6 +483,9 @@ struct Untold {
     error: String,
     retryable: bool,
     attempts: i32,
+    /// A DATEV task that ended `PARTIAL_SUCCESS` (only audits have them).
+    #[sqlx(default)]
+    partial: bool,
 }
 
 /// Failed output jobs, DATEV tasks failed by the poll, ingestions the sweeper gave up on
@@ -589,8 +610,14 @@ async fn tell_untold(
           FROM due, document AS d, tenant AS tn
          WHERE t.id = due.id AND d.id = t.document_id AND tn.id = t.tenant_id
         RETURNING t.id, t.document_id, d.type::text AS document_type, t.tenant_id,
-                  tn.name AS tenant_name, coalesce(t.error, 'no details from DATEV') AS error,
-                  t.retryable, 1 AS attempts
+                  tn.name AS tenant_name,
+                  CASE WHEN t.status = 'succeeded' THEN
+                       'DATEV booked it with remarks (PARTIAL_SUCCESS): '
+                       || coalesce((SELECT string_agg(m, '; ')
+                                      FROM jsonb_array_elements_text(t.information) AS m),
+                                   'no details from DATEV')
+                       ELSE coalesce(t.error, 'no details from DATEV') END AS error,
+                  t.retryable, 1 AS attempts, t.status = 'succeeded' AS partial
         "#,
     )
     .bind(limit)
@@ -598,7 +625,9 @@ async fn tell_untold(
     .fetch_all(&deps.pool)
     .await?;
     tell_each(deps, stop_at, report, &audits, |audit| Notice {
-        title: if audit.retryable {
+        title: if audit.partial {
+            "DATEV export partially succeeded: read DATEV's remarks".to_owned()
+        } else if audit.retryable {
             "DATEV export failed".to_owned()
         } else {
             "DATEV export failed; do not export again before checking DATEV".to_owned()
@@ -749,6 +778,23 @@ mod tests {
         // Written even when nothing happened, so the graphs show 0 rather than gaps.
         let quiet = metric_set(&SweepReport::default());
         assert_eq!(quiet.values(None, m::GIVEN_UP), vec![0.0]);
+    }
+
+    #[test]
+    fn the_oldest_open_task_s_age_is_written_only_when_the_poll_finished() {
+        use docflow::telemetry::metrics::sweeper as m;
+        let mut report = SweepReport::default();
+        assert!(
+            metric_set(&report)
+                .values(None, m::OLDEST_OPEN_TASK_AGE)
+                .is_empty(),
+            "no poll, no age: a 0 would hide tasks nobody polled"
+        );
+        report.tasks.oldest_open_seconds = Some(90_000);
+        report.tasks.expired = 2;
+        let set = metric_set(&report);
+        assert_eq!(set.values(None, m::OLDEST_OPEN_TASK_AGE), vec![90_000.0]);
+        assert_eq!(set.total(m::TASKS_EXPIRED), 2.0);
     }
 
     #[test]

@@ -23,7 +23,12 @@
 //!   checks), heartbeat touch, recovery from a linked audit, eligibility, export, and the
 //!   async-task poll the sweeper calls.
 //!
-//! Every status change fires `NOTIFY output_dispatch` (a trigger in the schema).
+//! Every status change fires `NOTIFY output_dispatch` (a trigger in the schema); every
+//! insert and status (or `retryable`) change of an `ap_datev_export_audit` fires `NOTIFY
+//! datev_export_audit`, the audit event the page waits for. A document has at most one
+//! open audit (`requested`/`submitted`/`in_progress`, a partial unique index), and an
+//! export in doubt leaves its audit `failed`, not retryable, until a person records what
+//! DATEV has (`docflow export resolve`).
 
 pub mod worker;
 

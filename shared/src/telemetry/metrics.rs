@@ -289,6 +289,13 @@ pub mod sweeper {
     pub const TASKS_SUCCEEDED: Metric = counter("TasksSucceeded");
     pub const TASKS_FAILED: Metric = counter("TasksFailed");
     pub const STEPS_FAILED: Metric = counter("StepsFailed");
+    /// Age of the oldest DATEV task still open after the poll (0: none); the alarm on
+    /// tasks nobody ends watches its maximum.
+    pub const OLDEST_OPEN_TASK_AGE: Metric = seconds("OldestOpenTaskAge");
+    /// DATEV tasks ended `PARTIAL_SUCCESS` (booked with remarks; admins told).
+    pub const TASKS_PARTIAL: Metric = counter("TasksPartiallySucceeded");
+    /// DATEV tasks given up after the maximum task age (failed, "check DATEV").
+    pub const TASKS_EXPIRED: Metric = counter("TasksExpired");
 }
 
 /// A group of metrics sharing one extra dimension (besides `function`), e.g.
@@ -720,6 +727,9 @@ pub const ALL: &[Metric] = &[
     sweeper::TASKS_SUCCEEDED,
     sweeper::TASKS_FAILED,
     sweeper::STEPS_FAILED,
+    sweeper::OLDEST_OPEN_TASK_AGE,
+    sweeper::TASKS_PARTIAL,
+    sweeper::TASKS_EXPIRED,
 ];
 
 fn known_metric(name: &str, unit: Unit) -> Option<Metric> {

@@ -744,6 +744,13 @@ pub fn metric_alarm_contract() -> Vec<(&'static str, &'static str)> {
     ]
 }
 
+/// The alarms on an age the code writes (a gauge, not a count): the metric and the
+/// function, as in [`metric_alarm_contract`]; such an alarm must watch the `Maximum`.
+pub fn age_alarm_contract() -> Vec<(&'static str, &'static str)> {
+    use docflow::telemetry::metrics::sweeper as sweep;
+    vec![(sweeper::FUNCTION, sweep::OLDEST_OPEN_TASK_AGE.name)]
+}
+
 /// Every Lambda function of `infra` with the namespace its code writes metrics to.
 fn metric_namespaces(infra: &Infra) -> Vec<(String, Option<String>)> {
     infra
@@ -761,7 +768,11 @@ fn metric_namespaces(infra: &Infra) -> Vec<(String, Option<String>)> {
 fn check_metric_alarms(infra: &Infra, found: &mut Violations) {
     let namespaces = metric_namespaces(infra);
     let function_dimension = docflow::telemetry::metrics::dimension::FUNCTION;
-    for (function, metric) in metric_alarm_contract() {
+    let contract = metric_alarm_contract()
+        .into_iter()
+        .map(|(f, m)| (f, m, false))
+        .chain(age_alarm_contract().into_iter().map(|(f, m)| (f, m, true)));
+    for (function, metric, age) in contract {
         let Some((_, namespace)) = namespaces.iter().find(|(name, _)| name == function) else {
             continue; // check_every_function_exists reports it
         };
@@ -792,6 +803,14 @@ fn check_metric_alarms(infra: &Infra, found: &mut Violations) {
                     "no alarm with actions on {namespace} {metric} with exactly {{{function_dimension} = {function:?}}}, the metric the code writes"
                 ),
             ),
+            Some(alarm) if age => {
+                if text(alarm.attr("statistic").as_ref()) != "Maximum" {
+                    found.add_to(
+                        &alarm.address,
+                        format!("must watch the Maximum of {metric} (an age, not a count)"),
+                    );
+                }
+            }
             Some(alarm) => {
                 let fires_on_first = number(alarm.attr("threshold").as_ref()) == Some(0.0)
                     && text(alarm.attr("comparison_operator").as_ref()) == "GreaterThanThreshold"
