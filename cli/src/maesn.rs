@@ -422,8 +422,7 @@ impl Create {
                 }
                 // The range after the others': adding it changes no other fault of a
                 // seed's schedule.
-                if after_booking.is_none() && draw >= bound && draw < bound + faults.never_ending
-                {
+                if after_booking.is_none() && draw >= bound && draw < bound + faults.never_ending {
                     never_ends = true;
                 }
             }

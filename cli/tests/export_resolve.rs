@@ -342,21 +342,26 @@ async fn a_task_that_never_ends_is_ended_in_doubt_after_the_maximum_age_and_reso
         std::time::Duration::from_secs(2),
     );
     let document = env.another_approved_document().await;
+    let account = DatevAccount {
+        tenant_id: env.tenant.tenant_id,
+        company_id: docflow_tests::output::COMPANY_ID.to_owned(),
+    };
+    let keys = maesn.keys(&account).await.unwrap();
     let task_id = maesn
-        .create_booking_proposal(&BookingProposal {
-            account: DatevAccount {
-                tenant_id: env.tenant.tenant_id,
-                company_id: docflow_tests::output::COMPANY_ID.to_owned(),
+        .create_booking_proposal(
+            &BookingProposal {
+                account,
+                proposal: json!({ "id": document, "number": "RE-NEVER-1" }),
+                booking_type: "BILL".into(),
+                folder_management: json!({}),
+                file: DocumentFile {
+                    file_name: "never.pdf".into(),
+                    mime_type: "application/pdf".into(),
+                    bytes: b"%PDF-1.7 never".to_vec().into(),
+                },
             },
-            proposal: json!({ "id": document, "number": "RE-NEVER-1" }),
-            booking_type: "BILL".into(),
-            folder_management: json!({}),
-            file: DocumentFile {
-                file_name: "never.pdf".into(),
-                mime_type: "application/pdf".into(),
-                bytes: b"%PDF-1.7 never".to_vec().into(),
-            },
-        })
+            &keys,
+        )
         .await
         .unwrap();
     let job = env.insert_job(document, "dispatched").await;
