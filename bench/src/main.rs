@@ -917,7 +917,9 @@ async fn hostile_memory(report: &mut Report, stack: &Stack, args: &Args) -> anyh
     ]]);
     let bomb = docflow_tests::pdf::flate_bomb_pdf(1 << 30);
     let huge_scan = docflow_tests::pdf::black_png(9_000, 9_000, true);
-    let cases: [(&str, Vec<(&str, &[u8], usize)>); 3] = [
+    /// A case: its name, and the files of its batch as (extension, bytes, how many).
+    type Case<'a> = (&'a str, Vec<(&'a str, &'a [u8], usize)>);
+    let cases: [Case; 3] = [
         (
             "10 × flate-bomb PDF (1 GiB of content each)",
             vec![("pdf", &bomb, 10)],
@@ -976,7 +978,7 @@ async fn hostile_memory(report: &mut Report, stack: &Stack, args: &Args) -> anyh
         );
         report.plain(
             section,
-            &format!("  … records completed / failed as too large"),
+            "  … records completed / failed as too large",
             completed as f64 * 1000.0 + too_large as f64,
             "completed×1000 + too large",
         );
