@@ -158,6 +158,15 @@ pub mod ingestion {
     pub const OCR_PAGES: Metric = counter("OcrPages");
     pub const PREPROCESSING_PASSES: Metric = counter("PreprocessingPasses");
     pub const QUALITY_GATE_FAILURES: Metric = counter("QualityGateFailures");
+    /// Documents read from their structured e-invoice (no OCR, no LLM), per `kind`
+    /// (`xml`, `pdf`).
+    pub const EINVOICES_READ: Metric = counter("EInvoicesRead");
+    /// Hybrid PDFs whose XML was invalid, unreadable or not an invoice: read from the
+    /// page instead.
+    pub const EINVOICE_FALLBACKS: Metric = counter("EInvoiceFallbacks");
+    /// Hybrid PDFs whose page and XML disagree on the number or the total (the XML is
+    /// kept, the disagreement flagged in `structured_data.einvoice.disagreements`).
+    pub const EINVOICE_DISAGREEMENTS: Metric = counter("EInvoiceDisagreements");
 }
 
 /// LLM calls (ingestion and matching), per `provider`.
@@ -699,6 +708,9 @@ pub const ALL: &[Metric] = &[
     ingestion::OCR_PAGES,
     ingestion::PREPROCESSING_PASSES,
     ingestion::QUALITY_GATE_FAILURES,
+    ingestion::EINVOICES_READ,
+    ingestion::EINVOICE_FALLBACKS,
+    ingestion::EINVOICE_DISAGREEMENTS,
     llm::INPUT_TOKENS,
     llm::OUTPUT_TOKENS,
     llm::LATENCY,
