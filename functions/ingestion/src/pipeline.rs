@@ -55,15 +55,24 @@ pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
     if einvoice::is_xml_name(&claimed.file_path) {
         let key = document_key(claimed.document_id, &claimed.file_path)?;
         let bytes = metrics::stage(stages::FETCH, fetch_file(deps, &key)).await?;
-        let run = metrics::stage(stages::EXTRACT, crate::einvoice::xml(&key, bytes)).await?;
+        let run = metrics::stage(stages::EINVOICE, crate::einvoice::xml(&key, bytes)).await?;
         return finish(deps, claimed, run).await;
     }
     let (key, kind) = document_file(claimed.document_id, &claimed.file_path)?;
+
+    let cached = if claimed.tried_before {
+        metrics::stage(stages::FETCH, load_cached_transcription(deps, id)).await?
+    } else {
+        None
+    };
+    // A PDF may carry its invoice as XML. A stored transcription means an earlier attempt
+    // looked already and found none it could use (a valid one completes the document
+    // without transcribing): the retry needs no file.
     let mut fetched = None;
     let mut fallback = None;
-    if kind == FileKind::Pdf {
+    if kind == FileKind::Pdf && cached.is_none() {
         let bytes = metrics::stage(stages::FETCH, fetch_file(deps, &key)).await?;
-        match metrics::stage(stages::EXTRACT, crate::einvoice::pdf(&key, bytes.clone())).await? {
+        match metrics::stage(stages::EINVOICE, crate::einvoice::pdf(&key, bytes.clone())).await? {
             Route::Read(run) => return finish(deps, claimed, *run).await,
             Route::PagePath(reason) => {
                 fallback = reason;
@@ -71,12 +80,6 @@ pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
             }
         }
     }
-
-    let cached = if claimed.tried_before {
-        metrics::stage(stages::FETCH, load_cached_transcription(deps, id)).await?
-    } else {
-        None
-    };
     let transcription = match cached {
         Some(cached) => {
             tracing::info!(provider = %cached.provider, "reusing the stored transcription");

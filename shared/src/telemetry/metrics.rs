@@ -199,6 +199,9 @@ pub mod stages {
     pub const CLAIM: &str = "claim";
     /// Ingestion: reading the stored file (or a stored transcription) from S3.
     pub const FETCH: &str = "fetch";
+    /// Ingestion: the structured e-invoice, looked for in a PDF and read (an XML upload
+    /// or a hybrid), before any transcription.
+    pub const EINVOICE: &str = "einvoice";
     /// Ingestion: the text of the file (text layer, or OCR).
     pub const TRANSCRIBE: &str = "transcribe";
     /// Ingestion: writing the transcription to S3 and its row.
@@ -234,6 +237,7 @@ pub mod stages {
     pub const ALL: &[&str] = &[
         CLAIM,
         FETCH,
+        EINVOICE,
         TRANSCRIBE,
         STORE_TRANSCRIPTION,
         EXTRACT,
