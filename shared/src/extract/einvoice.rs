@@ -122,6 +122,16 @@ pub fn looks_like_xml(bytes: &[u8]) -> bool {
 /// pool); never panics on any input (see the fuzz targets `einvoice_xml` and
 /// `einvoice_pdf`).
 pub fn read(bytes: &[u8]) -> Result<Extraction, EInvoiceError> {
+    // The crates have not panicked on any input the fuzz targets found; a panic would
+    // still be a bad file, not a crash.
+    std::panic::catch_unwind(|| read_unguarded(bytes)).unwrap_or_else(|_| {
+        Err(EInvoiceError::Unreadable(
+            "the e-invoice reader gave up on this file".into(),
+        ))
+    })
+}
+
+fn read_unguarded(bytes: &[u8]) -> Result<Extraction, EInvoiceError> {
     let (payload, attachment, divergences) = if bytes.starts_with(b"%PDF") {
         let extracted = zugferd::extract(bytes, &pdf_limits()).map_err(pdf_error)?;
         let divergences: Vec<String> = extracted
