@@ -108,16 +108,6 @@ pub enum EInvoiceError {
     Invalid { findings: Vec<String> },
 }
 
-/// Whether the bytes are XML (what a `.xml` upload must start with, after a BOM and
-/// whitespace).
-pub fn looks_like_xml(bytes: &[u8]) -> bool {
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    let start = bytes.iter().position(|b| !b.is_ascii_whitespace());
-    start.is_some_and(|i| bytes[i] == b'<')
-        || bytes.starts_with(b"\xFF\xFE")
-        || bytes.starts_with(b"\xFE\xFF")
-}
-
 /// Reads an XML e-invoice upload or a hybrid PDF. CPU work (run it on the blocking
 /// pool); never panics on any input (see the fuzz targets `einvoice_xml` and
 /// `einvoice_pdf`).
@@ -397,13 +387,6 @@ pub fn is_xml_name(name: &str) -> bool {
 
 /// The content type an XML upload is stored with.
 pub const XML_MIME_TYPE: &str = "application/xml";
-
-/// Whether a declared content type is XML (`application/xml`, `text/xml`, with or
-/// without parameters).
-pub fn is_xml_mime_type(mime: &str) -> bool {
-    let essence = mime.split(';').next().unwrap_or("").trim();
-    essence.eq_ignore_ascii_case("application/xml") || essence.eq_ignore_ascii_case("text/xml")
-}
 
 /// Compares a hybrid's XML reading with what the page says (the page path's extraction)
 /// on the number and the total, and records every disagreement in the XML reading's
@@ -709,10 +692,7 @@ mod tests {
     }
 
     #[test]
-    fn xml_names_and_content_types() {
+    fn xml_file_names() {
         assert!(is_xml_name("documents/x.XML") && !is_xml_name("a.pdf"));
-        assert!(is_xml_mime_type("text/xml; charset=utf-8"));
-        assert!(is_xml_mime_type("application/xml") && !is_xml_mime_type("application/pdf"));
-        assert!(looks_like_xml(b"\xEF\xBB\xBF  <?xml") && !looks_like_xml(b"%PDF"));
     }
 }
