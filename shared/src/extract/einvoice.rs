@@ -15,6 +15,7 @@
 //! before parsing, and reads a PDF under [`pdf_limits`] (what the streams inflated to
 //! find the attachment may grow to, and how many objects are walked).
 
+use en16931::Severity;
 use en16931::invoice::{Invoice, PaymentMeans};
 use en16931_formats::report::Validity;
 use en16931_formats::zugferd;
@@ -129,27 +130,31 @@ fn read_unguarded(bytes: &[u8]) -> Result<Extraction, EInvoiceError> {
             .iter()
             .map(|d| format!("container: {d}"))
             .collect();
-        (extracted.xml, Some(extracted.filename), divergences)
+        (
+            std::borrow::Cow::Owned(extracted.xml),
+            Some(extracted.filename),
+            divergences,
+        )
     } else {
-        (bytes.to_vec(), None, Vec::new())
+        (std::borrow::Cow::Borrowed(bytes), None, Vec::new())
     };
     bounded(&payload)?;
     let received = en16931_formats::receive(&payload, &en16931_formats::Policy::default());
     let report = &received.report_declared;
-    let mut findings = divergences;
-    findings.extend(report.entries().map(|e| {
+    // (fatal, line) per finding, in the report's order.
+    let mut all: Vec<(bool, String)> = divergences.into_iter().map(|d| (false, d)).collect();
+    all.extend(report.entries().map(|e| {
         let rule = e.rule.as_deref().or(e.term.as_deref()).unwrap_or("");
-        format!("{rule} {:?}: {} ({})", e.level(), e.message, e.path)
-            .trim_start()
-            .to_owned()
+        let line = format!("{rule} {:?}: {} ({})", e.level(), e.message, e.path);
+        (e.level() == Severity::Fatal, line.trim_start().to_owned())
     }));
     if let Some(semantic) = &report.semantic.report {
-        findings.extend(
-            semantic
-                .findings()
-                .iter()
-                .map(|f| format!("{} {:?}: {}", f.rule, f.severity, f.message)),
-        );
+        all.extend(semantic.findings().iter().map(|f| {
+            (
+                f.severity == Severity::Fatal,
+                format!("{} {:?}: {}", f.rule, f.severity, f.message),
+            )
+        }));
     }
     let Some(invoice) = received.invoice.as_ref() else {
         // Unreadable: the reasons say which layer refused it.
@@ -173,21 +178,25 @@ fn read_unguarded(bytes: &[u8]) -> Result<Extraction, EInvoiceError> {
         .any(|l| l.validity == Validity::Invalid)
         || report.semantic.validity == Validity::Invalid;
     if invalid {
-        let mut fatal: Vec<String> = findings
+        let mut fatal: Vec<String> = all
             .iter()
-            .filter(|f| f.contains("Fatal"))
-            .cloned()
+            .filter(|(fatal, _)| *fatal)
+            .map(|(_, line)| line.clone())
             .collect();
         if fatal.is_empty() {
             fatal = received.reasons.clone();
         }
-        return Err(EInvoiceError::Invalid { findings: fatal });
+        return Err(EInvoiceError::Invalid {
+            findings: capped(fatal),
+        });
     }
+    let mut findings: Vec<String> = all.into_iter().map(|(_, line)| line).collect();
     // A reason that is not a refusal (an unknown or absent BT-24: the core rules ran)
     // is information, kept with the findings.
     for reason in &received.reasons {
         findings.push(format!("note: {reason}"));
     }
+    let findings = capped(findings);
     let syntax = if root_name(&payload).ends_with("CrossIndustryInvoice") {
         "UN/CEFACT CII D16B"
     } else {
@@ -232,6 +241,19 @@ fn root_name(xml: &[u8]) -> String {
         return String::from_utf8_lossy(&rest[..end]).into_owned();
     }
     String::new()
+}
+
+/// The most findings kept (stored with the document, or the error's text): a hostile
+/// document can produce one per element.
+pub const MAX_FINDINGS: usize = 50;
+
+fn capped(mut findings: Vec<String>) -> Vec<String> {
+    if findings.len() > MAX_FINDINGS {
+        let more = findings.len() - MAX_FINDINGS;
+        findings.truncate(MAX_FINDINGS);
+        findings.push(format!("… and {more} more"));
+    }
+    findings
 }
 
 fn bounded(xml: &[u8]) -> Result<(), EInvoiceError> {
@@ -689,6 +711,29 @@ mod tests {
         let flagged = &xml.einvoice.as_ref().unwrap().disagreements;
         assert_eq!(flagged.len(), 1, "{flagged:?}");
         assert!(flagged[0].contains("total"));
+    }
+
+    #[test]
+    fn findings_are_capped_however_many_a_document_produces() {
+        let lines: Vec<String> = (0..500).map(|i| format!("BR-{i}")).collect();
+        let kept = capped(lines);
+        assert_eq!(kept.len(), MAX_FINDINGS + 1);
+        assert_eq!(kept.last().unwrap(), "… and 450 more");
+        // Each unmapped path is reported once: 2000 different ones.
+        let junk: String = (0..2000)
+            .map(|i| format!("<cbc:Unknown{i}>x</cbc:Unknown{i}>"))
+            .collect();
+        let xml = std::fs::read_to_string(corpus(UBL)).unwrap().replacen(
+            "<cbc:Note>",
+            &format!("{junk}<cbc:Note>"),
+            1,
+        );
+        let findings = match read(xml.as_bytes()) {
+            Ok(e) => e.einvoice.unwrap().findings,
+            Err(EInvoiceError::Invalid { findings }) => findings,
+            Err(other) => panic!("{other}"),
+        };
+        assert_eq!(findings.len(), MAX_FINDINGS + 1, "{findings:?}");
     }
 
     #[test]
