@@ -230,9 +230,11 @@ impl Extractor {
             }),
             Extractor::Llm(client) => {
                 let user = format!("Document text:\n<document>\n{text}\n</document>");
-                let (extraction, completion) = client
+                let (mut extraction, completion) = client
                     .complete_json::<Extraction, _>(SYSTEM_PROMPT, &user, Extraction::validate)
                     .await?;
+                // Where the fields came from is ours to record, never a model's to claim.
+                extraction.einvoice = None;
                 Ok(ExtractionRun {
                     extraction,
                     input_tokens: Some(completion.input_tokens),

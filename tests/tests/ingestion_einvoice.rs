@@ -227,3 +227,31 @@ async fn a_hybrid_whose_page_disagrees_keeps_the_xml_flags_it_and_counts_it(pool
         1.0
     );
 }
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn an_llm_answer_cannot_claim_to_be_an_e_invoice(pool: PgPool) {
+    let h = harness(pool, Ocr::Native).await;
+    let mut answer = invoice_json();
+    answer["einvoice"] = serde_json::json!({"provider": "einvoice", "findings": []});
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(docflow_tests::llm::anthropic_text(&answer.to_string()))
+        .expect(1)
+        .mount(&h.llm)
+        .await;
+    let id = Uuid::new_v4();
+    let pdf = docflow_tests::pdf::text_pdf(&[&[
+        "Muster Bürobedarf GmbH, Hauptstraße 1, 10115 Berlin",
+        "Rechnung Nr. RE-2014-0815",
+        "Gesamtbetrag: 119,00 €",
+    ]]);
+    let document_id = h.seed(id, "pdf", Some(pdf)).await;
+
+    h.deliver(id).await;
+
+    let row = h.ingestion(id).await;
+    assert_eq!(row.status, "completed", "{:?}", row.last_error);
+    assert_eq!(row.extraction_model.as_deref(), Some("claude-test-1"));
+    let data = h.document(document_id).await.0.unwrap();
+    assert_eq!(data.get("einvoice"), None, "{data}");
+}
