@@ -4,7 +4,8 @@
 //!   invoice matching put into a cluster — the approval and the output job in one
 //!   transaction (`docflow::output::on_final_approval`), the job id sent after the commit
 //!   (`Dispatcher::dispatch`);
-//! - [`summary`]: per document its type, supplier, total, ingestion and matching state,
+//! - [`summary`]: per document its type, the source of its fields (`einvoice`, `rules`
+//!   or the LLM's model), supplier, total, ingestion and matching state,
 //!   match cluster and export state, plus what each DLQ holds.
 
 use std::collections::HashMap;
@@ -113,6 +114,9 @@ pub struct Row {
     pub currency: Option<String>,
     pub ingestion: Option<String>,
     pub ingestion_error: Option<String>,
+    /// Where the fields came from: `einvoice` (an XRechnung / ZUGFeRD XML read exactly),
+    /// `rules`, or the LLM's model (the ingestion's `extraction_model`).
+    pub source: Option<String>,
     pub needs_human_review: bool,
     pub matching: Option<String>,
     pub cluster_id: Option<Uuid>,
@@ -218,12 +222,13 @@ pub async fn summary(
                d.structured_data->>'invoice_number' AS number,
                (d.structured_data->>'total')::float8 AS total,
                d.structured_data->>'currency' AS currency,
-               i.status AS ingestion, i.last_error AS ingestion_error, d.needs_human_review,
+               i.status AS ingestion, i.last_error AS ingestion_error,
+               i.extraction_model AS source, d.needs_human_review,
                d.matching_status AS matching, d.cluster_id,
                j.status::text AS job, j.last_error AS job_error,
                a.status AS audit, a.error AS audit_error
           FROM document d
-          LEFT JOIN LATERAL (SELECT status, last_error FROM ingestion
+          LEFT JOIN LATERAL (SELECT status, last_error, extraction_model FROM ingestion
                               WHERE document_id = d.id ORDER BY created_at DESC LIMIT 1) i ON true
           LEFT JOIN LATERAL (SELECT status, last_error FROM document_output_job
                               WHERE document_id = d.id ORDER BY created_at DESC LIMIT 1) j ON true
@@ -277,6 +282,7 @@ impl fmt::Display for Summary {
         let header = [
             "document",
             "type",
+            "source",
             "supplier",
             "total",
             "ingestion",
@@ -284,7 +290,7 @@ impl fmt::Display for Summary {
             "cluster",
             "export",
         ];
-        let mut table: Vec<[String; 8]> = vec![header.map(str::to_owned)];
+        let mut table: Vec<[String; 9]> = vec![header.map(str::to_owned)];
         for row in &self.rows {
             let total = match (row.total, &row.currency) {
                 (Some(t), Some(c)) => format!("{t:.2} {c}"),
@@ -299,6 +305,7 @@ impl fmt::Display for Summary {
             table.push([
                 cut(row.file_name.as_deref().unwrap_or("—"), 40),
                 row.doc_type.clone(),
+                row.source.clone().unwrap_or_else(|| "—".into()),
                 cut(row.supplier.as_deref().unwrap_or("—"), 32),
                 total,
                 ingestion,
@@ -307,7 +314,7 @@ impl fmt::Display for Summary {
                 row.export(),
             ]);
         }
-        let widths: Vec<usize> = (0..8)
+        let widths: Vec<usize> = (0..9)
             .map(|c| {
                 table
                     .iter()
@@ -368,5 +375,55 @@ impl fmt::Display for Summary {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(file: &str, source: Option<&str>) -> Row {
+        Row {
+            document_id: Uuid::nil(),
+            file_name: Some(file.into()),
+            doc_type: "invoice".into(),
+            supplier: Some("Lieferant GmbH".into()),
+            number: Some("471102".into()),
+            total: Some(529.87),
+            currency: Some("EUR".into()),
+            ingestion: Some("completed".into()),
+            ingestion_error: None,
+            source: source.map(Into::into),
+            needs_human_review: false,
+            matching: Some("succeeded".into()),
+            cluster_id: None,
+            job: None,
+            job_error: None,
+            audit: None,
+            audit_error: None,
+            cluster: None,
+        }
+    }
+
+    #[test]
+    fn the_table_shows_where_each_document_s_fields_came_from() {
+        let summary = Summary {
+            tenant_id: Uuid::nil(),
+            rows: vec![
+                row("zugferd.pdf", Some("einvoice")),
+                row("scan.pdf", Some("rules")),
+                row("waiting.pdf", None),
+            ],
+            dlqs: Vec::new(),
+        };
+        let table = summary.to_string();
+        let mut lines = table.lines();
+        let header = lines.next().unwrap();
+        assert!(header.contains("source"), "{header}");
+        let column = header.find("source").unwrap();
+        let cell = |line: &str| line[column..].split_whitespace().next().unwrap().to_owned();
+        lines.next();
+        let cells: Vec<String> = lines.take(3).map(cell).collect();
+        assert_eq!(cells, ["einvoice", "rules", "—"]);
     }
 }

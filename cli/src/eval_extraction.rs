@@ -4,11 +4,11 @@
 use std::path::PathBuf;
 
 use anyhow::bail;
-use docflow::extract::eval::{Pricing, evaluate_dir};
+use docflow::extract::eval::{EInvoices, Pricing, evaluate_dir_with};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A directory of documents (.pdf, .txt, .png, .jpg), each with `<name>.json` beside
+    /// A directory of documents (.pdf, .txt, .png, .jpg, .xml), each with `<name>.json` beside
     /// it holding the expected fields under the extraction contract's names.
     dir: PathBuf,
     /// `rules` works offline; `anthropic` / `openai` read ANTHROPIC_API_KEY /
@@ -27,6 +27,10 @@ pub struct Args {
     /// Exit with an error when overall accuracy is below this percentage (for CI).
     #[arg(long)]
     min_accuracy: Option<f64>,
+    /// Read hybrid PDFs (ZUGFeRD / Factur-X) from their page only, as if their XML were
+    /// stripped: measures the page path on them, labelled by their XML.
+    #[arg(long)]
+    page_only: bool,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
@@ -38,7 +42,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         }),
         _ => None,
     };
-    let report = evaluate_dir(&args.dir, &args.provider, &extractor, pricing).await?;
+    let einvoices = if args.page_only {
+        EInvoices::PageOnly
+    } else {
+        EInvoices::Read
+    };
+    let report =
+        evaluate_dir_with(&args.dir, &args.provider, &extractor, pricing, einvoices).await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

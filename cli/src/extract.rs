@@ -4,19 +4,39 @@
 use std::path::Path;
 
 use anyhow::{Context as _, bail};
-use docflow::extract::{Extraction, Extractor};
+use docflow::extract::{Extraction, Extractor, einvoice};
 use docflow::llm::{LlmClient, LlmSettings};
 use docflow::ocr::{FileKind, Transcriber};
 use docflow::settings::Env;
 
 pub async fn run(file: &Path, provider: &str, json: bool, show_text: bool) -> anyhow::Result<()> {
-    let kind = FileKind::from_path(&file.to_string_lossy()).with_context(|| {
+    let name = file.to_string_lossy();
+    let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    // A structured e-invoice is read exactly, before any transcription or provider.
+    if einvoice::is_xml_name(&name) {
+        let extraction = einvoice::read(&bytes).with_context(|| format!("{}", file.display()))?;
+        return show(&extraction, "einvoice", json);
+    }
+    let kind = FileKind::from_path(&name).with_context(|| {
         format!(
-            "{}: unsupported file type; use .pdf, .txt, .png or .jpg",
+            "{}: unsupported file type; use .pdf, .txt, .png, .jpg or .xml",
             file.display()
         )
     })?;
-    let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let mut fallback = None;
+    if kind == FileKind::Pdf {
+        match einvoice::read(&bytes) {
+            Ok(extraction) => return show(&extraction, "einvoice", json),
+            Err(einvoice::EInvoiceError::NoPayload(_)) => {}
+            Err(e) => {
+                eprintln!(
+                    "{}: the embedded e-invoice is not used: {e}; reading the page",
+                    file.display()
+                );
+                fallback = Some(e);
+            }
+        }
+    }
     let transcription = Transcriber::Native
         .transcribe(kind, &bytes)
         .await
@@ -31,14 +51,21 @@ pub async fn run(file: &Path, provider: &str, json: bool, show_text: bool) -> an
         println!("{}\n---", transcription.text);
     }
     let extractor = extractor(provider)?;
-    let run = extractor
+    let mut run = extractor
         .extract(&transcription.text)
         .await
         .context("extraction failed")?;
+    if let Some(e) = &fallback {
+        run.extraction.einvoice = Some(einvoice::fallback_source(e, &run.model));
+    }
+    show(&run.extraction, &run.model, json)
+}
+
+fn show(extraction: &Extraction, model: &str, json: bool) -> anyhow::Result<()> {
     if json {
-        println!("{}", serde_json::to_string_pretty(&run.extraction)?);
+        println!("{}", serde_json::to_string_pretty(extraction)?);
     } else {
-        print_summary(&run.extraction, &run.model);
+        print_summary(extraction, model);
     }
     Ok(())
 }
@@ -96,6 +123,7 @@ fn print_summary(e: &Extraction, model: &str) {
         ("total", amount(e.total)),
         ("po_reference", e.po_reference.clone()),
         ("delivery_note_reference", e.delivery_note_reference.clone()),
+        ("invoice_reference", e.invoice_reference.clone()),
     ];
     for (name, value) in rows {
         println!("  {name:<24} {}", show(value));
@@ -111,5 +139,21 @@ fn print_summary(e: &Extraction, model: &str) {
     }
     if !e.missing_fields.is_empty() {
         println!("  missing: {}", e.missing_fields.join(", "));
+    }
+    if let Some(source) = &e.einvoice {
+        let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "—".into());
+        println!(
+            "  e-invoice: {} | {} | type {} | buyer reference {}",
+            show(&source.syntax),
+            show(&source.profile),
+            show(&source.type_code),
+            show(&source.buyer_reference)
+        );
+        if let Some(reason) = &source.fallback_reason {
+            println!("  fell back to the page: {reason}");
+        }
+        for finding in source.findings.iter().chain(&source.disagreements) {
+            println!("  finding: {finding}");
+        }
     }
 }

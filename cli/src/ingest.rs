@@ -7,6 +7,7 @@
 //! result says so.
 
 use anyhow::Context as _;
+use docflow::extract::einvoice;
 use docflow::ocr::FileKind;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -42,17 +43,24 @@ pub async fn ingest(
     file_name: &str,
     bytes: Vec<u8>,
 ) -> anyhow::Result<Ingested> {
-    let kind = FileKind::from_path(file_name).with_context(|| {
-        format!("{file_name}: unsupported file type; use .pdf, .txt, .png, .jpg or .jpeg")
-    })?;
+    // An XML upload is an e-invoice (XRechnung, EN 16931 UBL / CII): ingestion reads it
+    // exactly, without OCR.
+    let (extension, mime_type) = if einvoice::is_xml_name(file_name) {
+        ("xml", einvoice::XML_MIME_TYPE)
+    } else {
+        let kind = FileKind::from_path(file_name).with_context(|| {
+            format!("{file_name}: unsupported file type; use .pdf, .txt, .png, .jpg, .jpeg or .xml")
+        })?;
+        (kind.extension(), kind.mime_type())
+    };
     let document_id = Uuid::new_v4();
-    let key = format!("documents/{document_id}.{}", kind.extension());
+    let key = format!("documents/{document_id}.{extension}");
     target
         .s3
         .put_object()
         .bucket(target.bucket)
         .key(&key)
-        .content_type(kind.mime_type())
+        .content_type(mime_type)
         .body(bytes.into())
         .send()
         .await
@@ -77,7 +85,7 @@ pub async fn ingest(
     .bind(tenant_id)
     .bind(&key)
     .bind(file_name)
-    .bind(kind.mime_type())
+    .bind(mime_type)
     .execute(&mut *tx)
     .await
     .with_context(|| format!("failed to record the document for {file_name}"))?;

@@ -87,7 +87,8 @@ enum Command {
     /// Transcribe and extract one local file and print the result: try the extractor on
     /// your own documents without queues or a database.
     Extract {
-        /// A .pdf (text layer), .txt, .png or .jpg file.
+        /// A .pdf (text layer), .txt, .png, .jpg or .xml file. An XML e-invoice (XRechnung,
+        /// UBL / CII) and a PDF carrying one (ZUGFeRD / Factur-X) are read from their XML.
         file: std::path::PathBuf,
         /// `rules` works offline; `anthropic` / `openai` read ANTHROPIC_API_KEY /
         /// OPENAI_API_KEY and the LLM_* settings (LLM_MODEL, LLM_BASE_URL, …).

@@ -4,7 +4,9 @@
 //! Three suppliers in three languages and number formats, each with related documents
 //! the matching must cluster; one invoice that matches nothing; one broken file; and the
 //! Northwind invoice, whose first export Maesn (the stand-in) answers with a rate limit,
-//! so it needs a transient retry.
+//! so it needs a transient retry; and two structured e-invoices, an XRechnung XML and a
+//! ZUGFeRD PDF, each with the purchase order it cites (read from their XML, exported
+//! like the others).
 
 use docflow::extract::DocumentType;
 
@@ -128,6 +130,54 @@ pub const SAMPLES: &[Sample] = &[
             total: Some(2150.0),
             po_reference: None,
             cluster: None,
+        })
+    ),
+    // Structured e-invoices (issue 26): read from their XML, no OCR and no LLM. An
+    // XRechnung (UBL) for the Meier order, and a ZUGFeRD / Factur-X PDF (the Mustang
+    // project's EN 16931 sample, Apache-2.0: tests/fixtures/einvoice/) for order
+    // 2018-471331.
+    sample!(
+        "meier-bestellung-BE-2026-0190.pdf",
+        Some(Expected {
+            document_type: DocumentType::PurchaseOrder,
+            number: "BE-2026-0190",
+            supplier: "Meier Sanitär GmbH",
+            total: Some(336.9),
+            po_reference: Some("BE-2026-0190"),
+            cluster: Some("Meier"),
+        })
+    ),
+    sample!(
+        "meier-xrechnung-RE-2026-1207.xml",
+        Some(Expected {
+            document_type: DocumentType::Invoice,
+            number: "RE-2026-1207",
+            supplier: "Meier Sanitär GmbH",
+            total: Some(336.9),
+            po_reference: Some("BE-2026-0190"),
+            cluster: Some("Meier"),
+        })
+    ),
+    sample!(
+        "lieferant-bestellung-2018-471331.pdf",
+        Some(Expected {
+            document_type: DocumentType::PurchaseOrder,
+            number: "2018-471331",
+            supplier: "Lieferant GmbH",
+            total: Some(197.65),
+            po_reference: Some("2018-471331"),
+            cluster: Some("Lieferant"),
+        })
+    ),
+    sample!(
+        "lieferant-zugferd-teilrechnung-471102.pdf",
+        Some(Expected {
+            document_type: DocumentType::Invoice,
+            number: "471102",
+            supplier: "Lieferant GmbH",
+            total: Some(197.65),
+            po_reference: Some("2018-471331"),
+            cluster: Some("Lieferant"),
         })
     ),
     sample!("scan-broken.pdf", None),

@@ -11,7 +11,7 @@
 //! - The local secret gets the stand-in's `maesn_api_key` when it has none.
 
 use anyhow::Context as _;
-use docflow::extract::Extractor;
+use docflow::extract::{Extractor, einvoice};
 use docflow::ocr::{FileKind, Transcriber};
 use serde_json::Value;
 use sqlx::PgPool;
@@ -206,7 +206,7 @@ const FIXTURE_TENANT: Uuid = uuid!("0e0e0e0e-0000-4000-8000-000000000002");
 const FIXTURE_APPROVER: Uuid = uuid!("0e0e0e0e-0000-4000-8000-000000000003");
 
 /// Ingestions of `events/ingestion/*.json`: (ingestion id, document id, sample, status).
-const INGESTION_FIXTURES: [(Uuid, Uuid, &str, &str); 5] = [
+const INGESTION_FIXTURES: [(Uuid, Uuid, &str, &str); 7] = [
     (
         uuid!("7f3c2a9e-5b1d-4e8a-9c6f-2d4b8e1a0c35"),
         uuid!("0e0e0e0e-0000-4000-8000-000000000101"),
@@ -236,6 +236,19 @@ const INGESTION_FIXTURES: [(Uuid, Uuid, &str, &str); 5] = [
         uuid!("0e0e0e0e-0000-4000-8000-000000000105"),
         "mueller-bestellung-BE-2026-0142.pdf",
         "completed",
+    ),
+    // `events/ingestion/einvoices.json`: an XRechnung XML and a ZUGFeRD PDF.
+    (
+        uuid!("1a2b3c4d-0000-4000-8000-000000000004"),
+        uuid!("0e0e0e0e-0000-4000-8000-000000000106"),
+        "meier-xrechnung-RE-2026-1207.xml",
+        "in-progress",
+    ),
+    (
+        uuid!("1a2b3c4d-0000-4000-8000-000000000005"),
+        uuid!("0e0e0e0e-0000-4000-8000-000000000107"),
+        "lieferant-zugferd-teilrechnung-471102.pdf",
+        "in-progress",
     ),
 ];
 /// The document of `events/matching/*.json`.
@@ -380,8 +393,13 @@ async fn insert_document(
     sample: &str,
     structured_data: Option<&Value>,
 ) -> anyhow::Result<String> {
-    let kind = FileKind::from_path(sample).expect("samples have known extensions");
-    let key = format!("documents/{id}.{}", kind.extension());
+    let (extension, mime_type) = if einvoice::is_xml_name(sample) {
+        ("xml", einvoice::XML_MIME_TYPE)
+    } else {
+        let kind = FileKind::from_path(sample).expect("samples have known extensions");
+        (kind.extension(), kind.mime_type())
+    };
+    let key = format!("documents/{id}.{extension}");
     let doc_type = structured_data
         .and_then(|d| d.get("document_type"))
         .and_then(Value::as_str)
@@ -395,7 +413,7 @@ async fn insert_document(
     .bind(doc_type)
     .bind(&key)
     .bind(sample)
-    .bind(kind.mime_type())
+    .bind(mime_type)
     .bind(structured_data)
     .execute(tx)
     .await

@@ -154,7 +154,27 @@ async fn the_demo_ends_with_every_document_terminal_clustered_and_each_approved_
         .map(|r| r.document_id.to_string())
         .collect();
     assert_eq!(approved, invoices_in_clusters);
-    assert_eq!(approved.len(), 3);
+    // Müller, Jansen, Northwind, and the two e-invoices (XRechnung XML, ZUGFeRD PDF).
+    assert_eq!(approved.len(), 5);
+    for e_invoice in [
+        "meier-xrechnung-RE-2026-1207.xml",
+        "lieferant-zugferd-teilrechnung-471102.pdf",
+    ] {
+        let row = summary
+            .rows
+            .iter()
+            .find(|r| r.file_name.as_deref() == Some(e_invoice))
+            .unwrap();
+        assert_eq!(
+            row.source.as_deref(),
+            Some("einvoice"),
+            "read from its XML: {row:?}"
+        );
+        assert!(
+            approved.contains(&row.document_id.to_string()),
+            "exported: {row:?}"
+        );
+    }
     let exports = maesn.exports();
     let mut per_document: HashMap<String, usize> = HashMap::new();
     for export in &exports {

@@ -147,6 +147,34 @@ async fn the_ingestion_events_do_what_the_readme_says(pool: PgPool) {
         4,
         "the four matchable documents went on to matching"
     );
+
+    // The e-invoices: read from their XML, no transcription, on to matching.
+    no_failures(
+        &invoke(include_str!("../../events/ingestion/einvoices.json")).await,
+        "einvoices",
+    );
+    for id in [
+        "1a2b3c4d-0000-4000-8000-000000000004",
+        "1a2b3c4d-0000-4000-8000-000000000005",
+    ] {
+        assert_eq!(ingestion_status(&pool, id).await, "completed", "{id}");
+        let (model, transcribed): (Option<String>, Option<String>) = sqlx::query_as(
+            "SELECT extraction_model, transcription_file_path FROM ingestion WHERE id = $1::uuid",
+        )
+        .bind(id)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        assert_eq!(model.as_deref(), Some("einvoice"), "{id}");
+        assert_eq!(transcribed, None, "{id}");
+    }
+    assert_eq!(
+        visible_bodies(&local.sqs, &local.queues.matching.url)
+            .await
+            .len(),
+        6,
+        "the two e-invoices went on to matching too"
+    );
 }
 
 #[sqlx::test(migrations = "../migrations")]

@@ -90,7 +90,10 @@ fn an_unsupported_file_gets_an_error_that_says_what_is_accepted() {
 
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("use .pdf, .txt, .png or .jpg"), "{stderr}");
+    assert!(
+        stderr.contains("use .pdf, .txt, .png, .jpg or .xml"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -106,4 +109,82 @@ fn an_llm_provider_without_its_key_is_refused_before_any_call() {
 
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("ANTHROPIC_API_KEY"));
+}
+
+fn einvoice_fixture(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/einvoice")
+        .join(name)
+}
+
+#[test]
+fn an_xrechnung_xml_and_a_zugferd_pdf_are_read_from_their_xml() {
+    for (file, number, syntax) in [
+        ("xrechnung-01.01a-INVOICE_ubl.xml", "123456XX", "UBL 2.1"),
+        (
+            "zugferd-EN16931_Einfach.pdf",
+            "471102",
+            "UN/CEFACT CII D16B",
+        ),
+    ] {
+        let output = docflow()
+            .args(["extract", "--json"])
+            .arg(einvoice_fixture(file))
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{file}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(json["invoice_number"], number, "{file}");
+        assert_eq!(json["einvoice"]["provider"], "einvoice", "{file}");
+        assert_eq!(json["einvoice"]["syntax"], syntax, "{file}");
+    }
+
+    let summary = docflow()
+        .arg("extract")
+        .arg(einvoice_fixture("zugferd-EN16931_Einfach.pdf"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&summary.stdout);
+    assert!(stdout.contains("extracted by einvoice"), "{stdout}");
+    assert!(
+        stdout.contains("e-invoice: UN/CEFACT CII D16B | EN 16931"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_hostile_or_invalid_xml_gets_a_clear_error_and_an_invalid_hybrid_falls_back() {
+    let xxe = write_temp(
+        "xxe.xml",
+        br#"<?xml version="1.0"?><!DOCTYPE Invoice [<!ENTITY x SYSTEM "file:///etc/passwd">]><Invoice xmlns="urn:oasis:names:specification:ubl:schema:xsd:Invoice-2">&x;</Invoice>"#,
+    );
+    let output = docflow().arg("extract").arg(&xxe).output().unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("DTD"), "{stderr}");
+    assert!(
+        !stderr.contains("root:x:0"),
+        "nothing was fetched: {stderr}"
+    );
+
+    let output = docflow()
+        .arg("extract")
+        .arg(einvoice_fixture(
+            "zugferd-invalid-BR-49-MustangBeispiel20221026.pdf",
+        ))
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("BR-49") && stderr.contains("reading the page"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("extracted by rules"), "{stdout}");
+    assert!(stdout.contains("fell back to the page"), "{stdout}");
 }

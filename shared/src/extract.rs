@@ -7,6 +7,7 @@
 //! numbers, currency is ISO 4217. An answer that does not deserialize or validate is a
 //! transient error (the next LLM answer may be fine).
 
+pub mod einvoice;
 pub mod eval;
 pub mod rules;
 
@@ -79,6 +80,12 @@ pub struct Extraction {
     /// A field without an entry is not judged; see [`Extraction::passes_quality_gate`].
     #[serde(default, deserialize_with = "null_as_empty")]
     pub field_confidence: BTreeMap<String, Confidence>,
+    /// Set when the document is (or carries) a structured e-invoice: the provider the
+    /// fields came from (`einvoice`, or the page path's after a fallback), the syntax,
+    /// the profile, the validation findings ([`einvoice`]). Not part of the LLM's
+    /// answer; absent from the JSON otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub einvoice: Option<einvoice::EInvoiceSource>,
 }
 
 /// `null` where a model leaves the per-field confidence out reads as "none judged".
@@ -223,9 +230,11 @@ impl Extractor {
             }),
             Extractor::Llm(client) => {
                 let user = format!("Document text:\n<document>\n{text}\n</document>");
-                let (extraction, completion) = client
+                let (mut extraction, completion) = client
                     .complete_json::<Extraction, _>(SYSTEM_PROMPT, &user, Extraction::validate)
                     .await?;
+                // Where the fields came from is ours to record, never a model's to claim.
+                extraction.einvoice = None;
                 Ok(ExtractionRun {
                     extraction,
                     input_tokens: Some(completion.input_tokens),

@@ -242,6 +242,42 @@ pub fn rules_pdf(data: &[u8]) {
     }
 }
 
+/// Arbitrary bytes as an XML upload read by the e-invoice reader: an answer for every
+/// input (never a panic, never an entity expanded); what it reads is a valid,
+/// high-confidence extraction from the `einvoice` provider, stored and read back.
+pub fn einvoice_xml(data: &[u8]) {
+    einvoice_read(data);
+}
+
+/// Arbitrary bytes as a PDF searched for an embedded e-invoice, as ingestion does
+/// before any transcription (bounded inflation, bounded object walk).
+pub fn einvoice_pdf(data: &[u8]) {
+    if data.starts_with(b"%PDF") {
+        einvoice_read(data);
+    } else {
+        let mut pdf = b"%PDF-1.7\n".to_vec();
+        pdf.extend_from_slice(data);
+        einvoice_read(&pdf);
+    }
+}
+
+fn einvoice_read(data: &[u8]) {
+    use docflow::extract::einvoice;
+    match einvoice::read(data) {
+        Ok(extraction) => {
+            assert!(extraction.passes_quality_gate());
+            let source = extraction
+                .einvoice
+                .as_ref()
+                .expect("the source is recorded");
+            assert_eq!(source.provider, "einvoice");
+            assert!(source.syntax.is_some());
+            extraction_invariants(&extraction, true);
+        }
+        Err(e) => assert!(!e.to_string().is_empty()),
+    }
+}
+
 /// A Maesn HTTP answer (two bytes of status, then the body) read as the connector reads
 /// it, for both calls, and a `Retry-After` value. Errors are classified without panicking;
 /// a task id is never blank; a non-2xx status is always a status error.

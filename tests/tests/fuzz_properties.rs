@@ -389,6 +389,82 @@ proptest! {
     }
 }
 
+// --- e-invoices ------------------------------------------------------------------------------
+
+fn einvoice_fixture(name: &str) -> Vec<u8> {
+    std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/einvoice")
+            .join(name),
+    )
+    .unwrap()
+}
+
+/// A real e-invoice, damaged: truncated, bytes changed, or a hostile fragment (a DTD with
+/// an external entity, an entity reference, deep nesting) spliced in.
+fn damaged(file: &'static str) -> impl Strategy<Value = Vec<u8>> {
+    let fragments = prop::sample::select(vec![
+        "<!DOCTYPE Invoice [<!ENTITY x SYSTEM \"file:///etc/passwd\">]>".to_owned(),
+        "&x;".to_owned(),
+        "<a>".repeat(200),
+        "</cbc:ID>".to_owned(),
+        "<cbc:ID>SECOND</cbc:ID>".to_owned(),
+        "\u{feff}".to_owned(),
+    ]);
+    (
+        0..4u8,
+        prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..16),
+        any::<prop::sample::Index>(),
+        fragments,
+    )
+        .prop_map(move |(damage, edits, at, fragment)| {
+            let mut bytes = einvoice_fixture(file);
+            match damage {
+                0 => {}
+                1 => bytes.truncate(at.index(bytes.len())),
+                2 => {
+                    for (i, b) in &edits {
+                        let i = i.index(bytes.len());
+                        bytes[i] = *b;
+                    }
+                }
+                _ => {
+                    let i = at.index(bytes.len());
+                    bytes.splice(i..i, fragment.into_bytes());
+                }
+            }
+            bytes
+        })
+}
+
+proptest! {
+    #![proptest_config(config(64))]
+
+    #[test]
+    fn any_damaged_xml_e_invoice_is_read_or_refused_without_a_panic(
+        xml in damaged("xrechnung-01.01a-INVOICE_ubl.xml")
+    ) {
+        targets::einvoice_xml(&xml);
+    }
+
+    #[test]
+    fn arbitrary_bytes_as_an_xml_upload_are_refused_without_a_panic(data in bytes(1024)) {
+        targets::einvoice_xml(&data);
+    }
+
+    #[test]
+    fn any_damaged_hybrid_pdf_is_read_or_refused_without_a_panic(
+        pdf in damaged("zugferd-EN16931_Einfach.pdf")
+    ) {
+        targets::einvoice_pdf(&pdf);
+    }
+
+    #[test]
+    fn arbitrary_bytes_as_a_hybrid_pdf_are_refused_without_a_panic(data in bytes(1024)) {
+        targets::einvoice_pdf(&data);
+    }
+}
+
 // --- Maesn answers -----------------------------------------------------------------------
 
 fn maesn_answer() -> impl Strategy<Value = Vec<u8>> {
@@ -518,6 +594,8 @@ fn every_kept_regression_input_passes_its_target() {
             "structured_data" => targets::structured_data,
             "rules_text" => targets::rules_text,
             "rules_pdf" => targets::rules_pdf,
+            "einvoice_xml" => targets::einvoice_xml,
+            "einvoice_pdf" => targets::einvoice_pdf,
             "maesn_response" => targets::maesn_response,
             "image" => targets::image,
             other => panic!("fuzz/regressions/{other:?} names no target"),

@@ -21,6 +21,7 @@
 //! writes nothing: its failure is not counted, and its message is kept or dropped as for
 //! a delivery that claimed nothing.
 
+mod einvoice;
 mod lease;
 mod pipeline;
 mod store;

@@ -5,6 +5,7 @@ use aws_sdk_s3::operation::get_object::GetObjectError;
 use aws_sdk_s3::primitives::ByteStream;
 use bytes::{Bytes, BytesMut};
 use docflow::Failure;
+use docflow::extract::einvoice;
 use docflow::extract::{DocumentType, Extraction, ExtractionRun, Extractor};
 use docflow::ids::IngestionId;
 use docflow::ocr::{FileKind, Transcription};
@@ -13,15 +14,16 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::Deps;
+use crate::einvoice::Route;
 use crate::lease::{Claimed, lease_lost};
 use crate::store::put;
 
-/// The S3 key of a document's file, `documents/{document_id}.{ext}` (DESIGN), and its
-/// type. A row whose `file_path` points anywhere else is a permanent error: the file
-/// would not be the document's (or not readable under the role's prefixes).
-pub fn document_file(document_id: Uuid, file_path: &str) -> Result<(String, FileKind), Failure> {
+/// The S3 key of a document's file, `documents/{document_id}.{ext}` (DESIGN). A row whose
+/// `file_path` points anywhere else is a permanent error: the file would not be the
+/// document's (or not readable under the role's prefixes).
+pub fn document_key(document_id: Uuid, file_path: &str) -> Result<String, Failure> {
     let expected_stem = format!("documents/{document_id}.");
-    let ext = file_path
+    file_path
         .strip_prefix(&expected_stem)
         .filter(|ext| !ext.is_empty() && !ext.contains('/') && !ext.contains('.'))
         .ok_or_else(|| {
@@ -29,18 +31,33 @@ pub fn document_file(document_id: Uuid, file_path: &str) -> Result<(String, File
                 "document {document_id} has file_path {file_path:?}, expected documents/{document_id}.<ext>"
             ))
         })?;
+    Ok(file_path.to_owned())
+}
+
+/// The S3 key of a document's file ([`document_key`]) and its type, for the files the
+/// page path reads (an `.xml` upload is an e-invoice: [`crate::einvoice::xml`]).
+pub fn document_file(document_id: Uuid, file_path: &str) -> Result<(String, FileKind), Failure> {
+    let key = document_key(document_id, file_path)?;
+    let ext = key.rsplit_once('.').map_or("", |(_, ext)| ext);
     let kind = FileKind::from_path(file_path).ok_or_else(|| {
         Failure::permanent(anyhow!(
-            "unsupported document type .{ext} ({file_path:?}): expected .pdf, .txt, .png or .jpg"
+            "unsupported document type .{ext} ({file_path:?}): expected .pdf, .txt, .png, .jpg or .xml"
         ))
     })?;
-    Ok((file_path.to_owned(), kind))
+    Ok((key, kind))
 }
 
 /// Runs the pipeline after the claim. Every error is classified.
 pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
     use metrics::stages;
     let id = IngestionId(claimed.id);
+    // A structured e-invoice is read exactly, before any OCR or LLM (issue 26).
+    if einvoice::is_xml_name(&claimed.file_path) {
+        let key = document_key(claimed.document_id, &claimed.file_path)?;
+        let bytes = metrics::stage(stages::FETCH, fetch_file(deps, &key)).await?;
+        let run = metrics::stage(stages::EINVOICE, crate::einvoice::xml(&key, bytes)).await?;
+        return finish(deps, claimed, run).await;
+    }
     let (key, kind) = document_file(claimed.document_id, &claimed.file_path)?;
 
     let cached = if claimed.tried_before {
@@ -48,6 +65,21 @@ pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
     } else {
         None
     };
+    // A PDF may carry its invoice as XML. A stored transcription means an earlier attempt
+    // looked already and found none it could use (a valid one completes the document
+    // without transcribing): the retry needs no file.
+    let mut fetched = None;
+    let mut fallback = None;
+    if kind == FileKind::Pdf && cached.is_none() {
+        let bytes = metrics::stage(stages::FETCH, fetch_file(deps, &key)).await?;
+        match metrics::stage(stages::EINVOICE, crate::einvoice::pdf(&key, bytes.clone())).await? {
+            Route::Read(run) => return finish(deps, claimed, *run).await,
+            Route::PagePath(reason) => {
+                fallback = reason;
+                fetched = Some(bytes);
+            }
+        }
+    }
     let transcription = match cached {
         Some(cached) => {
             tracing::info!(provider = %cached.provider, "reusing the stored transcription");
@@ -57,7 +89,10 @@ pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
             cached
         }
         None => {
-            let bytes = metrics::stage(stages::FETCH, fetch_file(deps, &key)).await?;
+            let bytes = match fetched.take() {
+                Some(bytes) => bytes,
+                None => metrics::stage(stages::FETCH, fetch_file(deps, &key)).await?,
+            };
             let transcription = metrics::stage(
                 stages::TRANSCRIBE,
                 crate::transcribe::transcribe(deps, claimed, kind, &key, bytes),
@@ -79,11 +114,14 @@ pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
         )));
     }
 
-    let run = metrics::stage(
+    let mut run = metrics::stage(
         stages::EXTRACT,
         extract(&deps.extractor, transcription.text),
     )
     .await?;
+    if let Some(reason) = &fallback {
+        crate::einvoice::note_fallback(&mut run, reason);
+    }
     if !run.extraction.passes_quality_gate() {
         metrics::count(metrics::ingestion::QUALITY_GATE_FAILURES, 1);
         let reason = quality_gate_failure(&run.extraction);
@@ -94,7 +132,12 @@ pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
             Failure::transient(anyhow!(reason))
         });
     }
+    finish(deps, claimed, run).await
+}
 
+/// Completes the ingestion with `run` and hands a matchable document on.
+async fn finish(deps: &Deps, claimed: &Claimed, run: ExtractionRun) -> Result<(), Failure> {
+    use metrics::stages;
     let completed = metrics::stage(stages::COMPLETE, complete(&deps.pool, claimed, &run))
         .await
         .map_err(Failure::classified)?;

@@ -1,10 +1,11 @@
 //! Measuring an extractor on labelled documents: `docflow eval extraction DIR`.
 //!
-//! A labelled document is a file the pipeline accepts (`.pdf`, `.txt`, `.png`, `.jpg`)
-//! with `<file name without extension>.json` beside it, holding the expected values
+//! A labelled document is a file the pipeline accepts (`.pdf`, `.txt`, `.png`, `.jpg`,
+//! `.xml`) with `<file name without extension>.json` beside it, holding the expected values
 //! under the contract's field names. Only the keys present are scored; `null` expects
 //! the field to be empty. Each document is transcribed natively and extracted by the
-//! chosen provider, exactly as ingestion does, and every expected field is compared
+//! chosen provider, exactly as ingestion does (an XML e-invoice, and a PDF carrying one,
+//! is read from its XML first: the document's `model` is then `einvoice`), and every expected field is compared
 //! after normalisation ([`field_matches`]):
 //!
 //! | field | compared as |
@@ -28,7 +29,7 @@ use chrono::NaiveDate;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::{Extraction, Extractor};
+use super::{Extraction, Extractor, einvoice};
 use crate::ocr::{FileKind, Transcriber};
 
 /// The fields the eval knows how to score, in report order.
@@ -278,8 +279,9 @@ impl Report {
             };
             let _ = writeln!(
                 out,
-                "  {}  {}/{} fields  {} ms{tokens}{gate}",
+                "  {}  [{}]  {}/{} fields  {} ms{tokens}{gate}",
                 d.file,
+                d.model.as_deref().unwrap_or("failed"),
                 d.fields.iter().filter(|f| f.correct).count(),
                 d.fields.len(),
                 d.elapsed_ms
@@ -332,8 +334,7 @@ pub fn labelled_documents(dir: &Path) -> anyhow::Result<Vec<(PathBuf, PathBuf)>>
         let is_doc = path
             .file_name()
             .and_then(|n| n.to_str())
-            .and_then(FileKind::from_path)
-            .is_some();
+            .is_some_and(|n| FileKind::from_path(n).is_some() || einvoice::is_xml_name(n));
         let label = path.with_extension("json");
         if is_doc && label.is_file() {
             out.push((path, label));
@@ -353,10 +354,32 @@ pub async fn evaluate_dir(
     extractor: &Extractor,
     pricing: Option<Pricing>,
 ) -> anyhow::Result<Report> {
+    evaluate_dir_with(dir, provider, extractor, pricing, EInvoices::Read).await
+}
+
+/// Whether the eval reads the XML of e-invoices, as ingestion does, or only their page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EInvoices {
+    /// As ingestion: an XML upload and a hybrid's payload are read exactly.
+    Read,
+    /// The page path only, as if the hybrid's XML were stripped: measures the page
+    /// extractor on layouts the XML labels (`--page-only`). XML uploads still need the
+    /// reader.
+    PageOnly,
+}
+
+/// [`evaluate_dir`], choosing whether hybrids are read from their XML.
+pub async fn evaluate_dir_with(
+    dir: &Path,
+    provider: &str,
+    extractor: &Extractor,
+    pricing: Option<Pricing>,
+    einvoices: EInvoices,
+) -> anyhow::Result<Report> {
     let documents = labelled_documents(dir)?;
     if documents.is_empty() {
         anyhow::bail!(
-            "{}: no labelled documents (a .pdf/.txt/.png/.jpg with a .json of expected fields beside it)",
+            "{}: no labelled documents (a .pdf/.txt/.png/.jpg/.xml with a .json of expected fields beside it)",
             dir.display()
         );
     }
@@ -377,7 +400,7 @@ pub async fn evaluate_dir(
             .to_string_lossy()
             .into_owned();
         let started = Instant::now();
-        let outcome = extract_file(&file, extractor).await;
+        let outcome = extract_file(&file, extractor, einvoices).await;
         let elapsed = started.elapsed();
         results.push(score_document(&name, &expected, outcome, elapsed));
     }
@@ -387,10 +410,22 @@ pub async fn evaluate_dir(
 /// What one file gave: the extraction with its model and tokens, or the error.
 pub type Outcome = Result<(Extraction, String, Option<i32>, Option<i32>), String>;
 
-async fn extract_file(file: &Path, extractor: &Extractor) -> Outcome {
-    let kind = FileKind::from_path(&file.to_string_lossy())
-        .ok_or_else(|| "unsupported file type".to_owned())?;
+async fn extract_file(file: &Path, extractor: &Extractor, einvoices: EInvoices) -> Outcome {
+    let name = file.to_string_lossy();
     let bytes = std::fs::read(file).map_err(|e| format!("cannot read: {e}"))?;
+    if einvoice::is_xml_name(&name) {
+        let extraction = einvoice::read(&bytes).map_err(|e| e.to_string())?;
+        return Ok((extraction, "einvoice".into(), None, None));
+    }
+    let kind = FileKind::from_path(&name).ok_or_else(|| "unsupported file type".to_owned())?;
+    let mut fallback = None;
+    if kind == FileKind::Pdf && einvoices == EInvoices::Read {
+        match einvoice::read(&bytes) {
+            Ok(extraction) => return Ok((extraction, "einvoice".into(), None, None)),
+            Err(einvoice::EInvoiceError::NoPayload(_)) => {}
+            Err(e) => fallback = Some(e),
+        }
+    }
     let transcription = Transcriber::Native
         .transcribe(kind, &bytes)
         .await
@@ -399,6 +434,10 @@ async fn extract_file(file: &Path, extractor: &Extractor) -> Outcome {
         .extract(&transcription.text)
         .await
         .map_err(|e| format!("extraction failed: {e}"))?;
+    let mut run = run;
+    if let Some(e) = &fallback {
+        run.extraction.einvoice = Some(einvoice::fallback_source(e, &run.model));
+    }
     Ok((
         run.extraction,
         run.model,

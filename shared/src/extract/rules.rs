@@ -110,6 +110,7 @@ pub fn extract(text: &str) -> Extraction {
         invoice_reference,
         line_items: items.items.clone(),
         field_confidence: Default::default(),
+        einvoice: None,
     };
     extraction.missing_fields = missing_fields(&extraction, kind);
     let items_add_up = {

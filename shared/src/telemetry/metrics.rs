@@ -158,6 +158,15 @@ pub mod ingestion {
     pub const OCR_PAGES: Metric = counter("OcrPages");
     pub const PREPROCESSING_PASSES: Metric = counter("PreprocessingPasses");
     pub const QUALITY_GATE_FAILURES: Metric = counter("QualityGateFailures");
+    /// Documents read from their structured e-invoice (no OCR, no LLM), per `kind`
+    /// (`xml`, `pdf`).
+    pub const EINVOICES_READ: Metric = counter("EInvoicesRead");
+    /// Hybrid PDFs whose XML was invalid, unreadable or not an invoice: read from the
+    /// page instead.
+    pub const EINVOICE_FALLBACKS: Metric = counter("EInvoiceFallbacks");
+    /// Hybrid PDFs whose page and XML disagree on the number or the total (the XML is
+    /// kept, the disagreement flagged in `structured_data.einvoice.disagreements`).
+    pub const EINVOICE_DISAGREEMENTS: Metric = counter("EInvoiceDisagreements");
 }
 
 /// LLM calls (ingestion and matching), per `provider`.
@@ -190,6 +199,9 @@ pub mod stages {
     pub const CLAIM: &str = "claim";
     /// Ingestion: reading the stored file (or a stored transcription) from S3.
     pub const FETCH: &str = "fetch";
+    /// Ingestion: the structured e-invoice, looked for in a PDF and read (an XML upload
+    /// or a hybrid), before any transcription.
+    pub const EINVOICE: &str = "einvoice";
     /// Ingestion: the text of the file (text layer, or OCR).
     pub const TRANSCRIBE: &str = "transcribe";
     /// Ingestion: writing the transcription to S3 and its row.
@@ -225,6 +237,7 @@ pub mod stages {
     pub const ALL: &[&str] = &[
         CLAIM,
         FETCH,
+        EINVOICE,
         TRANSCRIBE,
         STORE_TRANSCRIPTION,
         EXTRACT,
@@ -706,6 +719,9 @@ pub const ALL: &[Metric] = &[
     ingestion::OCR_PAGES,
     ingestion::PREPROCESSING_PASSES,
     ingestion::QUALITY_GATE_FAILURES,
+    ingestion::EINVOICES_READ,
+    ingestion::EINVOICE_FALLBACKS,
+    ingestion::EINVOICE_DISAGREEMENTS,
     llm::INPUT_TOKENS,
     llm::OUTPUT_TOKENS,
     llm::LATENCY,

@@ -1,0 +1,6 @@
+#![no_main]
+//! `docflow_tests::fuzz_targets::einvoice_xml` under libFuzzer.
+
+libfuzzer_sys::fuzz_target!(init: docflow_fuzz::init(), |data: &[u8]| {
+    docflow_tests::fuzz_targets::einvoice_xml(data);
+});

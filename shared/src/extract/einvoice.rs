@@ -1,0 +1,743 @@
+//! Structured e-invoices (EN 16931), read exactly before any OCR or LLM: an XRechnung /
+//! EN 16931 XML upload (UBL 2.1 `Invoice` / `CreditNote`, UN/CEFACT CII
+//! `CrossIndustryInvoice`) or a ZUGFeRD / Factur-X PDF/A-3 carrying one
+//! (`factur-x.xml`, `zugferd-invoice.xml`, `ZUGFeRD-invoice.xml`, `xrechnung.xml`).
+//!
+//! Reading and the EN 16931 business rules are the `en16931-formats` / `en16931` crates
+//! (the decision and its reasons: docs/extraction.md). This module bounds the input
+//! before they see it, maps their model onto the extraction contract with
+//! `einvoice.provider = "einvoice"`, and turns their report into findings that are
+//! stored with the document.
+//!
+//! Hostile input: the XML parser refuses any DTD (so no entity expansion and no
+//! external entity is ever fetched) and nesting deeper than 64 levels; this module
+//! refuses XML over [`MAX_XML_BYTES`] or with more than [`MAX_XML_NODES`] markup nodes
+//! before parsing, and reads a PDF under [`pdf_limits`] (what the streams inflated to
+//! find the attachment may grow to, and how many objects are walked).
+
+use en16931::Severity;
+use en16931::invoice::{Invoice, PaymentMeans};
+use en16931_formats::report::Validity;
+use en16931_formats::zugferd;
+use serde::{Deserialize, Serialize};
+
+use super::{CORE_FIELDS, Confidence, DocumentType, Extraction, LineItem};
+
+/// The largest XML document read (an upload, or the payload of a PDF): 16 MiB. An
+/// XRechnung carrying its BG-24 attachments inline stays far below it.
+pub const MAX_XML_BYTES: usize = 16 * 1024 * 1024;
+/// The most markup nodes (`<` in the text) an XML document may have: an invoice of a
+/// thousand lines has some 50 000.
+pub const MAX_XML_NODES: usize = 500_000;
+/// What any one PDF stream may inflate to while looking for the attachment.
+pub const MAX_PDF_STREAM_BYTES: usize = MAX_XML_BYTES;
+/// What one PDF may inflate to in sum while looking for the attachment.
+pub const MAX_PDF_TOTAL_BYTES: usize = 2 * MAX_XML_BYTES;
+/// How many PDF objects one walk may visit.
+pub const MAX_PDF_OBJECTS: usize = 10_000;
+
+/// The PDF limits the attachment is looked for under.
+pub fn pdf_limits() -> zugferd::Limits {
+    zugferd::Limits::new()
+        .with_max_stream_bytes(MAX_PDF_STREAM_BYTES)
+        .with_max_total_bytes(MAX_PDF_TOTAL_BYTES)
+        .with_max_objects(MAX_PDF_OBJECTS)
+}
+
+/// Where an extraction came from when an e-invoice was involved: stored in
+/// `structured_data.einvoice`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct EInvoiceSource {
+    /// `einvoice` when the fields are the XML's; the page path's provider (`rules`, an
+    /// LLM's model) when the document fell back to it.
+    pub provider: String,
+    /// `UBL 2.1` or `UN/CEFACT CII D16B`.
+    #[serde(default)]
+    pub syntax: Option<String>,
+    /// The profile BT-24 declares, as the rules know it (`XRechnung 3.0`, `EN 16931`,
+    /// `ZUGFeRD BASIC WL`, ...), or why none matched.
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// BT-24 verbatim.
+    #[serde(default)]
+    pub specification_id: Option<String>,
+    /// BT-3 verbatim (380, 381, 384, ...).
+    #[serde(default)]
+    pub type_code: Option<String>,
+    /// BT-10 (the Leitweg-ID for German public buyers).
+    #[serde(default)]
+    pub buyer_reference: Option<String>,
+    /// BT-115, the amount due (the contract's `total` is BT-112).
+    #[serde(default)]
+    pub amount_due: Option<f64>,
+    /// The embedded file's name, for a hybrid PDF.
+    #[serde(default)]
+    pub attachment: Option<String>,
+    /// `accept`, `reject` or `undefined` (KoSIT's three answers).
+    #[serde(default)]
+    pub recommendation: Option<String>,
+    /// The validation findings: read errors, schema notes and business-rule violations,
+    /// one line each (`BR-49 fatal: ...`).
+    #[serde(default)]
+    pub findings: Vec<String>,
+    /// Why a hybrid's XML was not used and the page was read instead.
+    #[serde(default)]
+    pub fallback_reason: Option<String>,
+    /// Where the page and the XML of a hybrid disagree (the XML is kept).
+    #[serde(default)]
+    pub disagreements: Vec<String>,
+}
+
+/// Why a document was not read as an e-invoice.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EInvoiceError {
+    /// A PDF without an EN 16931 attachment (an ordinary PDF): the page path, silently.
+    #[error("no embedded EN 16931 invoice: {0}")]
+    NoPayload(String),
+    /// Too large, too many nodes: refused before parsing.
+    #[error("{0}")]
+    TooLarge(String),
+    /// Not well-formed, a DTD, too deep, an unsupported encoding, an unreadable PDF.
+    #[error("unreadable e-invoice: {0}")]
+    Unreadable(String),
+    /// Well-formed XML whose root is not an invoice (an ORDER-X, ZUGFeRD 1.0's
+    /// `CrossIndustryDocument`).
+    #[error("not an EN 16931 invoice: {0}")]
+    NotAnInvoice(String),
+    /// Read, and fatal business-rule or schema findings: the findings are the error.
+    #[error("invalid e-invoice ({} finding(s)): {}", findings.len(), findings.join("; "))]
+    Invalid { findings: Vec<String> },
+}
+
+/// Reads an XML e-invoice upload or a hybrid PDF. CPU work (run it on the blocking
+/// pool); never panics on any input (see the fuzz targets `einvoice_xml` and
+/// `einvoice_pdf`).
+pub fn read(bytes: &[u8]) -> Result<Extraction, EInvoiceError> {
+    // The crates have not panicked on any input the fuzz targets found; a panic would
+    // still be a bad file, not a crash.
+    std::panic::catch_unwind(|| read_unguarded(bytes)).unwrap_or_else(|_| {
+        Err(EInvoiceError::Unreadable(
+            "the e-invoice reader gave up on this file".into(),
+        ))
+    })
+}
+
+fn read_unguarded(bytes: &[u8]) -> Result<Extraction, EInvoiceError> {
+    let (payload, attachment, divergences) = if bytes.starts_with(b"%PDF") {
+        let extracted = zugferd::extract(bytes, &pdf_limits()).map_err(pdf_error)?;
+        let divergences: Vec<String> = extracted
+            .divergence
+            .iter()
+            .map(|d| format!("container: {d}"))
+            .collect();
+        (
+            std::borrow::Cow::Owned(extracted.xml),
+            Some(extracted.filename),
+            divergences,
+        )
+    } else {
+        (std::borrow::Cow::Borrowed(bytes), None, Vec::new())
+    };
+    bounded(&payload)?;
+    let received = en16931_formats::receive(&payload, &en16931_formats::Policy::default());
+    let report = &received.report_declared;
+    // (fatal, line) per finding, in the report's order.
+    let mut all: Vec<(bool, String)> = divergences.into_iter().map(|d| (false, d)).collect();
+    all.extend(report.entries().map(|e| {
+        let rule = e.rule.as_deref().or(e.term.as_deref()).unwrap_or("");
+        let line = format!("{rule} {:?}: {} ({})", e.level(), e.message, e.path);
+        (e.level() == Severity::Fatal, line.trim_start().to_owned())
+    }));
+    if let Some(semantic) = &report.semantic.report {
+        all.extend(semantic.findings().iter().map(|f| {
+            (
+                f.severity == Severity::Fatal,
+                format!("{} {:?}: {}", f.rule, f.severity, f.message),
+            )
+        }));
+    }
+    let Some(invoice) = received.invoice.as_ref() else {
+        // Unreadable: the reasons say which layer refused it.
+        let reason = received
+            .reasons
+            .iter()
+            .map(|r| {
+                r.strip_prefix("the syntax layer is invalid: unreadable: ")
+                    .unwrap_or(r)
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        return Err(if reason.contains("expected a UBL") {
+            EInvoiceError::NotAnInvoice(reason)
+        } else {
+            EInvoiceError::Unreadable(reason)
+        });
+    };
+    let invalid = [&report.container, &report.syntax, &report.schema]
+        .iter()
+        .any(|l| l.validity == Validity::Invalid)
+        || report.semantic.validity == Validity::Invalid;
+    if invalid {
+        let mut fatal: Vec<String> = all
+            .iter()
+            .filter(|(fatal, _)| *fatal)
+            .map(|(_, line)| line.clone())
+            .collect();
+        if fatal.is_empty() {
+            fatal = received.reasons.clone();
+        }
+        return Err(EInvoiceError::Invalid {
+            findings: capped(fatal),
+        });
+    }
+    let mut findings: Vec<String> = all.into_iter().map(|(_, line)| line).collect();
+    // A reason that is not a refusal (an unknown or absent BT-24: the core rules ran)
+    // is information, kept with the findings.
+    for reason in &received.reasons {
+        findings.push(format!("note: {reason}"));
+    }
+    let findings = capped(findings);
+    let syntax = if root_name(&payload).ends_with("CrossIndustryInvoice") {
+        "UN/CEFACT CII D16B"
+    } else {
+        "UBL 2.1"
+    };
+    let source = EInvoiceSource {
+        provider: "einvoice".into(),
+        syntax: Some(syntax.into()),
+        profile: received.declared.as_ref().map(ToString::to_string),
+        specification_id: invoice.specification_id.clone(),
+        type_code: invoice.type_code.as_ref().map(ToString::to_string),
+        buyer_reference: invoice.buyer_reference.clone(),
+        amount_due: amount(invoice.totals.due),
+        attachment,
+        recommendation: Some(received.recommendation.as_str().to_owned()),
+        findings,
+        fallback_reason: None,
+        disagreements: Vec::new(),
+    };
+    let extraction = to_extraction(invoice, source);
+    // What the schema admits and the contract does not (a lower-case currency code, say)
+    // is a finding too.
+    extraction.validate().map_err(|e| EInvoiceError::Invalid {
+        findings: vec![format!("contract: {e}")],
+    })?;
+    Ok(extraction)
+}
+
+/// The document element's name (with its prefix), or "" when none is found: the first
+/// tag that is not a declaration, comment or processing instruction.
+fn root_name(xml: &[u8]) -> String {
+    let mut rest = xml;
+    while let Some(i) = rest.iter().position(|b| *b == b'<') {
+        rest = &rest[i + 1..];
+        if matches!(rest.first(), Some(b'?' | b'!')) {
+            continue;
+        }
+        let end = rest
+            .iter()
+            .position(|b| b.is_ascii_whitespace() || matches!(b, b'>' | b'/'))
+            .unwrap_or(rest.len());
+        return String::from_utf8_lossy(&rest[..end]).into_owned();
+    }
+    String::new()
+}
+
+/// The most findings kept (stored with the document, or the error's text): a hostile
+/// document can produce one per element.
+pub const MAX_FINDINGS: usize = 50;
+
+fn capped(mut findings: Vec<String>) -> Vec<String> {
+    if findings.len() > MAX_FINDINGS {
+        let more = findings.len() - MAX_FINDINGS;
+        findings.truncate(MAX_FINDINGS);
+        findings.push(format!("… and {more} more"));
+    }
+    findings
+}
+
+fn bounded(xml: &[u8]) -> Result<(), EInvoiceError> {
+    if xml.len() > MAX_XML_BYTES {
+        return Err(EInvoiceError::TooLarge(format!(
+            "the XML is {} bytes, over the {MAX_XML_BYTES} byte limit for an e-invoice",
+            xml.len()
+        )));
+    }
+    let nodes = xml.iter().filter(|b| **b == b'<').count();
+    if nodes > MAX_XML_NODES {
+        return Err(EInvoiceError::TooLarge(format!(
+            "the XML has {nodes} markup nodes, over the limit of {MAX_XML_NODES}"
+        )));
+    }
+    Ok(())
+}
+
+fn pdf_error(e: zugferd::Error) -> EInvoiceError {
+    match e {
+        zugferd::Error::NoInvoice { .. } => EInvoiceError::NoPayload(e.to_string()),
+        zugferd::Error::LimitExceeded { .. } => EInvoiceError::TooLarge(e.to_string()),
+        _ => EInvoiceError::Unreadable(e.to_string()),
+    }
+}
+
+/// BT-3 → the contract's type: 381/396 (and the other credit-note codes of UNTDID
+/// 1001: 261, 262, 296, 308, 532) are credit notes, everything else an EN 16931
+/// invoice carries (380, 384, 389, 326, 386, 875-877, ...) an invoice.
+pub fn document_type(type_code: Option<&str>, ubl_credit_note: bool) -> DocumentType {
+    match type_code {
+        Some("381" | "396" | "261" | "262" | "296" | "308" | "532") => DocumentType::CreditNote,
+        Some(_) => DocumentType::Invoice,
+        None if ubl_credit_note => DocumentType::CreditNote,
+        None => DocumentType::Invoice,
+    }
+}
+
+fn amount(a: impl std::fmt::Display) -> Option<f64> {
+    a.to_string().parse().ok().filter(|v: &f64| v.is_finite())
+}
+
+fn compact(s: &str) -> String {
+    s.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+fn text(s: &Option<String>) -> Option<String> {
+    s.as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
+fn to_extraction(i: &Invoice, source: EInvoiceSource) -> Extraction {
+    let date = |d: Option<en16931::Date>| d.and_then(|d| d.to_string().parse().ok());
+    let reference = |r: &Option<en16931::DocumentReference>| {
+        r.as_ref()
+            .map(|r| r.to_string().trim().to_owned())
+            .filter(|r| !r.is_empty())
+    };
+    let iban = match i.payment.as_ref().and_then(|p| p.means.as_ref()) {
+        Some(PaymentMeans::CreditTransfer(accounts)) => accounts
+            .iter()
+            .find_map(|a| a.account_identifier.as_deref().map(compact)),
+        _ => None,
+    };
+    let address = {
+        let a = &i.seller.address;
+        let city = [a.post_code.as_deref(), a.city.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let parts: Vec<String> = [a.line1.clone(), a.line2.clone(), a.line3.clone()]
+            .into_iter()
+            .flatten()
+            .chain((!city.is_empty()).then_some(city))
+            .chain(a.country.as_ref().map(ToString::to_string))
+            .filter(|p| !p.trim().is_empty())
+            .collect();
+        (!parts.is_empty()).then(|| parts.join(", "))
+    };
+    let line_items = i
+        .lines
+        .iter()
+        .map(|l| LineItem {
+            description: text(&l.item.name)
+                .or_else(|| text(&l.item.description))
+                .unwrap_or_default(),
+            quantity: amount(l.quantity),
+            unit_price: amount(l.price.net_price),
+            amount: amount(l.net_amount),
+        })
+        .collect();
+    let mut e = Extraction {
+        extraction_successful: true,
+        confidence: Confidence::High,
+        missing_fields: Vec::new(),
+        document_type: Some(document_type(
+            i.type_code.as_ref().map(ToString::to_string).as_deref(),
+            i.kind == en16931::invoice::DocumentKind::CreditNote,
+        )),
+        invoice_number: text(&i.number),
+        invoice_date: date(i.issue_date),
+        due_date: date(i.due_date),
+        supplier_name: text(&i.seller.name),
+        supplier_address: address,
+        supplier_vat_id: i.seller.vat_identifier.as_deref().map(compact),
+        supplier_iban: iban,
+        customer_name: text(&i.buyer.name),
+        currency: i.currency.as_ref().map(ToString::to_string),
+        subtotal: amount(i.totals.taxable_total),
+        vat_amount: i.totals.vat_total.and_then(amount),
+        total: amount(i.totals.gross_total),
+        po_reference: reference(&i.purchase_order_reference),
+        delivery_note_reference: reference(&i.despatch_advice_reference),
+        invoice_reference: i
+            .preceding_invoices
+            .first()
+            .map(|p| p.reference.to_string().trim().to_owned())
+            .filter(|r| !r.is_empty()),
+        line_items,
+        field_confidence: Default::default(),
+        einvoice: Some(source),
+    };
+    let json = serde_json::to_value(&e).expect("an Extraction always serializes");
+    for (field, value) in json.as_object().into_iter().flatten() {
+        let filled = !(value.is_null()
+            || value.as_array().is_some_and(Vec::is_empty)
+            || value.as_object().is_some());
+        if filled
+            && !matches!(
+                field.as_str(),
+                "extraction_successful" | "confidence" | "missing_fields"
+            )
+        {
+            e.field_confidence.insert(field.clone(), Confidence::High);
+        }
+    }
+    e.missing_fields = CORE_FIELDS
+        .iter()
+        .filter(|f| json.get(**f).is_none_or(serde_json::Value::is_null))
+        .map(|f| (*f).to_owned())
+        .collect();
+    e
+}
+
+/// Whether a file name or key is an XML upload (`.xml`, any case).
+pub fn is_xml_name(name: &str) -> bool {
+    name.rsplit_once('.')
+        .is_some_and(|(_, ext)| ext.eq_ignore_ascii_case("xml"))
+}
+
+/// The content type an XML upload is stored with.
+pub const XML_MIME_TYPE: &str = "application/xml";
+
+/// Compares a hybrid's XML reading with what the page says (the page path's extraction)
+/// on the number and the total, and records every disagreement in the XML reading's
+/// `einvoice.disagreements` (the XML stays the invoice). Returns whether they disagree.
+/// A field the page did not yield is not a disagreement.
+pub fn compare_with_page(xml: &mut Extraction, page: &Extraction) -> bool {
+    let mut disagreements = Vec::new();
+    if let (Some(x), Some(p)) = (&xml.invoice_number, &page.invoice_number)
+        && super::eval::normalise_id(x) != super::eval::normalise_id(p)
+    {
+        disagreements.push(format!(
+            "invoice_number: the XML says {x:?}, the page {p:?}"
+        ));
+    }
+    if let (Some(x), Some(p)) = (xml.total, page.total)
+        && (x - p).abs() >= 0.005
+    {
+        disagreements.push(format!("total: the XML says {x:.2}, the page {p:.2}"));
+    }
+    let disagree = !disagreements.is_empty();
+    if let Some(source) = &mut xml.einvoice {
+        source.disagreements.extend(disagreements);
+    }
+    disagree
+}
+
+/// What the page path records when a hybrid's XML was not used: the reason, and the
+/// findings when there are any.
+pub fn fallback_source(error: &EInvoiceError, page_provider: &str) -> EInvoiceSource {
+    EInvoiceSource {
+        provider: page_provider.to_owned(),
+        fallback_reason: Some(error.to_string()),
+        findings: match error {
+            EInvoiceError::Invalid { findings } => findings.clone(),
+            _ => Vec::new(),
+        },
+        ..EInvoiceSource::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    /// The public corpora beside the clone (`../shared/corpora`, see its README).
+    fn corpus(path: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared/corpora")
+            .join(path)
+    }
+
+    fn files(dir: &str, ext: &str) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        let mut stack = vec![corpus(dir)];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{dir:?}: {e}")) {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|e| e == ext) {
+                    out.push(path);
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    const UBL: &str = "xrechnung-testsuite/src/test/business-cases/standard/01.01a-INVOICE_ubl.xml";
+
+    #[test]
+    fn every_xrechnung_business_case_is_read_exactly_with_high_confidence() {
+        let cases = files("xrechnung-testsuite/src/test/business-cases", "xml");
+        assert_eq!(cases.len(), 72, "the suite's 72 business cases");
+        let (mut ubl, mut cii) = (0, 0);
+        for path in &cases {
+            let e = read(&std::fs::read(path).unwrap())
+                .unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+            let source = e.einvoice.as_ref().unwrap();
+            assert_eq!(source.provider, "einvoice");
+            match source.syntax.as_deref() {
+                Some("UBL 2.1") => ubl += 1,
+                Some("UN/CEFACT CII D16B") => cii += 1,
+                other => panic!("{}: syntax {other:?}", path.display()),
+            }
+            assert!(source.profile.is_some() && source.type_code.is_some());
+            assert_eq!(e.confidence, Confidence::High);
+            assert!(e.passes_quality_gate(), "{}", path.display());
+            assert!(e.invoice_number.is_some() && e.invoice_date.is_some());
+            assert!(e.supplier_name.is_some() && e.total.is_some() && e.currency.is_some());
+            assert!(!e.line_items.is_empty(), "{}", path.display());
+            assert_eq!(e.field_confidence_of("total"), Some(Confidence::High));
+        }
+        assert!(ubl > 30 && cii > 30, "{ubl} UBL, {cii} CII");
+    }
+
+    #[test]
+    fn a_ubl_invoice_maps_onto_the_contract() {
+        let e = read(&std::fs::read(corpus(UBL)).unwrap()).unwrap();
+        let xml = std::fs::read_to_string(corpus(UBL)).unwrap();
+        assert_eq!(e.document_type, Some(DocumentType::Invoice));
+        assert!(xml.contains(&format!(
+            "<cbc:ID>{}</cbc:ID>",
+            e.invoice_number.as_deref().unwrap()
+        )));
+        assert!(xml.contains(&format!(
+            "<cbc:IssueDate>{}</cbc:IssueDate>",
+            e.invoice_date.unwrap()
+        )));
+        assert_eq!(e.total, Some(336.9));
+        assert!(
+            xml.contains(
+                "<cbc:TaxInclusiveAmount currencyID=\"EUR\">336.9</cbc:TaxInclusiveAmount>"
+            )
+        );
+        assert_eq!(e.subtotal, Some(314.86));
+        assert_eq!(e.vat_amount, Some(22.04));
+        assert_eq!(e.supplier_iban.as_deref(), Some("DE79000000001234567890"));
+        assert_eq!(e.line_items.len(), 2);
+        assert_eq!(e.line_items[0].amount, Some(288.79));
+        let source = e.einvoice.unwrap();
+        assert_eq!(source.type_code.as_deref(), Some("380"));
+        assert!(source.buyer_reference.is_some());
+    }
+
+    #[test]
+    fn credit_note_codes_map_to_credit_notes_and_keep_the_code() {
+        for code in ["381", "396"] {
+            assert_eq!(document_type(Some(code), false), DocumentType::CreditNote);
+        }
+        for code in ["380", "384", "389", "326", "386", "875"] {
+            assert_eq!(document_type(Some(code), false), DocumentType::Invoice);
+        }
+        assert_eq!(document_type(None, true), DocumentType::CreditNote);
+        let cii = UBL.replace("_ubl.xml", "_uncefact.xml");
+        let xml = std::fs::read_to_string(corpus(&cii)).unwrap().replacen(
+            "<ram:TypeCode>380</ram:TypeCode>",
+            "<ram:TypeCode>381</ram:TypeCode>",
+            1,
+        );
+        let e = read(xml.as_bytes()).unwrap();
+        assert_eq!(e.document_type, Some(DocumentType::CreditNote));
+        assert_eq!(
+            e.einvoice.unwrap().type_code.as_deref(),
+            Some("381"),
+            "the code is kept"
+        );
+    }
+
+    #[test]
+    fn the_kosit_technical_cases_are_read_or_refused_without_a_panic() {
+        for path in files("xrechnung-testsuite/src/test/technical-cases", "xml") {
+            match read(&std::fs::read(&path).unwrap()) {
+                Ok(e) => assert_eq!(e.einvoice.unwrap().provider, "einvoice"),
+                Err(e) => assert!(!e.to_string().is_empty(), "{}", path.display()),
+            }
+        }
+    }
+
+    #[test]
+    fn hybrids_are_read_from_their_attachment() {
+        let e =
+            read(&std::fs::read(corpus("mustang-samples/EN16931_Einfach.pdf")).unwrap()).unwrap();
+        let source = e.einvoice.as_ref().unwrap();
+        assert_eq!(source.attachment.as_deref(), Some("factur-x.xml"));
+        assert_eq!(source.syntax.as_deref(), Some("UN/CEFACT CII D16B"));
+        assert_eq!(e.invoice_number.as_deref(), Some("471102"));
+        assert_eq!(e.total, Some(529.87));
+        let basic_wl = read(
+            &std::fs::read(corpus("mustang-samples/validAvoir_FR_type380_BASICWL.pdf")).unwrap(),
+        )
+        .unwrap();
+        let source = basic_wl.einvoice.unwrap();
+        assert_eq!(source.recommendation.as_deref(), Some("undefined"));
+        assert!(source.profile.unwrap().contains("BASIC WL"));
+    }
+
+    #[test]
+    fn broken_plain_and_foreign_pdfs_are_refused_with_a_clear_error() {
+        for (file, want) in [
+            ("corrupt-factur-x-waytoosmall.pdf", "unreadable"),
+            ("corruptedV2PDF.pdf", "unreadable"),
+            ("invalidXMP-ParseError.pdf", "unreadable"),
+            ("veraPDFtestsuite6-7-11-t01-fail-a.pdf", "no embedded"),
+            ("EmptyPDFA1.pdf", "no embedded"),
+            (
+                "ORDER-X_EX01_ORDER_FULL_DATA-COMFORT.pdf",
+                "not an EN 16931 invoice",
+            ),
+            // ZUGFeRD 1.0 (`CrossIndustryDocument`) predates EN 16931: the page path.
+            ("zugferd_invoice.pdf", "not an EN 16931 invoice"),
+            ("MustangBeispiel20221026.pdf", "BR-49"),
+        ] {
+            let path = corpus(&format!("mustang-samples/{file}"));
+            let err = read(&std::fs::read(path).unwrap()).unwrap_err();
+            assert!(err.to_string().contains(want), "{file}: {err}");
+        }
+        // Every sample, whatever it is: an answer, never a panic.
+        for path in files("mustang-samples", "pdf") {
+            let _ = read(&std::fs::read(path).unwrap());
+        }
+    }
+
+    #[test]
+    fn an_invalid_xml_invoice_is_refused_with_its_findings() {
+        let xml = std::fs::read_to_string(corpus(UBL)).unwrap();
+        let start = xml.find("<cac:AccountingSupplierParty>").unwrap();
+        let end = xml.find("</cac:AccountingSupplierParty>").unwrap();
+        let broken = format!(
+            "{}{}",
+            &xml[..start],
+            &xml[end + "</cac:AccountingSupplierParty>".len()..]
+        );
+        let err = read(broken.as_bytes()).unwrap_err();
+        let EInvoiceError::Invalid { findings } = &err else {
+            panic!("{err}")
+        };
+        assert!(findings.iter().any(|f| f.contains("BR-06")), "{findings:?}");
+        assert!(err.to_string().contains("BR-06"));
+    }
+
+    const UBL_HEAD: &str = r#"<Invoice xmlns="urn:oasis:names:specification:ubl:schema:xsd:Invoice-2" xmlns:cbc="urn:oasis:names:specification:ubl:schema:xsd:CommonBasicComponents-2">"#;
+
+    #[test]
+    fn a_doctype_an_external_entity_and_an_entity_bomb_are_refused_unexpanded() {
+        let xxe = format!(
+            "<?xml version=\"1.0\"?><!DOCTYPE Invoice [<!ENTITY xxe SYSTEM \"file:///etc/passwd\">]>{UBL_HEAD}<cbc:ID>&xxe;</cbc:ID></Invoice>"
+        );
+        let mut bomb = String::from("<?xml version=\"1.0\"?><!DOCTYPE lolz [<!ENTITY lol \"lol\">");
+        for i in 1..10 {
+            let prev = if i == 1 {
+                "lol".to_owned()
+            } else {
+                format!("lol{}", i - 1)
+            };
+            bomb += &format!("<!ENTITY lol{i} \"{}\">", format!("&{prev};").repeat(10));
+        }
+        bomb += &format!("]>{UBL_HEAD}<cbc:ID>&lol9;</cbc:ID></Invoice>");
+        for xml in [xxe, bomb] {
+            let err = read(xml.as_bytes()).unwrap_err();
+            assert!(matches!(err, EInvoiceError::Unreadable(_)), "{err}");
+            assert!(err.to_string().contains("DTD"), "{err}");
+            assert!(!err.to_string().contains("root:"), "nothing was fetched");
+        }
+    }
+
+    #[test]
+    fn a_100_mb_xml_is_refused_before_parsing() {
+        let mut xml = UBL_HEAD.to_owned().into_bytes();
+        xml.resize(100 * 1024 * 1024, b' ');
+        xml.extend_from_slice(b"</Invoice>");
+        let err = read(&xml).unwrap_err();
+        assert!(matches!(err, EInvoiceError::TooLarge(_)), "{err}");
+        assert!(err.to_string().contains("byte limit"));
+    }
+
+    #[test]
+    fn too_many_nodes_or_too_deep_nesting_is_refused() {
+        let many = format!("{UBL_HEAD}{}</Invoice>", "<a/>".repeat(MAX_XML_NODES + 1));
+        let err = read(many.as_bytes()).unwrap_err();
+        assert!(matches!(err, EInvoiceError::TooLarge(_)), "{err}");
+        let deep = format!(
+            "{UBL_HEAD}{}{}</Invoice>",
+            "<a>".repeat(10_000),
+            "</a>".repeat(10_000)
+        );
+        let err = read(deep.as_bytes()).unwrap_err();
+        assert!(matches!(err, EInvoiceError::Unreadable(_)), "{err}");
+        assert!(err.to_string().contains("deep"), "{err}");
+    }
+
+    #[test]
+    fn xml_that_is_not_an_invoice_says_what_it_found() {
+        let err = read(b"<Order xmlns=\"urn:x\"><ID>1</ID></Order>").unwrap_err();
+        assert!(matches!(err, EInvoiceError::NotAnInvoice(_)), "{err}");
+        assert!(err.to_string().contains("Order"));
+        for garbage in [
+            &b""[..],
+            b"<",
+            b"\xff\xfe<\x00",
+            b"%PDF-1.7\n",
+            b"not xml at all",
+        ] {
+            let _ = read(garbage);
+        }
+    }
+
+    #[test]
+    fn a_hybrid_whose_page_disagrees_keeps_the_xml_and_flags_it() {
+        let mut xml =
+            read(&std::fs::read(corpus("mustang-samples/EN16931_Einfach.pdf")).unwrap()).unwrap();
+        let mut page = xml.clone();
+        assert!(!compare_with_page(&mut xml, &page));
+        page.total = Some(1.0);
+        page.invoice_number = Some("471-102".into());
+        assert!(compare_with_page(&mut xml, &page));
+        assert_eq!(xml.total, Some(529.87), "the XML is the invoice");
+        let flagged = &xml.einvoice.as_ref().unwrap().disagreements;
+        assert_eq!(flagged.len(), 1, "{flagged:?}");
+        assert!(flagged[0].contains("total"));
+    }
+
+    #[test]
+    fn findings_are_capped_however_many_a_document_produces() {
+        let lines: Vec<String> = (0..500).map(|i| format!("BR-{i}")).collect();
+        let kept = capped(lines);
+        assert_eq!(kept.len(), MAX_FINDINGS + 1);
+        assert_eq!(kept.last().unwrap(), "… and 450 more");
+        // Each unmapped path is reported once: 2000 different ones.
+        let junk: String = (0..2000)
+            .map(|i| format!("<cbc:Unknown{i}>x</cbc:Unknown{i}>"))
+            .collect();
+        let xml = std::fs::read_to_string(corpus(UBL)).unwrap().replacen(
+            "<cbc:Note>",
+            &format!("{junk}<cbc:Note>"),
+            1,
+        );
+        let findings = match read(xml.as_bytes()) {
+            Ok(e) => e.einvoice.unwrap().findings,
+            Err(EInvoiceError::Invalid { findings }) => findings,
+            Err(other) => panic!("{other}"),
+        };
+        assert_eq!(findings.len(), MAX_FINDINGS + 1, "{findings:?}");
+    }
+
+    #[test]
+    fn xml_file_names() {
+        assert!(is_xml_name("documents/x.XML") && !is_xml_name("a.pdf"));
+    }
+}
