@@ -32,9 +32,19 @@ fn run_of(extraction: docflow::extract::Extraction) -> ExtractionRun {
 async fn read(
     bytes: Bytes,
 ) -> Result<Result<docflow::extract::Extraction, EInvoiceError>, Failure> {
-    on_cpu(move || einvoice::read(&bytes))
-        .await
-        .map_err(|e| Failure::transient(anyhow!("the e-invoice reader did not finish: {e}")))
+    on_cpu(einvoice::job_bytes(bytes.len()), move || {
+        einvoice::read(&bytes)
+    })
+    .await
+    .map_err(|e| {
+        let error = anyhow!("the e-invoice reader did not finish: {e}");
+        // A file needing more than the memory budget is lasting; a lost blocking task is not.
+        if docflow::retry::Classify::is_transient(&e) {
+            Failure::transient(error)
+        } else {
+            Failure::permanent(error)
+        }
+    })
 }
 
 /// An XML upload: read exactly, or a permanent failure whose message is the findings.
@@ -70,7 +80,9 @@ pub async fn pdf(key: &str, bytes: Bytes) -> Result<Route, Failure> {
     if let Ok(pages) = text_layer(bytes).await {
         let text = pages.join("\n");
         if has_usable_text(&text) {
-            let page = on_cpu(move || docflow::extract::rules::extract(&text))
+            // The rules hold the text and a few copies of its lines.
+            let needs = text.len() as u64 * 4;
+            let page = on_cpu(needs, move || docflow::extract::rules::extract(&text))
                 .await
                 .ok();
             if let Some(page) = page

@@ -36,6 +36,17 @@ pub const MAX_PDF_TOTAL_BYTES: usize = 2 * MAX_XML_BYTES;
 /// How many PDF objects one walk may visit.
 pub const MAX_PDF_OBJECTS: usize = 10_000;
 
+/// What reading one e-invoice needs at its peak, for the CPU jobs' memory budget
+/// (`docflow::ocr::on_cpu`): the parsed PDF (about five times the file), what its
+/// streams may inflate to in sum, the XML and its tree at the node limit (an estimate of
+/// 128 bytes a node with its attributes and text).
+pub fn job_bytes(file_len: usize) -> u64 {
+    file_len as u64 * 5
+        + MAX_PDF_TOTAL_BYTES as u64
+        + MAX_XML_BYTES as u64
+        + MAX_XML_NODES as u64 * 128
+}
+
 /// The PDF limits the attachment is looked for under.
 pub fn pdf_limits() -> zugferd::Limits {
     zugferd::Limits::new()
