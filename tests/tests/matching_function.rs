@@ -863,6 +863,133 @@ async fn a_link_written_by_another_document_while_this_one_waited_on_its_llm_is_
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_stale_run_never_overwrites_a_re_extraction_that_came_in_while_it_decided(pool: PgPool) {
+    // Arrange: extraction v1 of invoice I fits order PO-A (ambiguous: the LLM decides);
+    // the re-extraction v2 cites order PO-B.
+    let llm = MockServer::start().await;
+    let gate = Gate::new(LLM_SAYS_MATCH);
+    messages().respond_with(gate.clone()).mount(&llm).await;
+    let t = tenant(&pool, "Acme AG").await;
+    let po_a = matched_document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
+    )
+    .await;
+    let po_b = matched_document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0099", "2024-03-02", 2380.0),
+    )
+    .await;
+    let inv = document(
+        &pool,
+        t,
+        DocumentType::Invoice,
+        invoice_without_references("RE-77", "2024-03-08", 1190.0),
+    )
+    .await;
+    let with_llm = deps(
+        &pool,
+        Some(llm_client(&llm)),
+        slack_notifier(&slack_server().await),
+    )
+    .await;
+
+    // Act: run A (v1) waits on the LLM; meanwhile the re-extraction writes v2, sets
+    // `pending` and sends a new message; then A goes on.
+    let run_a = matching::handler(&with_llm, lambda_event(valid_event_for(inv), None));
+    let re_extraction =
+        async {
+            gate.arrived().await;
+            sqlx::query(
+            "UPDATE document SET structured_data = $2, matching_status = 'pending' WHERE id = $1",
+        )
+        .bind(inv)
+        .bind(invoice("RE-77", "PO-2024-0099", "LS-2024-0199", "2024-03-08", 2380.0))
+        .execute(&pool)
+        .await
+        .unwrap();
+            let message_b = valid_event_for(inv);
+            gate.open();
+            message_b
+        };
+    let (response_a, message_b) = tokio::join!(run_a, re_extraction);
+
+    // Assert: A wrote nothing and its message is gone; the document waits for B.
+    assert!(
+        response_a.unwrap().batch_item_failures.is_empty(),
+        "A is discarded"
+    );
+    assert_eq!(
+        pairs(&pool).await,
+        vec![],
+        "A's link to PO-A is rolled back"
+    );
+    let after_a = state(&pool, inv).await;
+    assert_eq!(after_a.matching_status.as_deref(), Some("pending"));
+    assert_eq!(after_a.matching_error, None, "a stale run is no failure");
+
+    // The new message is not taken for a duplicate: it matches v2.
+    let response_b = matching::handler(&with_llm, lambda_event(message_b, None))
+        .await
+        .unwrap();
+    assert!(response_b.batch_item_failures.is_empty());
+    assert_eq!(pairs(&pool).await, vec![pair(inv, po_b)]);
+    assert!(!pairs(&pool).await.contains(&pair(inv, po_a)));
+    let after_b = state(&pool, inv).await;
+    assert_eq!(
+        (
+            after_b.matching_status.as_deref(),
+            after_b.matching_attempts
+        ),
+        (Some("succeeded"), 2)
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_run_that_lost_its_claim_writes_neither_its_normalised_fields_nor_its_edges(
+    pool: PgPool,
+) {
+    // A delivery claims the invoice; before it starts, a newer delivery claims it too.
+    let (inv, _) = ambiguous_invoice(&pool).await;
+    let Ok(Claim::Claimed(older)) = status::claim(&pool, inv, None).await else {
+        panic!("claimable");
+    };
+    let Ok(Claim::Claimed(_newer)) = status::claim(&pool, inv, None).await else {
+        panic!("claimable again");
+    };
+
+    let err = docflow::matching::match_document(&pool, None, &Default::default(), &older)
+        .await
+        .unwrap_err();
+
+    assert!(
+        matches!(err, docflow::matching::MatchingError::Superseded { .. }),
+        "{err:?}"
+    );
+    let saved: Option<String> =
+        sqlx::query_scalar("SELECT normalized_counterparty FROM document WHERE id = $1")
+            .bind(inv)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        saved, None,
+        "the stale run's normalised fields are not saved"
+    );
+    assert_eq!(pairs(&pool).await, vec![]);
+    let s = state(&pool, inv).await;
+    assert_eq!(
+        (s.matching_status.as_deref(), s.matching_attempts),
+        (Some("in-progress"), 2),
+        "the newer delivery still holds it"
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_duplicate_of_a_finished_match_is_discarded_and_a_message_after_a_reset_is_matched(
     pool: PgPool,
 ) {
@@ -1092,7 +1219,7 @@ async fn a_permanent_error_of_an_older_delivery_never_overwrites_a_newer_deliver
         };
         assert_eq!(doc.matching_attempts, 2);
         let mut conn = pool.acquire().await.unwrap();
-        status::succeed(&mut conn, inv).await.unwrap();
+        assert!(status::succeed(&mut conn, &doc.owner()).await.unwrap());
     })
     .await;
 

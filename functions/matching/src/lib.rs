@@ -171,6 +171,11 @@ pub async fn process(deps: &Deps, msg: Message) -> Outcome {
     };
     match result {
         Ok(()) => Outcome::Done,
+        // A re-extraction or a newer delivery owns the document now; that message matches
+        // the current data. Nothing to record, no one to tell.
+        Err(error @ MatchingError::Superseded { .. }) => {
+            Outcome::discard_as(DiscardKind::Duplicate, error.to_string())
+        }
         Err(error) => on_failure(deps, &msg, id, attempt, error).await,
     }
 }

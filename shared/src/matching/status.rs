@@ -59,6 +59,7 @@ pub async fn claim(
         structured_data: serde_json::Value,
         cluster_id: Option<Uuid>,
         matching_attempts: i32,
+        data_version: i64,
     }
     let claimed = sqlx::query_as::<_, ClaimedRow>(
         r#"
@@ -71,7 +72,8 @@ pub async fn claim(
            AND NOT ($2::timestamptz IS NOT NULL AND (
                    (matching_status = 'succeeded' AND COALESCE(matching_succeeded_at >= $2, false))
                 OR (matching_status = 'failed' AND COALESCE(matching_failed_at >= $2, false))))
-        RETURNING id, tenant_id, type::text AS doc_type, structured_data, cluster_id, matching_attempts
+        RETURNING id, tenant_id, type::text AS doc_type, structured_data, cluster_id, matching_attempts,
+                  data_version
         "#,
     )
     .bind(id)
@@ -92,6 +94,7 @@ pub async fn claim(
             structured_data: row.structured_data,
             cluster_id: row.cluster_id,
             matching_attempts: row.matching_attempts,
+            data_version: row.data_version,
         }));
     }
     #[derive(sqlx::FromRow)]
@@ -153,12 +156,59 @@ pub async fn claim(
     })
 }
 
+/// What a matching run holds (issue 24 item 1): the claim (`in-progress` as attempt
+/// `attempt`) and the extraction it read (`data_version`). A re-extraction (new data,
+/// `pending`) or a newer delivery's claim takes it away; from then on the run's writes
+/// do not land and its result is discarded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owner {
+    pub id: Uuid,
+    pub attempt: i32,
+    pub data_version: i64,
+}
+
+impl Document {
+    /// The claim and data version this run holds.
+    pub fn owner(&self) -> Owner {
+        Owner {
+            id: self.id,
+            attempt: self.matching_attempts,
+            data_version: self.data_version,
+        }
+    }
+}
+
 /// Persists the normalised fields (outside the write transaction: a retry overwrites
 /// them with the same values) and adds the counterparty name to the tenant's names
-/// (`matching_counterparty`, where the name path of the candidate search starts). One
-/// statement.
-pub async fn save_normalized(pool: &PgPool, id: Uuid, n: &Normalized) -> Result<(), sqlx::Error> {
-    sqlx::query(
+/// (`matching_counterparty`, where the name path of the candidate search starts) — only
+/// while `owner` still holds the claim and the data version it read, checked under the
+/// row lock the update takes. Returns whether it saved; `false`: the run is stale (the
+/// document was re-extracted or claimed by a newer delivery), nothing was written.
+pub async fn save_normalized(
+    pool: &PgPool,
+    owner: &Owner,
+    n: &Normalized,
+) -> Result<bool, sqlx::Error> {
+    save_normalized_if(pool, owner.id, Some(owner), n).await
+}
+
+/// [`save_normalized`] without the ownership check: for fixtures and tools that store
+/// the normalised fields of a document no run has claimed.
+pub async fn save_normalized_unclaimed(
+    pool: &PgPool,
+    id: Uuid,
+    n: &Normalized,
+) -> Result<(), sqlx::Error> {
+    save_normalized_if(pool, id, None, n).await.map(|_| ())
+}
+
+async fn save_normalized_if(
+    pool: &PgPool,
+    id: Uuid,
+    owner: Option<&Owner>,
+    n: &Normalized,
+) -> Result<bool, sqlx::Error> {
+    let saved: i64 = sqlx::query_scalar(
         r#"
         WITH saved AS (
             UPDATE document
@@ -174,12 +224,18 @@ pub async fn save_normalized(pool: &PgPool, id: Uuid, n: &Normalized) -> Result<
                                           THEN NULL ELSE document.embedding_model END,
                    document_date           = COALESCE($7, created_at::date)
              WHERE id = $1
+               AND ($8::int IS NULL
+                    OR (matching_status = 'in-progress'
+                        AND matching_attempts = $8
+                        AND data_version = $9))
             RETURNING tenant_id, normalized_counterparty
+        ), named AS (
+            INSERT INTO matching_counterparty (tenant_id, name)
+            SELECT tenant_id, normalized_counterparty FROM saved
+             WHERE normalized_counterparty IS NOT NULL
+            ON CONFLICT DO NOTHING
         )
-        INSERT INTO matching_counterparty (tenant_id, name)
-        SELECT tenant_id, normalized_counterparty FROM saved
-         WHERE normalized_counterparty IS NOT NULL
-        ON CONFLICT DO NOTHING
+        SELECT count(*) FROM saved
         "#,
     )
     .bind(id)
@@ -189,15 +245,42 @@ pub async fn save_normalized(pool: &PgPool, id: Uuid, n: &Normalized) -> Result<
     .bind(&n.reference_keys)
     .bind(&n.searchable_text)
     .bind(n.date)
-    .execute(pool)
+    .bind(owner.map(|o| o.attempt))
+    .bind(owner.map(|o| o.data_version))
+    .fetch_one(pool)
     .await?;
-    Ok(())
+    Ok(saved == 1)
 }
 
-/// Marks the document `succeeded` (and when), clears the error of earlier attempts.
-/// Run it in the write transaction, so matched edges and the status commit together.
-pub async fn succeed(conn: &mut PgConnection, id: Uuid) -> Result<(), sqlx::Error> {
-    sqlx::query(
+/// Locks the document's row for the rest of the caller's transaction and says whether
+/// `owner` still holds the claim and the data version it read. Under that lock a
+/// re-extraction or a newer claim waits for the transaction to end, so what the check
+/// saw holds until commit.
+pub async fn still_owns(conn: &mut PgConnection, owner: &Owner) -> Result<bool, sqlx::Error> {
+    let owned: Option<i32> = sqlx::query_scalar(
+        r#"
+        SELECT 1 FROM document
+         WHERE id = $1
+           AND matching_status = 'in-progress'
+           AND matching_attempts = $2
+           AND data_version = $3
+           FOR UPDATE
+        "#,
+    )
+    .bind(owner.id)
+    .bind(owner.attempt)
+    .bind(owner.data_version)
+    .fetch_optional(&mut *conn)
+    .await?;
+    Ok(owned.is_some())
+}
+
+/// Marks the document `succeeded` (and when), clears the error of earlier attempts —
+/// only while `owner` still holds the claim and the data version it read. Run it in the
+/// write transaction, so matched edges and the status commit together. Returns whether
+/// it marked the row; `false`: the run is stale and the caller rolls back.
+pub async fn succeed(conn: &mut PgConnection, owner: &Owner) -> Result<bool, sqlx::Error> {
+    let marked = sqlx::query(
         r#"
         UPDATE document
            SET matching_status       = 'succeeded',
@@ -207,12 +290,18 @@ pub async fn succeed(conn: &mut PgConnection, id: Uuid) -> Result<(), sqlx::Erro
                matching_notified_at  = NULL,
                updated_at            = now()
          WHERE id = $1
+           AND matching_status = 'in-progress'
+           AND matching_attempts = $2
+           AND data_version = $3
         "#,
     )
-    .bind(id)
+    .bind(owner.id)
+    .bind(owner.attempt)
+    .bind(owner.data_version)
     .execute(conn)
-    .await?;
-    Ok(())
+    .await?
+    .rows_affected();
+    Ok(marked == 1)
 }
 
 /// A document marked `failed`, with what the admin notification needs.

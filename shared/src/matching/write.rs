@@ -59,21 +59,27 @@ struct Edge {
     document_b_id: Uuid,
 }
 
-/// Replaces the edges between `document_id` and the `judged` candidates with
+/// Replaces the edges between the document and the `judged` candidates with
 /// `decisions` (each naming one of them) and reassigns clusters. Run it inside a
 /// transaction (`&mut *tx`); the caller commits. Matching write phases of one tenant are
 /// serialised with a transaction-scoped advisory lock, so two documents of one cluster
 /// matched at once cannot interleave their cluster updates.
 ///
+/// Under that lock it first locks the document's row and checks that `owner` still holds
+/// the claim and the data version it read ([`super::status::still_owns`]); when not (a
+/// re-extraction or a newer delivery came in while this run decided) it writes nothing
+/// and returns `None`: the caller rolls back and discards the run.
+///
 /// Fails with the first database error; nothing is committed then.
 pub async fn write_matches(
     conn: &mut PgConnection,
     tenant_id: Uuid,
-    document_id: Uuid,
+    owner: &super::status::Owner,
     source_type: DocumentType,
     judged: &[Uuid],
     decisions: &[Decision],
-) -> Result<Written, sqlx::Error> {
+) -> Result<Option<Written>, sqlx::Error> {
+    let document_id = owner.id;
     // A write phase stuck behind another must not hold its connection until the
     // invocation dies: give up after 20 s (55P03, transient) and retry later.
     sqlx::query("SET LOCAL lock_timeout = '20s'")
@@ -90,6 +96,9 @@ pub async fn write_matches(
     .bind(tenant_id)
     .execute(&mut *conn)
     .await?;
+    if !super::status::still_owns(conn, owner).await? {
+        return Ok(None);
+    }
 
     sqlx::query(
         r#"
@@ -230,13 +239,13 @@ pub async fn write_matches(
     }
 
     let (merged, split) = cluster_changes(&current, &assigned);
-    Ok(Written {
+    Ok(Some(Written {
         edges: decisions.len(),
         cluster_id: assigned.get(&document_id).copied().flatten(),
         reassigned: changed.len(),
         merged,
         split,
-    })
+    }))
 }
 
 /// How the clusters changed from `before` (document, cluster) to `after`: merged counts,

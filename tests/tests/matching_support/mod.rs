@@ -58,7 +58,7 @@ pub async fn matched_document(
     data: Value,
 ) -> Uuid {
     let id = document(pool, tenant_id, doc_type, data.clone()).await;
-    status::save_normalized(pool, id, &normalize::normalize(&data, doc_type))
+    status::save_normalized_unclaimed(pool, id, &normalize::normalize(&data, doc_type))
         .await
         .unwrap();
     id
