@@ -13,8 +13,9 @@
 //! document a second partner of that type: when it already has one, the new link is not
 //! made, and an existing circumstantial one is removed with it (neither is trustworthy:
 //! a standing order's delivery note that names no order fits every week). A link the
-//! references (or the LLM) decided removes the document's circumstantial partner of
-//! that type. Applied under the tenant lock, this makes the outcome independent of
+//! references decided removes the document's circumstantial partner of that type. The
+//! LLM's link on circumstance alone is not made beside an existing partner of that type
+//! and removes nothing: the LLM read untrusted document text. Applied under the tenant lock, this makes the outcome independent of
 //! which of the documents arrived first.
 //!
 //! Clusters are the connected components of the match graph: after the document's edges
@@ -335,10 +336,13 @@ async fn enforce_exclusive_partners(
         .bind(parent)
         .fetch_all(&mut *conn)
         .await?;
-        let new_is_circumstantial =
-            d.decided_by == DecidedBy::Score && super::score::circumstantial(&d.evidence);
+        // Circumstance alone, whoever decided: the LLM's word on a pair with no reference
+        // is no stronger than the document text it read (docs/matching.md, "The LLM band
+        // is untrusted"), so such a link neither evicts a rival nor joins one.
+        let new_is_circumstantial = super::score::circumstantial(&d.evidence);
+        let evicts = !(new_is_circumstantial && d.decided_by == DecidedBy::Llm);
         let weaker: Vec<&Partner> = others.iter().filter(|o| o.circumstantial).collect();
-        if !weaker.is_empty() {
+        if evicts && !weaker.is_empty() {
             let ids: Vec<Uuid> = weaker.iter().map(|o| o.edge_id).collect();
             sqlx::query("DELETE FROM document_match WHERE id = ANY($1)")
                 .bind(&ids)
