@@ -215,6 +215,69 @@ async fn status_is_in_progress_while_matching_and_succeeded_after(pool: PgPool) 
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_second_delivery_meeting_a_live_claim_neither_runs_nor_pays_for_the_llm(pool: PgPool) {
+    // Arrange: the LLM holds the first delivery's call until the second has been handled.
+    let llm = MockServer::start().await;
+    let gate = Gate::new(LLM_SAYS_MATCH);
+    messages().respond_with(gate.clone()).mount(&llm).await;
+    let (inv, po) = ambiguous_invoice(&pool).await;
+    let deps = deps(
+        &pool,
+        Some(llm_client(&llm)),
+        slack_notifier(&slack_server().await),
+    )
+    .await;
+    let event = valid_event_for(inv);
+
+    // Act: SQS delivers the message twice at once; the second arrives while the first
+    // waits on its LLM call.
+    let first = matching::handler(&deps, lambda_event(event.clone(), None));
+    let second = async {
+        gate.arrived().await;
+        // A second run would be held at the gate too: fail instead of hanging.
+        let response = tokio::time::timeout(
+            Duration::from_secs(60),
+            matching::handler(&deps, lambda_event(event.clone(), None)),
+        )
+        .await
+        .expect("the second delivery ran up to the LLM instead of meeting the live claim")
+        .unwrap();
+        let during = state(&pool, inv).await;
+        gate.open();
+        (response, during)
+    };
+    let (first, (second, during)) = tokio::join!(first, second);
+
+    // Assert: the second delivery claimed nothing and is kept for after the lease; one
+    // LLM call in all; the first delivery's result stands.
+    assert_eq!(
+        second.batch_item_failures.len(),
+        1,
+        "kept: it comes back after the lease"
+    );
+    assert_eq!(
+        (during.matching_status.as_deref(), during.matching_attempts),
+        (Some("in-progress"), 1),
+        "the live claim is the first delivery's"
+    );
+    assert!(first.unwrap().batch_item_failures.is_empty());
+    assert_eq!(llm_calls(&llm).await, 1, "one LLM call for one document");
+    let after = state(&pool, inv).await;
+    assert_eq!(
+        (after.matching_status.as_deref(), after.matching_attempts),
+        (Some("succeeded"), 1)
+    );
+    assert_eq!(pairs(&pool).await, vec![pair(inv, po)]);
+
+    // When it comes back, the work is finished after it was sent: a duplicate.
+    let again = matching::handler(&deps, lambda_event(event, None))
+        .await
+        .unwrap();
+    assert!(again.batch_item_failures.is_empty(), "discarded");
+    assert_eq!(llm_calls(&llm).await, 1);
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_run_that_would_outlive_the_invocation_is_cut_short_and_handled_as_transient(
     pool: PgPool,
 ) {
@@ -953,11 +1016,13 @@ async fn a_stale_run_never_overwrites_a_re_extraction_that_came_in_while_it_deci
 async fn a_run_that_lost_its_claim_writes_neither_its_normalised_fields_nor_its_edges(
     pool: PgPool,
 ) {
-    // A delivery claims the invoice; before it starts, a newer delivery claims it too.
+    // A delivery claims the invoice and stalls past its lease; a newer delivery takes
+    // the claim over.
     let (inv, _) = ambiguous_invoice(&pool).await;
     let Ok(Claim::Claimed(older)) = status::claim(&pool, inv, None).await else {
         panic!("claimable");
     };
+    let_claim_go_stale(&pool, inv).await;
     let Ok(Claim::Claimed(_newer)) = status::claim(&pool, inv, None).await else {
         panic!("claimable again");
     };
@@ -1212,8 +1277,10 @@ async fn a_permanent_error_of_an_older_delivery_never_overwrites_a_newer_deliver
     let deps = deps(&pool, Some(llm_client(&llm)), slack_notifier(&slack)).await;
 
     // Act: while the older delivery (attempt 1) waits on the LLM, a newer delivery
-    // (a duplicate, a sweeper re-send) claims the document as attempt 2 and succeeds.
+    // (a duplicate, a sweeper re-send) takes over its claim, gone stale (the older one
+    // stalled past the lease), as attempt 2 and succeeds.
     let failures = older_delivery_around(&deps, &gate, inv, async {
+        let_claim_go_stale(&pool, inv).await;
         let Ok(Claim::Claimed(doc)) = status::claim(&pool, inv, None).await else {
             panic!("the newer delivery claims the document");
         };
@@ -1245,8 +1312,10 @@ async fn an_older_delivery_s_error_never_lands_on_the_attempt_a_newer_delivery_h
     let (inv, _) = ambiguous_invoice(&pool).await;
     let deps = deps(&pool, Some(llm_client(&llm)), slack_notifier(&slack)).await;
 
-    // Act: a newer delivery claims the document (attempt 2) and is still working.
+    // Act: a newer delivery takes over the older one's stale claim (attempt 2) and is
+    // still working.
     older_delivery_around(&deps, &gate, inv, async {
+        let_claim_go_stale(&pool, inv).await;
         let claim = status::claim(&pool, inv, None).await.unwrap();
         assert!(matches!(claim, Claim::Claimed(_)), "{claim:?}");
     })
@@ -1260,7 +1329,9 @@ async fn an_older_delivery_s_error_never_lands_on_the_attempt_a_newer_delivery_h
     assert!(!s.failed);
     assert!(slack_bodies(&slack).await.is_empty());
 
-    // The newer delivery's own error is recorded: it owns the document.
+    // The newer delivery's own error is recorded: it owns the document (a third
+    // delivery took over its claim once stale, the same way).
+    let_claim_go_stale(&pool, inv).await;
     let Ok(Claim::Claimed(doc)) = status::claim(&pool, inv, None).await else {
         panic!("claimed again");
     };

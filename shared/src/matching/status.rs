@@ -27,7 +27,15 @@ pub enum Claim {
     /// Claimed (`in-progress`, attempts incremented), but its `type` is an enum label this
     /// version does not know: it cannot be matched, and retrying will not change that.
     UnknownType { label: String, attempt: i32 },
+    /// Another delivery holds a live claim (`in-progress`, claimed less than
+    /// [`CLAIM_LEASE`] ago): this one does not run; the claim goes stale in `stale_in`.
+    Busy { stale_in: std::time::Duration },
 }
+
+/// How long a claim is live: longer than any run (bounded by its invocation, at most the
+/// function's 120 s timeout), so only the claim of a delivery that died goes stale. A run
+/// that ends releases its claim at once.
+pub const CLAIM_LEASE: std::time::Duration = std::time::Duration::from_secs(150);
 
 /// A document whose matching finished after the message was sent.
 #[derive(Debug, Clone)]
@@ -64,11 +72,15 @@ pub async fn claim(
     let claimed = sqlx::query_as::<_, ClaimedRow>(
         r#"
         UPDATE document
-           SET matching_status   = 'in-progress',
-               matching_attempts = matching_attempts + 1,
-               updated_at        = now()
+           SET matching_status     = 'in-progress',
+               matching_attempts   = matching_attempts + 1,
+               matching_claimed_at = now(),
+               updated_at          = now()
          WHERE id = $1
            AND structured_data IS NOT NULL
+           -- Another delivery's live claim: it runs, this one does not.
+           AND NOT (matching_status = 'in-progress'
+                    AND COALESCE(matching_claimed_at > now() - make_interval(secs => $3), false))
            AND NOT ($2::timestamptz IS NOT NULL AND (
                    (matching_status = 'succeeded' AND COALESCE(matching_succeeded_at >= $2, false))
                 OR (matching_status = 'failed' AND COALESCE(matching_failed_at >= $2, false))))
@@ -78,6 +90,7 @@ pub async fn claim(
     )
     .bind(id)
     .bind(sent_at)
+    .bind(CLAIM_LEASE.as_secs_f64())
     .fetch_optional(pool)
     .await?;
     if let Some(row) = claimed {
@@ -108,10 +121,16 @@ pub async fn claim(
         doc_type: String,
         matching_failed_at: Option<DateTime<Utc>>,
         matching_error: Option<String>,
+        live_claim_left: Option<f64>,
     }
     let row = sqlx::query_as::<_, Row>(
         r#"
         SELECT d.structured_data IS NOT NULL AS has_data,
+               CASE WHEN d.matching_status = 'in-progress'
+                         AND d.matching_claimed_at > now() - make_interval(secs => $3)
+                    THEN extract(epoch FROM d.matching_claimed_at
+                                 + make_interval(secs => $3) - now())::float8
+               END AS live_claim_left,
                d.matching_status,
                d.matching_notified_at IS NULL
                    AND (d.matching_notice_claimed_at IS NULL
@@ -130,11 +149,18 @@ pub async fn claim(
     )
     .bind(id)
     .bind(NOTICE_CLAIM_GRACE.as_secs_f64())
+    .bind(CLAIM_LEASE.as_secs_f64())
     .fetch_optional(pool)
     .await?;
     Ok(match row {
         None => Claim::Missing,
         Some(row) if !row.has_data => Claim::NoStructuredData,
+        Some(Row {
+            live_claim_left: Some(left),
+            ..
+        }) => Claim::Busy {
+            stale_in: std::time::Duration::from_secs_f64(left.max(0.0)),
+        },
         Some(row) => {
             let status = row.matching_status.unwrap_or_default();
             let untold_failure = match (status.as_str(), row.untold, row.matching_failed_at) {
@@ -285,6 +311,7 @@ pub async fn succeed(conn: &mut PgConnection, owner: &Owner) -> Result<bool, sql
         UPDATE document
            SET matching_status       = 'succeeded',
                matching_succeeded_at = now(),
+               matching_claimed_at   = NULL,
                matching_error        = NULL,
                matching_failed_at    = NULL,
                matching_notified_at  = NULL,
@@ -302,6 +329,29 @@ pub async fn succeed(conn: &mut PgConnection, owner: &Owner) -> Result<bool, sql
     .await?
     .rows_affected();
     Ok(marked == 1)
+}
+
+/// Gives up the claim of attempt `attempt` when its run ended without recording an
+/// outcome that releases it (the failure could not be recorded): the next delivery may
+/// claim at once instead of waiting out [`CLAIM_LEASE`]. A no-op when the claim is no
+/// longer that attempt's. Returns whether it released.
+pub async fn release_claim(pool: &PgPool, id: Uuid, attempt: i32) -> Result<bool, sqlx::Error> {
+    let released = sqlx::query(
+        r#"
+        UPDATE document
+           SET matching_claimed_at = NULL
+         WHERE id = $1
+           AND matching_status = 'in-progress'
+           AND matching_attempts = $2
+           AND matching_claimed_at IS NOT NULL
+        "#,
+    )
+    .bind(id)
+    .bind(attempt)
+    .execute(pool)
+    .await?
+    .rows_affected();
+    Ok(released == 1)
 }
 
 /// A document marked `failed`, with what the admin notification needs.
@@ -344,6 +394,7 @@ pub async fn fail(
         UPDATE document AS d
            SET matching_status      = 'failed',
                matching_error       = $2,
+               matching_claimed_at  = NULL,
                matching_failed_at   = now(),
                matching_notified_at = NULL,
                matching_notice_claimed_at = now(),
@@ -469,7 +520,9 @@ pub async fn record_error(
     let recorded = sqlx::query(
         r#"
         UPDATE document
-           SET matching_error = $2
+           SET matching_error = $2,
+               -- This delivery's run is over: its retry (or another delivery) may claim.
+               matching_claimed_at = CASE WHEN $3::int IS NULL THEN matching_claimed_at END
          WHERE id = $1
            AND CASE WHEN $3::int IS NULL
                     THEN matching_status IS DISTINCT FROM 'succeeded'
