@@ -1005,3 +1005,61 @@ async fn an_llm_obeying_instructions_in_the_document_text_adds_no_link_and_evict
         assert!(!cluster_of(&pool, inv).await.contains(&id));
     }
 }
+
+/// An order of `supplier` with VAT id `vat`: 500 M8 screws.
+fn screws_order(supplier: &str, vat: &str, number: &str) -> Value {
+    json!({
+        "document_type": "purchase_order",
+        "invoice_number": number,
+        "invoice_date": "2024-03-01",
+        "supplier_name": supplier,
+        "supplier_vat_id": vat,
+        "line_items": [{"description": "Schrauben M8 verzinkt", "quantity": 500}]
+    })
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_name_two_vat_ids_carry_is_no_evidence_for_a_delivery_note_without_vat_id(pool: PgPool) {
+    // A delivery note of "Mueller GmbH", no VAT id, no order number, the same screws as
+    // an order of "Müller GmbH".
+    let note = json!({
+        "document_type": "delivery_note",
+        "invoice_number": "LS-77",
+        "invoice_date": "2024-03-04",
+        "supplier_name": "Mueller GmbH",
+        "line_items": [{"description": "Schrauben M8 verzinkt", "quantity": 500}]
+    });
+
+    // Control: in a tenant where one company carries the name, name and goods link.
+    let alone = tenant(&pool, "Beta AG").await;
+    let po_alone = matched_document(
+        &pool,
+        alone,
+        DocumentType::PurchaseOrder,
+        screws_order("Müller GmbH", "DE222222222", "PO-2024-0042"),
+    )
+    .await;
+    let dn_alone = document(&pool, alone, DocumentType::DeliveryNote, note.clone()).await;
+    run_matching(&pool, None, dn_alone).await.unwrap();
+    assert_eq!(pairs(&pool).await, vec![pair(dn_alone, po_alone)]);
+
+    // Two companies of that name (two VAT ids) in the tenant: the name says nothing,
+    // equal lines alone do not link.
+    let t = tenant(&pool, "Acme AG").await;
+    let mut other_company = screws_order("Müller GmbH", "DE111111111", "PO-2024-0001");
+    other_company["line_items"] = json!([{"description": "Kopierpapier A4", "quantity": 40}]);
+    matched_document(&pool, t, DocumentType::PurchaseOrder, other_company).await;
+    let po = matched_document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        screws_order("Müller GmbH", "DE222222222", "PO-2024-0042"),
+    )
+    .await;
+    let dn = document(&pool, t, DocumentType::DeliveryNote, note).await;
+
+    let report = run_matching(&pool, None, dn).await.unwrap();
+
+    assert_eq!(report.written.edges, 0, "{:?}", report.decisions);
+    assert!(!pairs(&pool).await.contains(&pair(dn, po)));
+}

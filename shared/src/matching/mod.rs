@@ -388,6 +388,19 @@ pub async fn match_document_with(
     }
     metrics::stage_time(stages::CANDIDATES, candidates_started.elapsed());
 
+    // Names that two or more VAT ids carry in this tenant: the name alone is no evidence.
+    let mut names: Vec<String> = found
+        .iter()
+        .filter_map(|c| c.normalized_counterparty.clone())
+        .chain(normalized.counterparty.clone())
+        .collect();
+    names.sort();
+    names.dedup();
+    let ambiguous_names = candidates::names_with_several_vat_ids(pool, doc.tenant_id, &names)
+        .await
+        .map_err(db("look up look-alike supplier names"))?;
+    let ambiguous_name = |name: Option<&str>| name.is_some_and(|n| ambiguous_names.contains(n));
+
     let source_side = score::Side {
         doc_type: doc.doc_type,
         vat_id: normalized.vat_id.as_deref(),
@@ -407,6 +420,11 @@ pub async fn match_document_with(
                 structured: &c.structured_data,
             };
             let mut score = score::score(&config.weights, &source_side, &side, c.name_similarity);
+            if ambiguous_name(normalized.counterparty.as_deref())
+                || ambiguous_name(c.normalized_counterparty.as_deref())
+            {
+                score::discount_ambiguous_name(&mut score);
+            }
             if let Some(similarity) = c.semantic_similarity {
                 score::add_semantic(&config.weights, &mut score, similarity);
             }

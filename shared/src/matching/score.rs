@@ -245,6 +245,34 @@ pub fn add_semantic(w: &Weights, score: &mut Score, similarity: f64) {
     score.score = round3(total.clamp(0.0, 1.0));
 }
 
+/// When the pair's name is carried by two or more VAT ids in the tenant (look-alike
+/// suppliers) and the VAT ids were not compared (one side has none), the name is no
+/// evidence: its weight becomes 0 (the similarity stays recorded). With both VAT ids,
+/// they decide anyway. Returns whether it changed the score.
+pub fn discount_ambiguous_name(score: &mut Score) -> bool {
+    let vat_compared = score
+        .evidence
+        .iter()
+        .any(|e| matches!(e, Evidence::VatId { .. } | Evidence::VatIdMismatch { .. }));
+    if vat_compared {
+        return false;
+    }
+    let mut changed = false;
+    for e in &mut score.evidence {
+        if let Evidence::NameSimilarity { weight, .. } = e
+            && *weight != 0.0
+        {
+            *weight = 0.0;
+            changed = true;
+        }
+    }
+    if changed {
+        let total: f64 = score.evidence.iter().map(Evidence::weight).sum();
+        score.score = round3(total.clamp(0.0, 1.0));
+    }
+    changed
+}
+
 /// Scores `candidate` against `source`. `name_similarity` is pg_trgm's similarity of the
 /// two normalised counterparty names (0 when either is missing).
 pub fn score(w: &Weights, source: &Side<'_>, candidate: &Side<'_>, name_similarity: f64) -> Score {
