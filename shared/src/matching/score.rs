@@ -580,11 +580,13 @@ fn reference_evidence(w: &Weights, s: &Side<'_>, c: &Side<'_>) -> Option<Evidenc
             continue;
         }
         match best(cited, own) {
-            Some((level, keys)) if level >= RefMatch::SameNumber => {
-                if direct_match.as_ref().is_none_or(|(l, _)| *l < level) {
-                    direct_match = Some((level, keys));
-                }
+            Some((level, keys))
+                if level >= RefMatch::SameNumber
+                    && direct_match.as_ref().is_none_or(|(l, _)| *l < level) =>
+            {
+                direct_match = Some((level, keys));
             }
+            Some((level, _)) if level >= RefMatch::SameNumber => {}
             Some((RefMatch::Near, keys)) => {
                 direct_near.get_or_insert(keys);
             }
@@ -628,11 +630,13 @@ fn reference_evidence(w: &Weights, s: &Side<'_>, c: &Side<'_>) -> Option<Evidenc
             continue;
         }
         match best(a, b) {
-            Some((level, keys)) if level >= RefMatch::SameNumber => {
-                if shared.as_ref().is_none_or(|(l, _)| *l < level) {
-                    shared = Some((level, keys));
-                }
+            Some((level, keys))
+                if level >= RefMatch::SameNumber
+                    && shared.as_ref().is_none_or(|(l, _)| *l < level) =>
+            {
+                shared = Some((level, keys));
             }
+            Some((level, _)) if level >= RefMatch::SameNumber => {}
             Some((RefMatch::Different, _)) => {
                 conflict.get_or_insert((a.to_vec(), b.to_vec()));
             }
