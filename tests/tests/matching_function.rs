@@ -215,6 +215,69 @@ async fn status_is_in_progress_while_matching_and_succeeded_after(pool: PgPool) 
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_second_delivery_meeting_a_live_claim_neither_runs_nor_pays_for_the_llm(pool: PgPool) {
+    // Arrange: the LLM holds the first delivery's call until the second has been handled.
+    let llm = MockServer::start().await;
+    let gate = Gate::new(LLM_SAYS_MATCH);
+    messages().respond_with(gate.clone()).mount(&llm).await;
+    let (inv, po) = ambiguous_invoice(&pool).await;
+    let deps = deps(
+        &pool,
+        Some(llm_client(&llm)),
+        slack_notifier(&slack_server().await),
+    )
+    .await;
+    let event = valid_event_for(inv);
+
+    // Act: SQS delivers the message twice at once; the second arrives while the first
+    // waits on its LLM call.
+    let first = matching::handler(&deps, lambda_event(event.clone(), None));
+    let second = async {
+        gate.arrived().await;
+        // A second run would be held at the gate too: fail instead of hanging.
+        let response = tokio::time::timeout(
+            Duration::from_secs(60),
+            matching::handler(&deps, lambda_event(event.clone(), None)),
+        )
+        .await
+        .expect("the second delivery ran up to the LLM instead of meeting the live claim")
+        .unwrap();
+        let during = state(&pool, inv).await;
+        gate.open();
+        (response, during)
+    };
+    let (first, (second, during)) = tokio::join!(first, second);
+
+    // Assert: the second delivery claimed nothing and is kept for after the lease; one
+    // LLM call in all; the first delivery's result stands.
+    assert_eq!(
+        second.batch_item_failures.len(),
+        1,
+        "kept: it comes back after the lease"
+    );
+    assert_eq!(
+        (during.matching_status.as_deref(), during.matching_attempts),
+        (Some("in-progress"), 1),
+        "the live claim is the first delivery's"
+    );
+    assert!(first.unwrap().batch_item_failures.is_empty());
+    assert_eq!(llm_calls(&llm).await, 1, "one LLM call for one document");
+    let after = state(&pool, inv).await;
+    assert_eq!(
+        (after.matching_status.as_deref(), after.matching_attempts),
+        (Some("succeeded"), 1)
+    );
+    assert_eq!(pairs(&pool).await, vec![pair(inv, po)]);
+
+    // When it comes back, the work is finished after it was sent: a duplicate.
+    let again = matching::handler(&deps, lambda_event(event, None))
+        .await
+        .unwrap();
+    assert!(again.batch_item_failures.is_empty(), "discarded");
+    assert_eq!(llm_calls(&llm).await, 1);
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_run_that_would_outlive_the_invocation_is_cut_short_and_handled_as_transient(
     pool: PgPool,
 ) {
@@ -863,6 +926,135 @@ async fn a_link_written_by_another_document_while_this_one_waited_on_its_llm_is_
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_stale_run_never_overwrites_a_re_extraction_that_came_in_while_it_decided(pool: PgPool) {
+    // Arrange: extraction v1 of invoice I fits order PO-A (ambiguous: the LLM decides);
+    // the re-extraction v2 cites order PO-B.
+    let llm = MockServer::start().await;
+    let gate = Gate::new(LLM_SAYS_MATCH);
+    messages().respond_with(gate.clone()).mount(&llm).await;
+    let t = tenant(&pool, "Acme AG").await;
+    let po_a = matched_document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
+    )
+    .await;
+    let po_b = matched_document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0099", "2024-03-02", 2380.0),
+    )
+    .await;
+    let inv = document(
+        &pool,
+        t,
+        DocumentType::Invoice,
+        invoice_without_references("RE-77", "2024-03-08", 1190.0),
+    )
+    .await;
+    let with_llm = deps(
+        &pool,
+        Some(llm_client(&llm)),
+        slack_notifier(&slack_server().await),
+    )
+    .await;
+
+    // Act: run A (v1) waits on the LLM; meanwhile the re-extraction writes v2, sets
+    // `pending` and sends a new message; then A goes on.
+    let run_a = matching::handler(&with_llm, lambda_event(valid_event_for(inv), None));
+    let re_extraction =
+        async {
+            gate.arrived().await;
+            sqlx::query(
+            "UPDATE document SET structured_data = $2, matching_status = 'pending' WHERE id = $1",
+        )
+        .bind(inv)
+        .bind(invoice("RE-77", "PO-2024-0099", "LS-2024-0199", "2024-03-08", 2380.0))
+        .execute(&pool)
+        .await
+        .unwrap();
+            let message_b = valid_event_for(inv);
+            gate.open();
+            message_b
+        };
+    let (response_a, message_b) = tokio::join!(run_a, re_extraction);
+
+    // Assert: A wrote nothing and its message is gone; the document waits for B.
+    assert!(
+        response_a.unwrap().batch_item_failures.is_empty(),
+        "A is discarded"
+    );
+    assert_eq!(
+        pairs(&pool).await,
+        vec![],
+        "A's link to PO-A is rolled back"
+    );
+    let after_a = state(&pool, inv).await;
+    assert_eq!(after_a.matching_status.as_deref(), Some("pending"));
+    assert_eq!(after_a.matching_error, None, "a stale run is no failure");
+
+    // The new message is not taken for a duplicate: it matches v2.
+    let response_b = matching::handler(&with_llm, lambda_event(message_b, None))
+        .await
+        .unwrap();
+    assert!(response_b.batch_item_failures.is_empty());
+    assert_eq!(pairs(&pool).await, vec![pair(inv, po_b)]);
+    assert!(!pairs(&pool).await.contains(&pair(inv, po_a)));
+    let after_b = state(&pool, inv).await;
+    assert_eq!(
+        (
+            after_b.matching_status.as_deref(),
+            after_b.matching_attempts
+        ),
+        (Some("succeeded"), 2)
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_run_that_lost_its_claim_writes_neither_its_normalised_fields_nor_its_edges(
+    pool: PgPool,
+) {
+    // A delivery claims the invoice and stalls past its lease; a newer delivery takes
+    // the claim over.
+    let (inv, _) = ambiguous_invoice(&pool).await;
+    let Ok(Claim::Claimed(older)) = status::claim(&pool, inv, None).await else {
+        panic!("claimable");
+    };
+    let_claim_go_stale(&pool, inv).await;
+    let Ok(Claim::Claimed(_newer)) = status::claim(&pool, inv, None).await else {
+        panic!("claimable again");
+    };
+
+    let err = docflow::matching::match_document(&pool, None, &Default::default(), &older)
+        .await
+        .unwrap_err();
+
+    assert!(
+        matches!(err, docflow::matching::MatchingError::Superseded { .. }),
+        "{err:?}"
+    );
+    let saved: Option<String> =
+        sqlx::query_scalar("SELECT normalized_counterparty FROM document WHERE id = $1")
+            .bind(inv)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        saved, None,
+        "the stale run's normalised fields are not saved"
+    );
+    assert_eq!(pairs(&pool).await, vec![]);
+    let s = state(&pool, inv).await;
+    assert_eq!(
+        (s.matching_status.as_deref(), s.matching_attempts),
+        (Some("in-progress"), 2),
+        "the newer delivery still holds it"
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_duplicate_of_a_finished_match_is_discarded_and_a_message_after_a_reset_is_matched(
     pool: PgPool,
 ) {
@@ -1085,14 +1277,16 @@ async fn a_permanent_error_of_an_older_delivery_never_overwrites_a_newer_deliver
     let deps = deps(&pool, Some(llm_client(&llm)), slack_notifier(&slack)).await;
 
     // Act: while the older delivery (attempt 1) waits on the LLM, a newer delivery
-    // (a duplicate, a sweeper re-send) claims the document as attempt 2 and succeeds.
+    // (a duplicate, a sweeper re-send) takes over its claim, gone stale (the older one
+    // stalled past the lease), as attempt 2 and succeeds.
     let failures = older_delivery_around(&deps, &gate, inv, async {
+        let_claim_go_stale(&pool, inv).await;
         let Ok(Claim::Claimed(doc)) = status::claim(&pool, inv, None).await else {
             panic!("the newer delivery claims the document");
         };
         assert_eq!(doc.matching_attempts, 2);
         let mut conn = pool.acquire().await.unwrap();
-        status::succeed(&mut conn, inv).await.unwrap();
+        assert!(status::succeed(&mut conn, &doc.owner()).await.unwrap());
     })
     .await;
 
@@ -1118,8 +1312,10 @@ async fn an_older_delivery_s_error_never_lands_on_the_attempt_a_newer_delivery_h
     let (inv, _) = ambiguous_invoice(&pool).await;
     let deps = deps(&pool, Some(llm_client(&llm)), slack_notifier(&slack)).await;
 
-    // Act: a newer delivery claims the document (attempt 2) and is still working.
+    // Act: a newer delivery takes over the older one's stale claim (attempt 2) and is
+    // still working.
     older_delivery_around(&deps, &gate, inv, async {
+        let_claim_go_stale(&pool, inv).await;
         let claim = status::claim(&pool, inv, None).await.unwrap();
         assert!(matches!(claim, Claim::Claimed(_)), "{claim:?}");
     })
@@ -1133,7 +1329,9 @@ async fn an_older_delivery_s_error_never_lands_on_the_attempt_a_newer_delivery_h
     assert!(!s.failed);
     assert!(slack_bodies(&slack).await.is_empty());
 
-    // The newer delivery's own error is recorded: it owns the document.
+    // The newer delivery's own error is recorded: it owns the document (a third
+    // delivery took over its claim once stale, the same way).
+    let_claim_go_stale(&pool, inv).await;
     let Ok(Claim::Claimed(doc)) = status::claim(&pool, inv, None).await else {
         panic!("claimed again");
     };

@@ -76,7 +76,14 @@ async fn run_with(
         status::Claim::Claimed(doc) => doc,
         other => panic!("document {id} not claimable: {other:?}"),
     };
-    matching::match_document_with(pool, None, embeddings, config, &doc).await
+    let result = matching::match_document_with(pool, None, embeddings, config, &doc).await;
+    if result.is_err() {
+        // As the function does once a run failed: the next run claims at once.
+        status::release_claim(pool, id, doc.matching_attempts)
+            .await
+            .unwrap();
+    }
+    result
 }
 
 /// The embeddings weighed enough for the goods and dates to make a link on their own

@@ -370,6 +370,8 @@ async fn a_document_left_in_matching_by_a_dead_worker_is_resent_and_matched(pool
         Some("in-progress")
     );
     age(&env.pool, "document", "updated_at", po, 1930).await;
+    // Its claim is as old as its last update (the lease ran out long ago).
+    age(&env.pool, "document", "matching_claimed_at", po, 1930).await;
 
     assert_eq!(sweep(&env.deps).await.matching.resent, 1);
     env.deliver_matching().await;

@@ -12,7 +12,9 @@
 //! | transient, later non-final     | error recorded              | —        | `Retry{1800 s}`      |
 //! | transient, final receive       | `failed`, error, failed_at  | notified | `Release` (→ DLQ)    |
 //!
-//! A delivered notice is recorded in `matching_notified_at`. Poison messages (not a UUID,
+//! A delivery that meets another delivery's live claim on the document (`in-progress`,
+//! claimed less than `status::CLAIM_LEASE` ago) does not run: its message comes back
+//! after the lease (`Retry`). A delivered notice is recorded in `matching_notified_at`. Poison messages (not a UUID,
 //! unknown document, no structured data) are discarded, and so are messages for work
 //! that finished after they were sent (duplicates, late sweeper re-sends, redriven
 //! messages): matching is not run twice and admins are not told twice. Such a message
@@ -37,6 +39,10 @@ use sqlx::PgPool;
 /// notifications with their timeout, the visibility change): a run still going then is
 /// cut short and handled as a transient failure, not left to the runtime's plain report.
 pub const FAILURE_RESERVE: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// How long after another delivery's claim would go stale a message that met it comes
+/// back.
+pub const BUSY_MARGIN: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Title of the admin notification.
 pub const FAILURE_TITLE: &str = "Document matching failed";
@@ -144,6 +150,20 @@ pub async fn process(deps: &Deps, msg: Message) -> Outcome {
                 ),
             );
         }
+        Ok(Claim::Busy { stale_in }) => {
+            // Another delivery of this document (a duplicate, a sweeper re-send) is running
+            // it now: do not pay for a second run. Come back once its claim would be
+            // stale — by then it finished (and this message is a duplicate of that work)
+            // or died (and this one takes over).
+            tracing::info!(
+                document_id = %id,
+                stale_in_secs = stale_in.as_secs(),
+                "another delivery holds a live claim on this document; retrying after its lease"
+            );
+            return Outcome::Retry {
+                after: stale_in + BUSY_MARGIN,
+            };
+        }
         Ok(Claim::UnknownType { label, attempt }) => {
             let error = MatchingError::UnknownType {
                 document_id: id.0,
@@ -171,7 +191,25 @@ pub async fn process(deps: &Deps, msg: Message) -> Outcome {
     };
     match result {
         Ok(()) => Outcome::Done,
-        Err(error) => on_failure(deps, &msg, id, attempt, error).await,
+        // A re-extraction or a newer delivery owns the document now; that message matches
+        // the current data. Nothing to record, no one to tell.
+        Err(error @ MatchingError::Superseded { .. }) => {
+            Outcome::discard_as(DiscardKind::Duplicate, error.to_string())
+        }
+        Err(error) => {
+            let outcome = on_failure(deps, &msg, id, attempt, error).await;
+            // The run is over. Recording its error or failure released the claim; when
+            // that could not be recorded, release it here, so the redelivery claims at
+            // once. (If this fails too, the claim goes stale after the lease.)
+            if let Err(e) = status::release_claim(&deps.pool, id.0, doc.matching_attempts).await {
+                tracing::warn!(
+                    error.message = %e,
+                    error.cause_chain = ?e,
+                    "could not release the claim; the next delivery waits for its lease"
+                );
+            }
+            outcome
+        }
     }
 }
 

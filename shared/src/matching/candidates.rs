@@ -213,3 +213,32 @@ SELECT d.id,
  WHERE d.structured_data IS NOT NULL
  ORDER BY d.id
 "#;
+
+/// Of `names` (normalised counterparty names), those that carry two or more different
+/// VAT ids among the tenant's documents: look-alike suppliers ("Müller GmbH" and
+/// "Mueller GmbH" of two companies), whose name alone tells nothing (issue 24 item 4).
+pub async fn names_with_several_vat_ids(
+    pool: &PgPool,
+    tenant_id: Uuid,
+    names: &[String],
+) -> Result<std::collections::HashSet<String>, sqlx::Error> {
+    if names.is_empty() {
+        return Ok(Default::default());
+    }
+    let ambiguous: Vec<String> = sqlx::query_scalar(
+        r#"
+        SELECT normalized_counterparty
+          FROM document
+         WHERE tenant_id = $1
+           AND normalized_counterparty = ANY($2)
+           AND normalized_vat_id IS NOT NULL
+         GROUP BY normalized_counterparty
+        HAVING count(DISTINCT normalized_vat_id) >= 2
+        "#,
+    )
+    .bind(tenant_id)
+    .bind(names)
+    .fetch_all(pool)
+    .await?;
+    Ok(ambiguous.into_iter().collect())
+}

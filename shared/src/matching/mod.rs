@@ -201,6 +201,8 @@ pub struct Document {
     pub structured_data: Value,
     pub cluster_id: Option<Uuid>,
     pub matching_attempts: i32,
+    /// The version of `structured_data` the claim read (`document.data_version`).
+    pub data_version: i64,
 }
 
 /// A failed step of the pipeline, classified for the retry decision.
@@ -231,6 +233,14 @@ pub enum MatchingError {
         #[source]
         source: semantic::EmbedError,
     },
+    /// While the run decided, the document was re-extracted (its data version changed,
+    /// `pending` again) or a newer delivery claimed it: nothing of this run was written
+    /// (its transaction rolled back) and its message is discarded — the newer message
+    /// or delivery matches the current data. Never recorded as a failure.
+    #[error(
+        "document {document_id} was re-extracted or claimed by a newer delivery while this run matched it; its result is discarded"
+    )]
+    Superseded { document_id: Uuid },
     /// The invocation's time ran out mid-run (a slow LLM, a long lock wait): transient,
     /// the next delivery starts over.
     #[error("matching document {document_id} did not finish in the invocation's time")]
@@ -252,6 +262,9 @@ impl Classify for MatchingError {
                 semantic::EmbedError::Database(e) => e.retry_class(),
             },
             MatchingError::OutOfTime { .. } => RetryClass::Transient,
+            // Handled before any retry decision (the message is discarded); were it
+            // classified, retrying could not make this run current again.
+            MatchingError::Superseded { .. } => RetryClass::Permanent,
         }
     }
 }
@@ -303,13 +316,28 @@ pub async fn match_document_with(
     };
 
     use metrics::stages;
+    let owner = doc.owner();
+    let superseded = || {
+        tracing::info!(
+            document_id = %doc.id,
+            attempt = owner.attempt,
+            data_version = owner.data_version,
+            "the document was re-extracted or claimed by a newer delivery; this run's result is discarded"
+        );
+        MatchingError::Superseded {
+            document_id: doc.id,
+        }
+    };
     let normalized = normalize::normalize(&doc.structured_data, doc.doc_type);
-    metrics::stage(
+    let saved = metrics::stage(
         stages::NORMALIZE,
-        status::save_normalized(pool, doc.id, &normalized),
+        status::save_normalized(pool, &owner, &normalized),
     )
     .await
     .map_err(db("persist the normalised fields"))?;
+    if !saved {
+        return Err(superseded());
+    }
 
     let query = candidates::Query {
         tenant_id: doc.tenant_id,
@@ -360,6 +388,19 @@ pub async fn match_document_with(
     }
     metrics::stage_time(stages::CANDIDATES, candidates_started.elapsed());
 
+    // Names that two or more VAT ids carry in this tenant: the name alone is no evidence.
+    let mut names: Vec<String> = found
+        .iter()
+        .filter_map(|c| c.normalized_counterparty.clone())
+        .chain(normalized.counterparty.clone())
+        .collect();
+    names.sort();
+    names.dedup();
+    let ambiguous_names = candidates::names_with_several_vat_ids(pool, doc.tenant_id, &names)
+        .await
+        .map_err(db("look up look-alike supplier names"))?;
+    let ambiguous_name = |name: Option<&str>| name.is_some_and(|n| ambiguous_names.contains(n));
+
     let source_side = score::Side {
         doc_type: doc.doc_type,
         vat_id: normalized.vat_id.as_deref(),
@@ -379,6 +420,11 @@ pub async fn match_document_with(
                 structured: &c.structured_data,
             };
             let mut score = score::score(&config.weights, &source_side, &side, c.name_similarity);
+            if ambiguous_name(normalized.counterparty.as_deref())
+                || ambiguous_name(c.normalized_counterparty.as_deref())
+            {
+                score::discount_ambiguous_name(&mut score);
+            }
             if let Some(similarity) = c.semantic_similarity {
                 score::add_semantic(&config.weights, &mut score, similarity);
             }
@@ -419,16 +465,23 @@ pub async fn match_document_with(
     let written = write::write_matches(
         &mut tx,
         doc.tenant_id,
-        doc.id,
+        &owner,
         doc.doc_type,
         &judged,
         &decisions,
     )
     .await
     .map_err(db("write the matches"))?;
-    status::succeed(&mut tx, doc.id)
+    // Stale: dropping the transaction rolls it back (and releases the locks).
+    let Some(written) = written else {
+        return Err(superseded());
+    };
+    if !status::succeed(&mut tx, &owner)
         .await
-        .map_err(db("mark the document succeeded"))?;
+        .map_err(db("mark the document succeeded"))?
+    {
+        return Err(superseded());
+    }
     tx.commit().await.map_err(db("commit the matches"))?;
     metrics::stage_time(stages::WRITE, write_started.elapsed());
     metrics::count(metrics::matching::CLUSTERS_MERGED, written.merged as u64);

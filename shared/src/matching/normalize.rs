@@ -112,8 +112,9 @@ pub fn normalize_iban(raw: &str) -> Option<String> {
 /// separators and at letter/digit changes; leading zeros of every digit group removed;
 /// groups joined with `-`. `PO-2024/0042`, `po 2024-042` and `PO2024 42` are all
 /// `PO-2024-42`, while the group boundaries keep `LS-2024-1-15` and `LS-2024-11-5` (or
-/// `PO 12-34` and `PO 1-234`) apart. A letter between two digits is read as the digit it
-/// is usually mistaken for by OCR (`2O24` → `2024`, `1I5` → `115`).
+/// `PO 12-34` and `PO 1-234`) apart. A letter between two digits, also across one
+/// separator, is read as the digit it is usually mistaken for by OCR (`2O24` → `2024`,
+/// `1I5` → `115`, `PO-2024-O042` → `PO-2024-42`).
 ///
 /// `None` without a digit or with fewer than 3 letters and digits in all: too little to
 /// link two documents on ("n/a", "7").
@@ -123,11 +124,16 @@ pub fn normalize_reference(raw: &str) -> Option<String> {
     let mut current = String::new();
     let mut current_is_digit = false;
     let mut alnum = 0usize;
+    let digit_at = |j: usize| chars.get(j).is_some_and(char::is_ascii_digit);
+    let separator_at = |j: usize| chars.get(j).is_some_and(|c| !c.is_ascii_alphanumeric());
     for (i, &c) in chars.iter().enumerate() {
+        // Digits on both sides, directly or across one separator (`2O24`, `2024-O042`,
+        // `2024O-42`): a lone letter among digits.
         let between_digits = || {
-            i > 0
-                && chars[i - 1].is_ascii_digit()
-                && chars.get(i + 1).is_some_and(char::is_ascii_digit)
+            let before =
+                i > 0 && (digit_at(i - 1) || (i > 1 && separator_at(i - 1) && digit_at(i - 2)));
+            let after = digit_at(i + 1) || (separator_at(i + 1) && digit_at(i + 2));
+            before && after
         };
         let c = match c {
             'O' | 'Q' if between_digits() => '0',
@@ -581,6 +587,17 @@ mod tests {
             key("PO2024").as_deref(),
             Some("PO-2024"),
             "a prefix is not a digit"
+        );
+    }
+
+    #[test]
+    fn a_letter_next_to_a_separator_between_digits_is_read_as_a_digit_too() {
+        assert_eq!(key("PO-2024-O042"), key("PO-2024-0042"));
+        assert_eq!(key("LS 2024 I5").as_deref(), Some("LS-2024-15"));
+        assert_eq!(
+            key("PO-O042").as_deref(),
+            Some("PO-O-42"),
+            "after a prefix: a letter"
         );
     }
 

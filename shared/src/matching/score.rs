@@ -119,6 +119,11 @@ pub struct Side<'a> {
 /// How two references relate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum RefMatch {
+    /// Of different shapes (another prefix, another number of digit groups, a digit
+    /// count far apart — an order-confirmation number beside an order number), or the
+    /// same digits grouped differently: neither the same number nor a contradiction.
+    Unrelated,
+    /// The same shape and really other digits: a contradiction.
     Different,
     /// One slip apart (swapped, dropped or doubled digit): probably a typo.
     Near,
@@ -238,6 +243,34 @@ pub fn add_semantic(w: &Weights, score: &mut Score, similarity: f64) {
     });
     let total: f64 = score.evidence.iter().map(Evidence::weight).sum();
     score.score = round3(total.clamp(0.0, 1.0));
+}
+
+/// When the pair's name is carried by two or more VAT ids in the tenant (look-alike
+/// suppliers) and the VAT ids were not compared (one side has none), the name is no
+/// evidence: its weight becomes 0 (the similarity stays recorded). With both VAT ids,
+/// they decide anyway. Returns whether it changed the score.
+pub fn discount_ambiguous_name(score: &mut Score) -> bool {
+    let vat_compared = score
+        .evidence
+        .iter()
+        .any(|e| matches!(e, Evidence::VatId { .. } | Evidence::VatIdMismatch { .. }));
+    if vat_compared {
+        return false;
+    }
+    let mut changed = false;
+    for e in &mut score.evidence {
+        if let Evidence::NameSimilarity { weight, .. } = e
+            && *weight != 0.0
+        {
+            *weight = 0.0;
+            changed = true;
+        }
+    }
+    if changed {
+        let total: f64 = score.evidence.iter().map(Evidence::weight).sum();
+        score.score = round3(total.clamp(0.0, 1.0));
+    }
+    changed
 }
 
 /// Scores `candidate` against `source`. `name_similarity` is pg_trgm's similarity of the
@@ -421,20 +454,57 @@ pub fn compare_keys(a: &str, b: &str) -> RefMatch {
     let (la, lb) = (letter_part(a), letter_part(b));
     let letters_agree = la == lb || la.is_empty() || lb.is_empty();
     if !letters_agree {
-        return RefMatch::Different;
+        // `AB-77001` (an order confirmation) against `PO-4500012345`: another kind of
+        // number, no evidence either way.
+        return RefMatch::Unrelated;
     }
     let (na, nb) = (number_part(a), number_part(b));
     if na == nb {
+        return RefMatch::SameNumber;
+    }
+    let (ga, gb): (Vec<&str>, Vec<&str>) = (na.split('-').collect(), nb.split('-').collect());
+    // Groups merged or split: `45000-12345` and `4500012345`, `LS-2024-123` (from
+    // `LS-2024-00123`) and `LS-202400123`. One side must be a single group, so the other's
+    // boundaries (with their trimmed leading zeros) are the only reading.
+    if (gb.len() == 1 && zero_padded_groups_spell(&ga, gb[0]))
+        || (ga.len() == 1 && zero_padded_groups_spell(&gb, ga[0]))
+    {
         return RefMatch::SameNumber;
     }
     let (da, db): (Vec<char>, Vec<char>) = (
         na.chars().filter(char::is_ascii_digit).collect(),
         nb.chars().filter(char::is_ascii_digit).collect(),
     );
+    if da == db {
+        // `LS-2024-1-15` against `LS-2024-11-5`: the same digits, grouped otherwise.
+        return RefMatch::Unrelated;
+    }
     if da.len().min(db.len()) >= 4 && one_slip(&da, &db) {
-        RefMatch::Near
-    } else {
-        RefMatch::Different
+        return RefMatch::Near;
+    }
+    if ga.len() != gb.len() || da.len().abs_diff(db.len()) > 1 {
+        // Another shape (leading zeros are trimmed, so one digit of slack).
+        return RefMatch::Unrelated;
+    }
+    RefMatch::Different
+}
+
+/// Whether `groups`, each with any number of leading zeros put back, spell `digits`.
+fn zero_padded_groups_spell(groups: &[&str], digits: &str) -> bool {
+    let Some((first, rest)) = groups.split_first() else {
+        return digits.is_empty();
+    };
+    let mut tail = digits;
+    loop {
+        if let Some(after) = tail.strip_prefix(first)
+            && zero_padded_groups_spell(rest, after)
+        {
+            return true;
+        }
+        match tail.strip_prefix('0') {
+            Some(after) => tail = after,
+            None => return false,
+        }
     }
 }
 
@@ -510,17 +580,20 @@ fn reference_evidence(w: &Weights, s: &Side<'_>, c: &Side<'_>) -> Option<Evidenc
             continue;
         }
         match best(cited, own) {
-            Some((level, keys)) if level >= RefMatch::SameNumber => {
-                if direct_match.as_ref().is_none_or(|(l, _)| *l < level) {
-                    direct_match = Some((level, keys));
-                }
+            Some((level, keys))
+                if level >= RefMatch::SameNumber
+                    && direct_match.as_ref().is_none_or(|(l, _)| *l < level) =>
+            {
+                direct_match = Some((level, keys));
             }
+            Some((level, _)) if level >= RefMatch::SameNumber => {}
             Some((RefMatch::Near, keys)) => {
                 direct_near.get_or_insert(keys);
             }
-            _ => {
+            Some((RefMatch::Different, _)) => {
                 conflict.get_or_insert((cited.to_vec(), own.clone()));
             }
+            _ => {}
         }
     }
     if let Some((level, keys)) = direct_match {
@@ -557,15 +630,17 @@ fn reference_evidence(w: &Weights, s: &Side<'_>, c: &Side<'_>) -> Option<Evidenc
             continue;
         }
         match best(a, b) {
-            Some((level, keys)) if level >= RefMatch::SameNumber => {
-                if shared.as_ref().is_none_or(|(l, _)| *l < level) {
-                    shared = Some((level, keys));
-                }
+            Some((level, keys))
+                if level >= RefMatch::SameNumber
+                    && shared.as_ref().is_none_or(|(l, _)| *l < level) =>
+            {
+                shared = Some((level, keys));
             }
-            Some((RefMatch::Near, _)) => {}
-            _ => {
+            Some((level, _)) if level >= RefMatch::SameNumber => {}
+            Some((RefMatch::Different, _)) => {
                 conflict.get_or_insert((a.to_vec(), b.to_vec()));
             }
+            _ => {}
         }
     }
     if let Some((level, keys)) = shared {
@@ -1021,7 +1096,7 @@ mod tests {
             compare_keys("PO-2024-142", "PO-2024-143"),
             RefMatch::Different
         );
-        assert_eq!(compare_keys("INV-1001", "PO-1001"), RefMatch::Different);
+        assert_eq!(compare_keys("INV-1001", "PO-1001"), RefMatch::Unrelated);
         assert_eq!(compare_keys("1001", "PO-1001"), RefMatch::SameNumber);
 
         let inv = doc(
@@ -1038,6 +1113,112 @@ mod tests {
             s(&inv, &po, 0.0).score,
             0.35,
             "neither evidence nor contradiction"
+        );
+    }
+
+    fn key_of(raw: &str) -> String {
+        crate::matching::normalize::normalize_reference(raw).unwrap()
+    }
+
+    fn compare_raw(a: &str, b: &str) -> RefMatch {
+        compare_keys(&key_of(a), &key_of(b))
+    }
+
+    #[test]
+    fn the_same_digits_written_differently_are_the_same_number() {
+        for (a, b) in [
+            ("45000 12345", "4500012345"),
+            ("LS202400123", "LS-2024-00123"),
+            ("PO 45000-77001", "PO 4500077001"),
+            ("PO 45000-77001", "4500077001"),
+            ("PO-2024-O042", "PO-2024-0042"),
+        ] {
+            assert!(
+                compare_raw(a, b) >= RefMatch::SameNumber,
+                "{a} / {b}: {:?}",
+                compare_raw(a, b)
+            );
+            assert!(compare_raw(b, a) >= RefMatch::SameNumber, "{b} / {a}");
+        }
+    }
+
+    #[test]
+    fn only_references_of_one_shape_with_other_digits_contradict() {
+        // Same prefix, same groups, other digits: the next order.
+        assert_eq!(
+            compare_raw("PO-2024-0042", "PO-2024-0043"),
+            RefMatch::Different
+        );
+        assert_eq!(compare_raw("4500012345", "4500012346"), RefMatch::Different);
+        assert_eq!(
+            compare_raw("PO-2024-0099", "PO-2024-0100"),
+            RefMatch::Different
+        );
+        // Other shapes: no evidence either way.
+        assert_eq!(
+            compare_raw("AB-77001", "PO-4500012345"),
+            RefMatch::Unrelated
+        );
+        assert_eq!(compare_raw("77001", "4500012345"), RefMatch::Unrelated);
+        assert_eq!(
+            compare_raw("PO-2024-0042", "PO-4500012345"),
+            RefMatch::Unrelated
+        );
+        // The same digits in other groups: neither the same nor a contradiction.
+        assert_eq!(
+            compare_raw("LS-2024-1-15", "LS-2024-11-5"),
+            RefMatch::Unrelated
+        );
+    }
+
+    #[test]
+    fn an_order_confirmation_number_in_po_reference_does_not_veto_the_real_order() {
+        let po = doc(
+            PO,
+            Some("DE1"),
+            json!({"invoice_number": "4500012345", "total": 119.0, "invoice_date": "2024-03-05"}),
+        );
+        // The supplier's order confirmation `AB-77001` where the order number belongs.
+        let inv = doc(
+            INV,
+            Some("DE1"),
+            json!({"po_reference": "AB-77001", "total": 119.0, "invoice_date": "2024-03-10"}),
+        );
+        let sc = s(&inv, &po, 0.0);
+        assert!(
+            !sc.evidence
+                .iter()
+                .any(|e| matches!(e, Evidence::ReferenceConflict { .. })),
+            "{sc:?}"
+        );
+        // Both, the confirmation and the order: the order is cited.
+        let both = doc(
+            INV,
+            Some("DE1"),
+            json!({"po_reference": ["AB-77001", "45000 12345"], "total": 119.0, "invoice_date": "2024-03-10"}),
+        );
+        let sc = s(&both, &po, 0.0);
+        assert!(
+            matches!(
+                sc.evidence[0],
+                Evidence::Reference {
+                    relation: "cites",
+                    ..
+                }
+            ),
+            "{sc:?}"
+        );
+        // A real other order of the same shape still contradicts.
+        let other = doc(
+            INV,
+            Some("DE1"),
+            json!({"po_reference": "4500012399", "total": 119.0, "invoice_date": "2024-03-10"}),
+        );
+        assert!(
+            s(&other, &po, 0.0)
+                .evidence
+                .iter()
+                .any(|e| matches!(e, Evidence::ReferenceConflict { .. }))
         );
     }
 

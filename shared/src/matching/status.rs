@@ -27,7 +27,15 @@ pub enum Claim {
     /// Claimed (`in-progress`, attempts incremented), but its `type` is an enum label this
     /// version does not know: it cannot be matched, and retrying will not change that.
     UnknownType { label: String, attempt: i32 },
+    /// Another delivery holds a live claim (`in-progress`, claimed less than
+    /// [`CLAIM_LEASE`] ago): this one does not run; the claim goes stale in `stale_in`.
+    Busy { stale_in: std::time::Duration },
 }
+
+/// How long a claim is live: longer than any run (bounded by its invocation, at most the
+/// function's 120 s timeout), so only the claim of a delivery that died goes stale. A run
+/// that ends releases its claim at once.
+pub const CLAIM_LEASE: std::time::Duration = std::time::Duration::from_secs(150);
 
 /// A document whose matching finished after the message was sent.
 #[derive(Debug, Clone)]
@@ -59,23 +67,30 @@ pub async fn claim(
         structured_data: serde_json::Value,
         cluster_id: Option<Uuid>,
         matching_attempts: i32,
+        data_version: i64,
     }
     let claimed = sqlx::query_as::<_, ClaimedRow>(
         r#"
         UPDATE document
-           SET matching_status   = 'in-progress',
-               matching_attempts = matching_attempts + 1,
-               updated_at        = now()
+           SET matching_status     = 'in-progress',
+               matching_attempts   = matching_attempts + 1,
+               matching_claimed_at = now(),
+               updated_at          = now()
          WHERE id = $1
            AND structured_data IS NOT NULL
+           -- Another delivery's live claim: it runs, this one does not.
+           AND NOT (matching_status = 'in-progress'
+                    AND COALESCE(matching_claimed_at > now() - make_interval(secs => $3), false))
            AND NOT ($2::timestamptz IS NOT NULL AND (
                    (matching_status = 'succeeded' AND COALESCE(matching_succeeded_at >= $2, false))
                 OR (matching_status = 'failed' AND COALESCE(matching_failed_at >= $2, false))))
-        RETURNING id, tenant_id, type::text AS doc_type, structured_data, cluster_id, matching_attempts
+        RETURNING id, tenant_id, type::text AS doc_type, structured_data, cluster_id, matching_attempts,
+                  data_version
         "#,
     )
     .bind(id)
     .bind(sent_at)
+    .bind(CLAIM_LEASE.as_secs_f64())
     .fetch_optional(pool)
     .await?;
     if let Some(row) = claimed {
@@ -92,6 +107,7 @@ pub async fn claim(
             structured_data: row.structured_data,
             cluster_id: row.cluster_id,
             matching_attempts: row.matching_attempts,
+            data_version: row.data_version,
         }));
     }
     #[derive(sqlx::FromRow)]
@@ -105,10 +121,16 @@ pub async fn claim(
         doc_type: String,
         matching_failed_at: Option<DateTime<Utc>>,
         matching_error: Option<String>,
+        live_claim_left: Option<f64>,
     }
     let row = sqlx::query_as::<_, Row>(
         r#"
         SELECT d.structured_data IS NOT NULL AS has_data,
+               CASE WHEN d.matching_status = 'in-progress'
+                         AND d.matching_claimed_at > now() - make_interval(secs => $3)
+                    THEN extract(epoch FROM d.matching_claimed_at
+                                 + make_interval(secs => $3) - now())::float8
+               END AS live_claim_left,
                d.matching_status,
                d.matching_notified_at IS NULL
                    AND (d.matching_notice_claimed_at IS NULL
@@ -127,11 +149,18 @@ pub async fn claim(
     )
     .bind(id)
     .bind(NOTICE_CLAIM_GRACE.as_secs_f64())
+    .bind(CLAIM_LEASE.as_secs_f64())
     .fetch_optional(pool)
     .await?;
     Ok(match row {
         None => Claim::Missing,
         Some(row) if !row.has_data => Claim::NoStructuredData,
+        Some(Row {
+            live_claim_left: Some(left),
+            ..
+        }) => Claim::Busy {
+            stale_in: std::time::Duration::from_secs_f64(left.max(0.0)),
+        },
         Some(row) => {
             let status = row.matching_status.unwrap_or_default();
             let untold_failure = match (status.as_str(), row.untold, row.matching_failed_at) {
@@ -153,12 +182,59 @@ pub async fn claim(
     })
 }
 
+/// What a matching run holds (issue 24 item 1): the claim (`in-progress` as attempt
+/// `attempt`) and the extraction it read (`data_version`). A re-extraction (new data,
+/// `pending`) or a newer delivery's claim takes it away; from then on the run's writes
+/// do not land and its result is discarded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owner {
+    pub id: Uuid,
+    pub attempt: i32,
+    pub data_version: i64,
+}
+
+impl Document {
+    /// The claim and data version this run holds.
+    pub fn owner(&self) -> Owner {
+        Owner {
+            id: self.id,
+            attempt: self.matching_attempts,
+            data_version: self.data_version,
+        }
+    }
+}
+
 /// Persists the normalised fields (outside the write transaction: a retry overwrites
 /// them with the same values) and adds the counterparty name to the tenant's names
-/// (`matching_counterparty`, where the name path of the candidate search starts). One
-/// statement.
-pub async fn save_normalized(pool: &PgPool, id: Uuid, n: &Normalized) -> Result<(), sqlx::Error> {
-    sqlx::query(
+/// (`matching_counterparty`, where the name path of the candidate search starts) — only
+/// while `owner` still holds the claim and the data version it read, checked under the
+/// row lock the update takes. Returns whether it saved; `false`: the run is stale (the
+/// document was re-extracted or claimed by a newer delivery), nothing was written.
+pub async fn save_normalized(
+    pool: &PgPool,
+    owner: &Owner,
+    n: &Normalized,
+) -> Result<bool, sqlx::Error> {
+    save_normalized_if(pool, owner.id, Some(owner), n).await
+}
+
+/// [`save_normalized`] without the ownership check: for fixtures and tools that store
+/// the normalised fields of a document no run has claimed.
+pub async fn save_normalized_unclaimed(
+    pool: &PgPool,
+    id: Uuid,
+    n: &Normalized,
+) -> Result<(), sqlx::Error> {
+    save_normalized_if(pool, id, None, n).await.map(|_| ())
+}
+
+async fn save_normalized_if(
+    pool: &PgPool,
+    id: Uuid,
+    owner: Option<&Owner>,
+    n: &Normalized,
+) -> Result<bool, sqlx::Error> {
+    let saved: i64 = sqlx::query_scalar(
         r#"
         WITH saved AS (
             UPDATE document
@@ -174,12 +250,18 @@ pub async fn save_normalized(pool: &PgPool, id: Uuid, n: &Normalized) -> Result<
                                           THEN NULL ELSE document.embedding_model END,
                    document_date           = COALESCE($7, created_at::date)
              WHERE id = $1
+               AND ($8::int IS NULL
+                    OR (matching_status = 'in-progress'
+                        AND matching_attempts = $8
+                        AND data_version = $9))
             RETURNING tenant_id, normalized_counterparty
+        ), named AS (
+            INSERT INTO matching_counterparty (tenant_id, name)
+            SELECT tenant_id, normalized_counterparty FROM saved
+             WHERE normalized_counterparty IS NOT NULL
+            ON CONFLICT DO NOTHING
         )
-        INSERT INTO matching_counterparty (tenant_id, name)
-        SELECT tenant_id, normalized_counterparty FROM saved
-         WHERE normalized_counterparty IS NOT NULL
-        ON CONFLICT DO NOTHING
+        SELECT count(*) FROM saved
         "#,
     )
     .bind(id)
@@ -189,30 +271,87 @@ pub async fn save_normalized(pool: &PgPool, id: Uuid, n: &Normalized) -> Result<
     .bind(&n.reference_keys)
     .bind(&n.searchable_text)
     .bind(n.date)
-    .execute(pool)
+    .bind(owner.map(|o| o.attempt))
+    .bind(owner.map(|o| o.data_version))
+    .fetch_one(pool)
     .await?;
-    Ok(())
+    Ok(saved == 1)
 }
 
-/// Marks the document `succeeded` (and when), clears the error of earlier attempts.
-/// Run it in the write transaction, so matched edges and the status commit together.
-pub async fn succeed(conn: &mut PgConnection, id: Uuid) -> Result<(), sqlx::Error> {
-    sqlx::query(
+/// Locks the document's row for the rest of the caller's transaction and says whether
+/// `owner` still holds the claim and the data version it read. Under that lock a
+/// re-extraction or a newer claim waits for the transaction to end, so what the check
+/// saw holds until commit.
+pub async fn still_owns(conn: &mut PgConnection, owner: &Owner) -> Result<bool, sqlx::Error> {
+    let owned: Option<i32> = sqlx::query_scalar(
+        r#"
+        SELECT 1 FROM document
+         WHERE id = $1
+           AND matching_status = 'in-progress'
+           AND matching_attempts = $2
+           AND data_version = $3
+           FOR UPDATE
+        "#,
+    )
+    .bind(owner.id)
+    .bind(owner.attempt)
+    .bind(owner.data_version)
+    .fetch_optional(&mut *conn)
+    .await?;
+    Ok(owned.is_some())
+}
+
+/// Marks the document `succeeded` (and when), clears the error of earlier attempts —
+/// only while `owner` still holds the claim and the data version it read. Run it in the
+/// write transaction, so matched edges and the status commit together. Returns whether
+/// it marked the row; `false`: the run is stale and the caller rolls back.
+pub async fn succeed(conn: &mut PgConnection, owner: &Owner) -> Result<bool, sqlx::Error> {
+    let marked = sqlx::query(
         r#"
         UPDATE document
            SET matching_status       = 'succeeded',
                matching_succeeded_at = now(),
+               matching_claimed_at   = NULL,
                matching_error        = NULL,
                matching_failed_at    = NULL,
                matching_notified_at  = NULL,
                updated_at            = now()
          WHERE id = $1
+           AND matching_status = 'in-progress'
+           AND matching_attempts = $2
+           AND data_version = $3
+        "#,
+    )
+    .bind(owner.id)
+    .bind(owner.attempt)
+    .bind(owner.data_version)
+    .execute(conn)
+    .await?
+    .rows_affected();
+    Ok(marked == 1)
+}
+
+/// Gives up the claim of attempt `attempt` when its run ended without recording an
+/// outcome that releases it (the failure could not be recorded): the next delivery may
+/// claim at once instead of waiting out [`CLAIM_LEASE`]. A no-op when the claim is no
+/// longer that attempt's. Returns whether it released.
+pub async fn release_claim(pool: &PgPool, id: Uuid, attempt: i32) -> Result<bool, sqlx::Error> {
+    let released = sqlx::query(
+        r#"
+        UPDATE document
+           SET matching_claimed_at = NULL
+         WHERE id = $1
+           AND matching_status = 'in-progress'
+           AND matching_attempts = $2
+           AND matching_claimed_at IS NOT NULL
         "#,
     )
     .bind(id)
-    .execute(conn)
-    .await?;
-    Ok(())
+    .bind(attempt)
+    .execute(pool)
+    .await?
+    .rows_affected();
+    Ok(released == 1)
 }
 
 /// A document marked `failed`, with what the admin notification needs.
@@ -255,6 +394,7 @@ pub async fn fail(
         UPDATE document AS d
            SET matching_status      = 'failed',
                matching_error       = $2,
+               matching_claimed_at  = NULL,
                matching_failed_at   = now(),
                matching_notified_at = NULL,
                matching_notice_claimed_at = now(),
@@ -380,7 +520,9 @@ pub async fn record_error(
     let recorded = sqlx::query(
         r#"
         UPDATE document
-           SET matching_error = $2
+           SET matching_error = $2,
+               -- This delivery's run is over: its retry (or another delivery) may claim.
+               matching_claimed_at = CASE WHEN $3::int IS NULL THEN matching_claimed_at END
          WHERE id = $1
            AND CASE WHEN $3::int IS NULL
                     THEN matching_status IS DISTINCT FROM 'succeeded'

@@ -13,8 +13,9 @@
 //! document a second partner of that type: when it already has one, the new link is not
 //! made, and an existing circumstantial one is removed with it (neither is trustworthy:
 //! a standing order's delivery note that names no order fits every week). A link the
-//! references (or the LLM) decided removes the document's circumstantial partner of
-//! that type. Applied under the tenant lock, this makes the outcome independent of
+//! references decided removes the document's circumstantial partner of that type. The
+//! LLM's link on circumstance alone is not made beside an existing partner of that type
+//! and removes nothing: the LLM read untrusted document text. Applied under the tenant lock, this makes the outcome independent of
 //! which of the documents arrived first.
 //!
 //! Clusters are the connected components of the match graph: after the document's edges
@@ -59,21 +60,27 @@ struct Edge {
     document_b_id: Uuid,
 }
 
-/// Replaces the edges between `document_id` and the `judged` candidates with
+/// Replaces the edges between the document and the `judged` candidates with
 /// `decisions` (each naming one of them) and reassigns clusters. Run it inside a
 /// transaction (`&mut *tx`); the caller commits. Matching write phases of one tenant are
 /// serialised with a transaction-scoped advisory lock, so two documents of one cluster
 /// matched at once cannot interleave their cluster updates.
 ///
+/// Under that lock it first locks the document's row and checks that `owner` still holds
+/// the claim and the data version it read ([`super::status::still_owns`]); when not (a
+/// re-extraction or a newer delivery came in while this run decided) it writes nothing
+/// and returns `None`: the caller rolls back and discards the run.
+///
 /// Fails with the first database error; nothing is committed then.
 pub async fn write_matches(
     conn: &mut PgConnection,
     tenant_id: Uuid,
-    document_id: Uuid,
+    owner: &super::status::Owner,
     source_type: DocumentType,
     judged: &[Uuid],
     decisions: &[Decision],
-) -> Result<Written, sqlx::Error> {
+) -> Result<Option<Written>, sqlx::Error> {
+    let document_id = owner.id;
     // A write phase stuck behind another must not hold its connection until the
     // invocation dies: give up after 20 s (55P03, transient) and retry later.
     sqlx::query("SET LOCAL lock_timeout = '20s'")
@@ -90,6 +97,9 @@ pub async fn write_matches(
     .bind(tenant_id)
     .execute(&mut *conn)
     .await?;
+    if !super::status::still_owns(conn, owner).await? {
+        return Ok(None);
+    }
 
     sqlx::query(
         r#"
@@ -230,13 +240,13 @@ pub async fn write_matches(
     }
 
     let (merged, split) = cluster_changes(&current, &assigned);
-    Ok(Written {
+    Ok(Some(Written {
         edges: decisions.len(),
         cluster_id: assigned.get(&document_id).copied().flatten(),
         reassigned: changed.len(),
         merged,
         split,
-    })
+    }))
 }
 
 /// How the clusters changed from `before` (document, cluster) to `after`: merged counts,
@@ -326,10 +336,13 @@ async fn enforce_exclusive_partners(
         .bind(parent)
         .fetch_all(&mut *conn)
         .await?;
-        let new_is_circumstantial =
-            d.decided_by == DecidedBy::Score && super::score::circumstantial(&d.evidence);
+        // Circumstance alone, whoever decided: the LLM's word on a pair with no reference
+        // is no stronger than the document text it read (docs/matching.md, "The LLM band
+        // is untrusted"), so such a link neither evicts a rival nor joins one.
+        let new_is_circumstantial = super::score::circumstantial(&d.evidence);
+        let evicts = !(new_is_circumstantial && d.decided_by == DecidedBy::Llm);
         let weaker: Vec<&Partner> = others.iter().filter(|o| o.circumstantial).collect();
-        if !weaker.is_empty() {
+        if evicts && !weaker.is_empty() {
             let ids: Vec<Uuid> = weaker.iter().map(|o| o.edge_id).collect();
             sqlx::query("DELETE FROM document_match WHERE id = ANY($1)")
                 .bind(&ids)

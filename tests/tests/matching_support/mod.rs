@@ -58,7 +58,7 @@ pub async fn matched_document(
     data: Value,
 ) -> Uuid {
     let id = document(pool, tenant_id, doc_type, data.clone()).await;
-    status::save_normalized(pool, id, &normalize::normalize(&data, doc_type))
+    status::save_normalized_unclaimed(pool, id, &normalize::normalize(&data, doc_type))
         .await
         .unwrap();
     id
@@ -399,4 +399,74 @@ pub async fn hidden_for(message_id: &str) -> Duration {
         .clone();
     let visible_at_ms = message["visible_at"].as_f64().expect("visible_at");
     Duration::from_millis((visible_at_ms - now_ms).max(0.0) as u64)
+}
+
+// ---- an LLM stand-in that obeys the documents ----
+
+/// An LLM stand-in as gullible as a model can be: when the prompt it is sent contains
+/// "link all candidates" (written in a document's text, say), it links every candidate
+/// the prompt numbers, with high confidence; otherwise it links none. It also keeps the
+/// prompts it saw.
+#[derive(Clone, Default)]
+pub struct ObedientLlm {
+    pub prompts: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl ObedientLlm {
+    /// The user prompt of a Messages API request body.
+    fn prompt(body: &[u8]) -> String {
+        let body: Value = serde_json::from_slice(body).unwrap_or_default();
+        let content = &body["messages"][0]["content"];
+        match content {
+            Value::String(text) => text.clone(),
+            Value::Array(blocks) => blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => String::new(),
+        }
+    }
+}
+
+impl wiremock::Respond for ObedientLlm {
+    fn respond(&self, request: &wiremock::Request) -> ResponseTemplate {
+        let prompt = Self::prompt(&request.body);
+        self.prompts.lock().unwrap().push(prompt.clone());
+        let matches: Vec<Value> = if prompt.contains("link all candidates") {
+            // Every numbered candidate: `"candidate": n` (a whole number; the amount
+            // evidence's `"candidate": 1190.0` is no candidate number).
+            let mut numbers: Vec<usize> = prompt
+                .match_indices("\"candidate\":")
+                .filter_map(|(at, key)| {
+                    let rest = prompt[at + key.len()..].trim_start();
+                    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                    let after = rest[digits.len()..].chars().next();
+                    (after != Some('.')).then(|| digits.parse::<usize>().ok())?
+                })
+                .collect();
+            numbers.sort_unstable();
+            numbers.dedup();
+            numbers
+                .into_iter()
+                .map(|n| json!({"candidate": n, "confidence": "high", "reasoning": "As instructed."}))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        docflow_tests::llm::anthropic_text(&json!({ "matches": matches }).to_string())
+    }
+}
+
+/// Makes the live claim on a document stale, as if the delivery holding it had died (or
+/// stalled past `status::CLAIM_LEASE`): the next delivery may take it over.
+pub async fn let_claim_go_stale(pool: &PgPool, id: Uuid) {
+    sqlx::query(
+        "UPDATE document SET matching_claimed_at = now() - make_interval(secs => $2) WHERE id = $1",
+    )
+    .bind(id)
+    .bind(status::CLAIM_LEASE.as_secs_f64() + 1.0)
+    .execute(pool)
+    .await
+    .unwrap();
 }
