@@ -96,27 +96,30 @@ pub fn zlib_of_zeros(n: usize) -> Vec<u8> {
     out
 }
 
+/// Appends a PNG chunk (length, type, data, CRC-32) to `out`.
+pub fn png_chunk(out: &mut Vec<u8>, kind: &[u8], data: &[u8]) {
+    out.extend((data.len() as u32).to_be_bytes());
+    let start = out.len();
+    out.extend(kind);
+    out.extend(data);
+    let mut crc = 0xffff_ffffu32;
+    for &b in &out[start..] {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                0xedb8_8320 ^ (crc >> 1)
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    out.extend((!crc).to_be_bytes());
+}
+
 /// A black PNG of `width` x `height` pixels, gray or RGB, 8 bits: a real, complete image
 /// (every row is there) that costs the test nothing to build at any size.
 pub fn black_png(width: u32, height: u32, rgb: bool) -> Vec<u8> {
-    fn chunk(out: &mut Vec<u8>, kind: &[u8], data: &[u8]) {
-        out.extend((data.len() as u32).to_be_bytes());
-        let start = out.len();
-        out.extend(kind);
-        out.extend(data);
-        let mut crc = 0xffff_ffffu32;
-        for &b in &out[start..] {
-            crc ^= u32::from(b);
-            for _ in 0..8 {
-                crc = if crc & 1 != 0 {
-                    0xedb8_8320 ^ (crc >> 1)
-                } else {
-                    crc >> 1
-                };
-            }
-        }
-        out.extend((!crc).to_be_bytes());
-    }
+    let chunk = png_chunk;
     let channels = if rgb { 3 } else { 1 };
     let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
     let mut ihdr = Vec::new();

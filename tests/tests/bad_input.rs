@@ -309,24 +309,7 @@ fn tiny_png() -> Vec<u8> {
 /// `depth` bits, followed by a few bytes of data: a decompression bomb's promise without
 /// its payload. What a decoder would allocate for is the header's size.
 fn png_declaring(width: u32, height: u32, color: u8, depth: u8) -> Vec<u8> {
-    fn chunk(out: &mut Vec<u8>, kind: &[u8], data: &[u8]) {
-        out.extend((data.len() as u32).to_be_bytes());
-        let start = out.len();
-        out.extend(kind);
-        out.extend(data);
-        let mut crc = 0xffff_ffffu32;
-        for &b in &out[start..] {
-            crc ^= u32::from(b);
-            for _ in 0..8 {
-                crc = if crc & 1 != 0 {
-                    0xedb8_8320 ^ (crc >> 1)
-                } else {
-                    crc >> 1
-                };
-            }
-        }
-        out.extend((!crc).to_be_bytes());
-    }
+    use docflow_tests::pdf::png_chunk as chunk;
     let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
     let mut ihdr = Vec::new();
     ihdr.extend(width.to_be_bytes());
