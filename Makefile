@@ -19,6 +19,9 @@ export DATABASE_URL ?= postgres://postgres@127.0.0.1:$(PGSERVER_PORT)/docflow
 export PGSERVER_PORT
 export DOCFLOW_SECRET_ID ?= docflow/app
 export MAX_RECEIVE_COUNT ?= 3
+# The public corpora the e-invoice and extraction tests read (../shared/corpora beside the
+# checkout; a clone elsewhere, as CI's, finds the workplace's copy).
+export DOCFLOW_CORPORA ?= $(firstword $(wildcard $(abspath ../shared/corpora) /work/shared/corpora) $(abspath ../shared/corpora))
 
 # Lambda architecture of `make package`: arm64 (Graviton, what infra/ deploys by
 # default) or x86_64.

@@ -321,6 +321,14 @@ mod einvoices {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
     }
 
+    /// The public corpora: `DOCFLOW_CORPORA` (the Makefile sets it, so a clone anywhere
+    /// finds them), else `../shared/corpora` beside this checkout.
+    fn corpora() -> PathBuf {
+        std::env::var_os("DOCFLOW_CORPORA")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| repo().join("../shared/corpora"))
+    }
+
     /// `scripts/label_einvoices.py OUT SOURCE`: the corpus labelled from its own XML.
     fn label(source: &Path) -> PathBuf {
         let out = scratch("einvoice-labels");
@@ -394,7 +402,7 @@ mod einvoices {
     /// and CII), labelled from the suite's own XML by an independent reader.
     #[tokio::test]
     async fn the_xrechnung_test_suite_is_read_at_least_99_percent_right() {
-        let suite = repo().join("../shared/corpora/xrechnung-testsuite/src/test/business-cases");
+        let suite = corpora().join("xrechnung-testsuite/src/test/business-cases");
         let dir = label(&suite);
         let report = evaluate_dir(&dir, "rules", &Extractor::Rules, None)
             .await
@@ -420,7 +428,7 @@ mod einvoices {
     /// right; the two whose XML breaks a rule fall back to the page (docs/extraction.md).
     #[tokio::test]
     async fn the_valid_mustang_hybrids_are_read_at_least_99_percent_right() {
-        let samples = repo().join("../shared/corpora/mustang-samples");
+        let samples = corpora().join("mustang-samples");
         let dir = label(&samples);
         // The samples named for a broken PDF or a broken XMP are the hostile path's.
         for entry in std::fs::read_dir(&dir).unwrap() {

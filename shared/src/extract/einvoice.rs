@@ -466,10 +466,14 @@ mod tests {
 
     use super::*;
 
-    /// The public corpora beside the clone (`../shared/corpora`, see its README).
+    /// The public corpora (see their README): `DOCFLOW_CORPORA` (the Makefile sets it,
+    /// so a clone anywhere finds them), else `../shared/corpora` beside this checkout.
     fn corpus(path: &str) -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../shared/corpora")
+        std::env::var_os("DOCFLOW_CORPORA")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpora")
+            })
             .join(path)
     }
 
