@@ -122,22 +122,49 @@ pub async fn list(
     dlq_url: &str,
     max: usize,
 ) -> anyhow::Result<Vec<DlqMessage>> {
-    let mut seen = HashSet::new();
-    let mut listed = Vec::new();
-    while listed.len() < max {
-        let batch = receive(sqs, dlq_url, Duration::from_secs(30)).await?;
+    list_hiding_for(sqs, dlq_url, max, LIST_HIDE_FOR).await
+}
+
+/// How long listing hides each message it has received.
+const LIST_HIDE_FOR: Duration = Duration::from_secs(30);
+/// Receives in a row that bring no message not listed yet, after which the listing
+/// ends: every message reappearing is one already listed (its hiding ran out).
+const LIST_STALE_RECEIVES: usize = 3;
+
+/// [`list`], hiding each received message for `hide_for`. A message received again
+/// (its hiding ran out while the listing went on: a large DLQ, a slow endpoint) is kept
+/// hidden, under its newest receipt handle, until the end; making it visible at once
+/// would hand it straight back and the listing would never end. The listing ends on an
+/// empty receive, at `max`, or after [`LIST_STALE_RECEIVES`] receives in a row that
+/// bring nothing new; then every received message is made visible again.
+#[doc(hidden)]
+pub async fn list_hiding_for(
+    sqs: &aws_sdk_sqs::Client,
+    dlq_url: &str,
+    max: usize,
+    hide_for: Duration,
+) -> anyhow::Result<Vec<DlqMessage>> {
+    let mut listed: Vec<DlqMessage> = Vec::new();
+    // Every message received, by id, with its newest receipt handle.
+    let mut received: std::collections::HashMap<String, DlqMessage> = Default::default();
+    let mut stale = 0;
+    while listed.len() < max && stale < LIST_STALE_RECEIVES {
+        let batch = receive(sqs, dlq_url, hide_for).await?;
         if batch.is_empty() {
             break;
         }
+        let mut new = 0;
         for message in batch {
-            if seen.insert(message.message_id.clone()) && listed.len() < max {
-                listed.push(message);
-            } else {
-                make_visible(sqs, dlq_url, &message).await;
+            let id = message.message_id.clone();
+            if !received.contains_key(&id) && listed.len() < max {
+                listed.push(message.clone());
+                new += 1;
             }
+            received.insert(id, message);
         }
+        stale = if new == 0 { stale + 1 } else { 0 };
     }
-    for message in &listed {
+    for message in received.values() {
         make_visible(sqs, dlq_url, message).await;
     }
     Ok(listed)

@@ -163,3 +163,31 @@ async fn the_command_redrives_a_queue_named_by_url_and_says_how_many() {
     assert_eq!(depth(&sqs, &queue.url).await.unwrap(), 2);
     assert_eq!(depth(&sqs, &queue.dlq_url).await.unwrap(), 0);
 }
+
+/// A listing that outlasts its messages' hiding (a large DLQ, a slow endpoint: here a
+/// hiding of zero, so every message comes straight back) still ends, with each message
+/// once, and leaves them all visible. It used to make a message received twice visible
+/// at once, so it came back on the next receive, and so on for ever: the 2,000-document
+/// soak hung there, listing its DLQs.
+#[tokio::test]
+async fn a_listing_whose_messages_come_back_while_it_runs_still_ends_with_each_once() {
+    let sqs = aws_sdk_sqs::Client::new(&aws().await);
+    let dlq = dead_lettered(&sqs, &["a", "b", "c"]).await;
+
+    let listed = tokio::time::timeout(
+        Duration::from_secs(60),
+        dlq::list_hiding_for(&sqs, &dlq.dlq_url, 100, Duration::ZERO),
+    )
+    .await
+    .expect("the listing ends")
+    .unwrap();
+
+    let bodies: BTreeSet<String> = listed.iter().map(|m| m.body.clone()).collect();
+    assert_eq!(listed.len(), 3, "each message once: {bodies:?}");
+    assert_eq!(bodies, BTreeSet::from(["a".into(), "b".into(), "c".into()]));
+    assert_eq!(
+        depth(&sqs, &dlq.dlq_url).await.unwrap(),
+        3,
+        "all visible again"
+    );
+}
