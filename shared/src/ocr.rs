@@ -261,7 +261,10 @@ pub fn memory_budget_mib() -> u64 {
 /// The memory budget as a semaphore of MiB: a job takes as many permits as it needs at
 /// its peak, so one large file waits for room instead of joining nine others in an OOM.
 static MEMORY: LazyLock<Arc<Semaphore>> =
-    LazyLock::new(|| Arc::new(Semaphore::new(memory_budget_mib() as usize)));
+    LazyLock::new(|| Arc::new(Semaphore::new(*BUDGET_MIB as usize)));
+
+/// [`memory_budget_mib`], read once: the environment does not change in a process.
+static BUDGET_MIB: LazyLock<u64> = LazyLock::new(memory_budget_mib);
 
 /// Runs CPU-heavy `work` on the blocking pool once `needs` bytes of the memory budget
 /// are free and a CPU is: at most one job per CPU at a time, and never more memory
@@ -278,7 +281,7 @@ where
     W: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    on_pool(&CPU, (&MEMORY, memory_budget_mib()), needs, work).await
+    on_pool(&CPU, (&MEMORY, *BUDGET_MIB), needs, work).await
 }
 
 /// [`on_cpu`] with the semaphores given: the permits are owned by the blocking job.

@@ -9,6 +9,8 @@
 //! tokenizer that allocates nothing per token, and refuses a file beyond these limits
 //! as [`OcrError::TooLarge`], for its own record only.
 
+use std::borrow::Cow;
+
 use pdf_extract::{Document, Object};
 
 use super::OcrError;
@@ -50,17 +52,17 @@ pub fn check(document: &Document) -> Result<(), OcrError> {
     Ok(())
 }
 
-fn content_of(stream: &pdf_extract::Stream) -> Result<Vec<u8>, OcrError> {
+fn content_of(stream: &pdf_extract::Stream) -> Result<Cow<'_, [u8]>, OcrError> {
     if stream.filters().map_or(true, |f| f.is_empty()) {
-        return Ok(stream.content.clone());
+        return Ok(Cow::Borrowed(&stream.content));
     }
     match stream.decompressed_content() {
-        Ok(data) => Ok(data),
+        Ok(data) => Ok(Cow::Owned(data)),
         Err(pdf_extract::Error::Decompress(e)) if e.to_string().contains("beyond its limit") => {
             Err(too_large(format!("a content stream that {e}")))
         }
         // As pdf-extract does: an undecodable stream is read as it is.
-        Err(_) => Ok(stream.content.clone()),
+        Err(_) => Ok(Cow::Borrowed(&stream.content)),
     }
 }
 
