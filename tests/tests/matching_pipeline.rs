@@ -1063,3 +1063,193 @@ async fn a_name_two_vat_ids_carry_is_no_evidence_for_a_delivery_note_without_vat
     assert_eq!(report.written.edges, 0, "{:?}", report.decisions);
     assert!(!pairs(&pool).await.contains(&pair(dn, po)));
 }
+
+/// A document of a framework order: every month's delivery note and invoice name the one
+/// order `4500012345` and carry the same goods and quantity; invoices name no delivery
+/// note.
+fn framework(kind: DocumentType, number: &str, date: &str, quantity: u32) -> Value {
+    let lines = json!([{"description": "Copy paper A4 80g", "quantity": quantity}]);
+    let mut data = match kind {
+        DocumentType::PurchaseOrder => purchase_order(number, date, 12.0 * 1190.0),
+        DocumentType::DeliveryNote => delivery_note(number, "4500012345", date),
+        _ => {
+            let mut inv = invoice(number, "4500012345", "", date, 1190.0);
+            inv["delivery_note_reference"] = Value::Null;
+            inv
+        }
+    };
+    data["line_items"] = lines;
+    data
+}
+
+/// The twelve months of a framework order in a fixed shuffled order: orders, notes and
+/// invoices interleaved, so every kind meets every other one before and after it.
+fn shuffled<T: Copy>(items: &[T]) -> Vec<T> {
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    let mut x: u64 = 24;
+    for i in (1..order.len()).rev() {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        order.swap(i, (x >> 33) as usize % (i + 1));
+    }
+    order.into_iter().map(|i| items[i]).collect()
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_framework_orders_monthly_invoices_link_to_their_own_delivery_note_only(pool: PgPool) {
+    // One order, twelve monthly deliveries of 20 units and twelve invoices naming only
+    // the order: every invoice–note pair shares the order, goods and quantity. Before the
+    // evidence ranking that gave 144 invoice–note edges.
+    let t = tenant(&pool, "Acme AG").await;
+    let po = document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        framework(DocumentType::PurchaseOrder, "4500012345", "2023-12-20", 240),
+    )
+    .await;
+    let mut notes = Vec::new();
+    let mut invoices = Vec::new();
+    for month in 1..=12u32 {
+        let dn = framework(
+            DocumentType::DeliveryNote,
+            &format!("LS-2024-{month:04}"),
+            &format!("2024-{month:02}-03"),
+            20,
+        );
+        notes.push(document(&pool, t, DocumentType::DeliveryNote, dn).await);
+        let inv = framework(
+            DocumentType::Invoice,
+            &format!("RE-2024-{month:04}"),
+            &format!("2024-{month:02}-06"),
+            20,
+        );
+        invoices.push(document(&pool, t, DocumentType::Invoice, inv).await);
+    }
+    let mut all = vec![po];
+    all.extend(&notes);
+    all.extend(&invoices);
+
+    for id in shuffled(&all) {
+        run_matching(&pool, None, id).await.unwrap();
+    }
+
+    let mut expected: Vec<(Uuid, Uuid)> = Vec::new();
+    for month in 0..12 {
+        expected.push(pair(po, notes[month]));
+        expected.push(pair(po, invoices[month]));
+        expected.push(pair(invoices[month], notes[month]));
+    }
+    expected.sort();
+    let got = pairs(&pool).await;
+    let invoice_note = got
+        .iter()
+        .filter(|(a, b)| {
+            (invoices.contains(a) && notes.contains(b)) || (invoices.contains(b) && notes.contains(a))
+        })
+        .count();
+    assert_eq!(invoice_note, 12, "invoice–note edges");
+    assert_eq!(got, expected);
+    // The kept links say why: the shared order, nothing more.
+    for e in edges(&pool).await {
+        if pair(e.document_a_id, e.document_b_id) == pair(invoices[0], notes[0]) {
+            assert!(
+                e.evidence.as_array().unwrap().iter().any(|x| x["relation"] == "shared"),
+                "{}",
+                e.evidence
+            );
+        }
+    }
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn an_invoice_equally_near_two_equal_partial_deliveries_links_to_neither_whichever_came_first(
+    pool: PgPool,
+) {
+    // Two partial deliveries of 10 units, three days before and three days after the
+    // invoice of 10 units, all naming one order: nothing tells which one it bills.
+    for order in [[0, 1, 2, 3], [3, 1, 0, 2], [1, 3, 2, 0], [2, 0, 3, 1]] {
+        let t = tenant(&pool, &format!("Acme {order:?}")).await;
+        let po = document(
+            &pool,
+            t,
+            DocumentType::PurchaseOrder,
+            framework(DocumentType::PurchaseOrder, "4500012345", "2024-03-01", 20),
+        )
+        .await;
+        let dn1 = document(
+            &pool,
+            t,
+            DocumentType::DeliveryNote,
+            framework(DocumentType::DeliveryNote, "LS-2024-0001", "2024-03-03", 10),
+        )
+        .await;
+        let dn2 = document(
+            &pool,
+            t,
+            DocumentType::DeliveryNote,
+            framework(DocumentType::DeliveryNote, "LS-2024-0002", "2024-03-09", 10),
+        )
+        .await;
+        let inv = document(
+            &pool,
+            t,
+            DocumentType::Invoice,
+            framework(DocumentType::Invoice, "RE-2024-0001", "2024-03-06", 10),
+        )
+        .await;
+        let docs = [po, dn1, dn2, inv];
+
+        for i in order {
+            run_matching(&pool, None, docs[i]).await.unwrap();
+        }
+
+        let got: Vec<(Uuid, Uuid)> = pairs(&pool)
+            .await
+            .into_iter()
+            .filter(|(a, b)| docs.contains(a) && docs.contains(b))
+            .collect();
+        let mut expected = vec![pair(po, dn1), pair(po, dn2), pair(po, inv)];
+        expected.sort();
+        assert_eq!(got, expected, "arrival order {order:?}");
+    }
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_delivery_note_the_invoice_cites_outranks_one_that_only_shares_its_order(pool: PgPool) {
+    // Another note of the order, with the same quantity and nearer in time, numbered in
+    // another shape (no contradiction with the cited number); the invoice names this
+    // month's note. The citation decides.
+    let t = tenant(&pool, "Acme AG").await;
+    let po = document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        framework(DocumentType::PurchaseOrder, "4500012345", "2024-01-01", 40),
+    )
+    .await;
+    let cited = document(
+        &pool,
+        t,
+        DocumentType::DeliveryNote,
+        framework(DocumentType::DeliveryNote, "LS-2024-0002", "2024-03-01", 20),
+    )
+    .await;
+    let near = document(
+        &pool,
+        t,
+        DocumentType::DeliveryNote,
+        framework(DocumentType::DeliveryNote, "77001", "2024-03-05", 20),
+    )
+    .await;
+    let mut inv_data = framework(DocumentType::Invoice, "RE-2024-0002", "2024-03-06", 20);
+    inv_data["delivery_note_reference"] = json!("LS-2024-0002");
+    let inv = document(&pool, t, DocumentType::Invoice, inv_data).await;
+
+    for id in [po, near, inv, cited] {
+        run_matching(&pool, None, id).await.unwrap();
+    }
+
+    let got = pairs(&pool).await;
+    assert!(got.contains(&pair(inv, cited)), "{got:?}");
+    assert!(!got.contains(&pair(inv, near)), "{got:?}");
+}

@@ -173,6 +173,7 @@ impl MatchingConfig {
             name_alone: weight("MATCH_WEIGHT_NAME_ALONE", w.name_alone)?,
             semantic: weight("MATCH_WEIGHT_SEMANTIC", w.semantic)?,
             semantic_floor: threshold("MATCH_SEMANTIC_MIN_SIMILARITY", w.semantic_floor)?,
+            name_mismatch: penalty("MATCH_PENALTY_NAME_MISMATCH", w.name_mismatch)?,
         };
         let max_candidates: i64 = env.parse_or("MATCH_MAX_CANDIDATES", d.max_candidates)?;
         if max_candidates < 1 {
@@ -426,7 +427,10 @@ pub async fn match_document_with(
                 score::discount_ambiguous_name(&mut score);
             }
             if let Some(similarity) = c.semantic_similarity {
-                score::add_semantic(&config.weights, &mut score, similarity);
+                let dissimilar_names = normalized.counterparty.is_some()
+                    && c.normalized_counterparty.is_some()
+                    && c.name_similarity < candidates::NAME_SIMILARITY_FLOOR;
+                score::add_semantic(&config.weights, &mut score, similarity, dissimilar_names);
             }
             decide::Scored {
                 id: c.id,

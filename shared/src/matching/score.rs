@@ -76,6 +76,11 @@ pub struct Weights {
     pub semantic: f64,
     /// Below this similarity the embeddings say nothing (0 weight, still recorded).
     pub semantic_floor: f64,
+    /// Both names known and dissimilar (trigram similarity below the candidate search's
+    /// floor) while the embeddings stand in for the supplier ([`add_semantic`]): the
+    /// same goods from another supplier look alike to an embedding, the name says they
+    /// are not the same supplier.
+    pub name_mismatch: f64,
 }
 
 impl Default for Weights {
@@ -99,6 +104,7 @@ impl Default for Weights {
             name_alone: 0.30,
             semantic: 0.7,
             semantic_floor: 0.4,
+            name_mismatch: -0.1,
         }
     }
 }
@@ -190,6 +196,12 @@ pub enum Evidence {
         similarity: f64,
         weight: f64,
     },
+    /// Both names known and dissimilar while the embeddings stand in for the supplier
+    /// (issue 24 item 5).
+    NameMismatch {
+        similarity: f64,
+        weight: f64,
+    },
 }
 
 impl Evidence {
@@ -205,7 +217,8 @@ impl Evidence {
             | Evidence::Date { weight, .. }
             | Evidence::DateOrder { weight, .. }
             | Evidence::NameSimilarity { weight, .. }
-            | Evidence::SemanticSimilarity { weight, .. } => *weight,
+            | Evidence::SemanticSimilarity { weight, .. }
+            | Evidence::NameMismatch { weight, .. } => *weight,
         }
     }
 }
@@ -223,7 +236,13 @@ pub struct Score {
 /// nothing else tells the supplier (no similar name, VAT id or IBAN compared): on top of
 /// them it would make every document of the same supplier and goods (another partial
 /// delivery, next week's order) look like a match.
-pub fn add_semantic(w: &Weights, score: &mut Score, similarity: f64) {
+///
+/// `dissimilar_names`: both documents name their counterparty and the names are not
+/// alike (below the candidate search's similarity floor). When the similarity weighs,
+/// that counts against the pair ([`Weights::name_mismatch`]): the same goods of another
+/// supplier look alike to an embedding. Such a pair rests on the embedding alone
+/// ([`semantic_only`]) and is never linked on the score's word (`decide`).
+pub fn add_semantic(w: &Weights, score: &mut Score, similarity: f64, dissimilar_names: bool) {
     let similarity = similarity.clamp(-1.0, 1.0);
     let supplier_known = score.evidence.iter().any(|e| match e {
         Evidence::NameSimilarity { similarity, .. } => {
@@ -232,7 +251,8 @@ pub fn add_semantic(w: &Weights, score: &mut Score, similarity: f64) {
         Evidence::VatId { .. } | Evidence::VatIdMismatch { .. } | Evidence::Iban { .. } => true,
         _ => false,
     });
-    let weight = if similarity >= w.semantic_floor && !supplier_known {
+    let weighs = similarity >= w.semantic_floor && !supplier_known;
+    let weight = if weighs {
         round3(w.semantic * similarity)
     } else {
         0.0
@@ -241,8 +261,32 @@ pub fn add_semantic(w: &Weights, score: &mut Score, similarity: f64) {
         similarity: round3(similarity),
         weight,
     });
+    if weighs && dissimilar_names && w.name_mismatch != 0.0 {
+        let name = score
+            .evidence
+            .iter()
+            .find_map(|e| match e {
+                Evidence::NameSimilarity { similarity, .. } => Some(*similarity),
+                _ => None,
+            })
+            .unwrap_or(0.0);
+        score.evidence.push(Evidence::NameMismatch {
+            similarity: name,
+            weight: w.name_mismatch,
+        });
+    }
     let total: f64 = score.evidence.iter().map(Evidence::weight).sum();
     score.score = round3(total.clamp(0.0, 1.0));
+}
+
+/// Whether the pair rests on the embeddings alone: the similarity weighs (nothing else
+/// tells the supplier) and no reference speaks for or against it. Such a pair stays in
+/// the ambiguous band: only an LLM may link it, never the score (issue 24 item 5).
+pub fn semantic_only(evidence: &[Evidence]) -> bool {
+    circumstantial(evidence)
+        && evidence
+            .iter()
+            .any(|e| matches!(e, Evidence::SemanticSimilarity { weight, .. } if *weight > 0.0))
 }
 
 /// When the pair's name is carried by two or more VAT ids in the tenant (look-alike
@@ -417,6 +461,63 @@ pub fn circumstantial(evidence: &[Evidence]) -> bool {
         Evidence::ReferenceConflict { .. } => true,
         _ => false,
     })
+}
+
+/// How a pair's references tie it, strongest first (docs/matching.md, *Evidence
+/// ranking*): one cites the other's own number (or a number of unknown kind matches),
+/// both cite the same number (an invoice and a delivery note naming one order), or
+/// nothing but circumstance (supplier, goods, amounts, dates).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Tier {
+    Circumstance,
+    Shared,
+    Direct,
+}
+
+impl Tier {
+    pub fn of(evidence: &[Evidence]) -> Tier {
+        let mut tier = Tier::Circumstance;
+        for e in evidence {
+            if let Evidence::Reference { relation, .. } = e {
+                let t = match *relation {
+                    "cites" | "unknown" => Tier::Direct,
+                    "shared" => Tier::Shared,
+                    _ => Tier::Circumstance,
+                };
+                tier = tier.max(t);
+            }
+        }
+        tier
+    }
+}
+
+/// How near two documents are, for choosing among partners tied only by a shared
+/// citation (a framework order's monthly deliveries and invoices): first whether their
+/// quantities agree (or, without comparable lines, their totals), then the days between
+/// them. Smaller is nearer; equal is a tie nothing can break.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Proximity {
+    /// 0: same quantities (or totals), 1: nothing to compare, 2: other quantities.
+    pub quantities: u8,
+    /// Days between the documents' dates; `i64::MAX` when either has none.
+    pub days_apart: i64,
+}
+
+pub fn proximity(a: &Value, b: &Value) -> Proximity {
+    let quantities = match lines_agreement(a, b) {
+        Some(true) => 0,
+        Some(false) => 2,
+        None if amount_agreement(&Weights::default(), a, b).is_some() => 0,
+        None => 1,
+    };
+    let days_apart = match (document_date(a), document_date(b)) {
+        (Some(x), Some(y)) => (x - y).num_days().abs(),
+        _ => i64::MAX,
+    };
+    Proximity {
+        quantities,
+        days_apart,
+    }
 }
 
 fn is_invoice_and_delivery(a: DocumentType, b: DocumentType) -> bool {
@@ -879,14 +980,14 @@ mod tests {
                 weight: w.date_close,
             },
         ]);
-        add_semantic(&w, &mut renamed, 0.5);
+        add_semantic(&w, &mut renamed, 0.5, false);
         assert_eq!(renamed.score, round3(0.2 + 0.1 + 0.7 * 0.5));
         // The same supplier by VAT id: the similarity is recorded, weighs nothing.
         let mut known = bare(vec![Evidence::VatId {
             vat_id: "DE1".into(),
             weight: w.vat_id,
         }]);
-        add_semantic(&w, &mut known, 0.9);
+        add_semantic(&w, &mut known, 0.9, false);
         assert_eq!(known.score, 0.15);
         assert!(matches!(
             known.evidence.last(),
@@ -894,8 +995,82 @@ mod tests {
         ));
         // Below the floor: nothing.
         let mut far = bare(vec![]);
-        add_semantic(&w, &mut far, 0.39);
+        add_semantic(&w, &mut far, 0.39, false);
         assert_eq!(far.score, 0.0);
+    }
+
+    #[test]
+    fn a_dissimilar_name_counts_against_a_pair_the_embeddings_tie() {
+        let w = Weights::default();
+        let goods = || Score {
+            score: 0.3,
+            evidence: vec![
+                Evidence::Lines {
+                    agree: true,
+                    weight: w.lines,
+                },
+                Evidence::Date {
+                    days_apart: 4,
+                    weight: w.date_close,
+                },
+            ],
+        };
+        let mut unnamed = goods();
+        add_semantic(&w, &mut unnamed, 0.9, false);
+        let mut other_name = goods();
+        add_semantic(&w, &mut other_name, 0.9, true);
+
+        assert_eq!(other_name.score, round3(unnamed.score + w.name_mismatch));
+        assert!(matches!(
+            other_name.evidence.last(),
+            Some(Evidence::NameMismatch { .. })
+        ));
+        assert!(semantic_only(&other_name.evidence));
+        // Below the floor the embedding says nothing, and neither does the name.
+        let mut far = goods();
+        add_semantic(&w, &mut far, 0.2, true);
+        assert_eq!(far.score, 0.3);
+        assert!(!semantic_only(&far.evidence));
+    }
+
+    #[test]
+    fn a_direct_citation_outranks_a_shared_one_which_outranks_circumstance() {
+        let inv = doc(
+            INV,
+            Some("DE1"),
+            json!({"po_reference": "4500012345", "delivery_note_reference": "LS-2024-0002"}),
+        );
+        let cited = doc(
+            DN,
+            Some("DE1"),
+            json!({"invoice_number": "LS-2024-0002", "po_reference": "4500012345"}),
+        );
+        let sharing = doc(
+            DN,
+            Some("DE1"),
+            json!({"invoice_number": "77001", "po_reference": "4500012345"}),
+        );
+        let nothing = doc(DN, Some("DE1"), json!({"invoice_number": "88002"}));
+
+        assert_eq!(Tier::of(&s(&inv, &cited, 1.0).evidence), Tier::Direct);
+        assert_eq!(Tier::of(&s(&inv, &sharing, 1.0).evidence), Tier::Shared);
+        assert_eq!(
+            Tier::of(&s(&inv, &nothing, 1.0).evidence),
+            Tier::Circumstance
+        );
+        assert!(Tier::Direct > Tier::Shared && Tier::Shared > Tier::Circumstance);
+    }
+
+    #[test]
+    fn proximity_puts_equal_quantities_before_days_and_missing_dates_last() {
+        let inv = json!({"invoice_date": "2024-03-06", "line_items": [{"description": "Paper", "quantity": 20}]});
+        let same_far = json!({"invoice_date": "2024-03-20", "line_items": [{"description": "Paper", "quantity": 20}]});
+        let other_near = json!({"invoice_date": "2024-03-05", "line_items": [{"description": "Paper", "quantity": 25}]});
+        let undated = json!({"line_items": [{"description": "Paper", "quantity": 20}]});
+
+        assert!(proximity(&inv, &same_far) < proximity(&inv, &other_near));
+        assert!(proximity(&inv, &same_far) < proximity(&inv, &undated));
+        assert_eq!(proximity(&inv, &same_far).days_apart, 14);
     }
 
     #[test]

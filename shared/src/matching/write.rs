@@ -33,6 +33,7 @@ use uuid::Uuid;
 use super::DecidedBy;
 use super::DocumentType;
 use super::decide::Decision;
+use super::score::{Tier, proximity};
 
 /// What the write phase changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,8 +114,11 @@ pub async fn write_matches(
     .execute(&mut *conn)
     .await?;
 
-    let (decisions, dropped) =
-        enforce_exclusive_partners(conn, document_id, source_type, decisions).await?;
+    let (decisions, mut dropped) =
+        enforce_evidence_ranking(conn, document_id, source_type, decisions).await?;
+    let (decisions, unlinked) =
+        enforce_exclusive_partners(conn, document_id, source_type, &decisions).await?;
+    dropped.extend(unlinked);
     let decisions = &decisions[..];
 
     // One statement for all edges. A candidate deleted since it was found is skipped,
@@ -274,6 +278,11 @@ pub fn cluster_changes(
     (beyond_first(old_into_new), beyond_first(new_from_old))
 }
 
+fn invoice_and_delivery(a: DocumentType, b: DocumentType) -> bool {
+    use DocumentType::*;
+    matches!((a, b), (Invoice, DeliveryNote) | (DeliveryNote, Invoice))
+}
+
 /// Whether a document of type `child` has at most one partner of type `parent`.
 pub fn exclusive(child: DocumentType, parent: DocumentType) -> bool {
     use DocumentType::*;
@@ -356,6 +365,161 @@ async fn enforce_exclusive_partners(
                 document_id = %child,
                 candidate = %parent,
                 "a second partner on circumstance alone is contested; not linked"
+            );
+            continue;
+        }
+        keep.push(d.clone());
+    }
+    Ok((keep, dropped))
+}
+
+#[derive(Debug, sqlx::FromRow)]
+struct Rival {
+    edge_id: Uuid,
+    other_id: Uuid,
+    /// [`Tier`] as a number: 2 direct, 1 shared, 0 circumstance.
+    tier: i32,
+    structured_data: serde_json::Value,
+}
+
+fn tier_of(n: i32) -> Tier {
+    match n {
+        2 => Tier::Direct,
+        1 => Tier::Shared,
+        _ => Tier::Circumstance,
+    }
+}
+
+/// The evidence ranking across documents (module docs; docs/matching.md, *Evidence
+/// ranking*), under the tenant lock, for each new link that references tie: at both of
+/// its ends, the end's existing links to documents of the other end's type are compared
+/// with it.
+///
+/// - A direct citation removes the end's links tied only by a shared citation.
+/// - A link tied only by a shared citation is not made when the end has a directly
+///   cited partner of that type, or a shared-citation partner nearer to it
+///   ([`proximity`]). When it is nearer than the end's shared-citation partners, they are
+///   unlinked; when one is exactly as near, that one is unlinked and this one is not
+///   made (no one is uniquely nearest).
+///
+/// Whichever of a framework order's documents arrives first, each invoice ends with the
+/// delivery note nearest to it. Returns the links to write and the documents whose
+/// edges it removed (their clusters are recomputed).
+async fn enforce_evidence_ranking(
+    conn: &mut PgConnection,
+    document_id: Uuid,
+    source_type: DocumentType,
+    decisions: &[Decision],
+) -> Result<(Vec<Decision>, Vec<Uuid>), sqlx::Error> {
+    let mut keep = Vec::new();
+    let mut dropped = Vec::new();
+    // Only an invoice and a delivery note both cite what ties them (the order): a direct
+    // link elsewhere (to an order, a credit note's invoice) has no shared rival.
+    let ranked = |d: &Decision| match Tier::of(&d.evidence) {
+        Tier::Circumstance => false,
+        Tier::Shared => true,
+        Tier::Direct => invoice_and_delivery(source_type, d.candidate_type),
+    };
+    if !decisions.iter().any(ranked) {
+        return Ok((decisions.to_vec(), dropped));
+    }
+    let mut ids: Vec<Uuid> = decisions.iter().map(|d| d.candidate_id).collect();
+    ids.push(document_id);
+    let data: HashMap<Uuid, serde_json::Value> =
+        sqlx::query_as::<_, (Uuid, serde_json::Value)>(
+            r#"SELECT id, COALESCE(structured_data, '{}'::jsonb) FROM document WHERE id = ANY($1)"#,
+        )
+        .bind(&ids)
+        .fetch_all(&mut *conn)
+        .await?
+        .into_iter()
+        .collect();
+    let empty = serde_json::Value::Null;
+    let data_of = |id: &Uuid| data.get(id).unwrap_or(&empty);
+    for d in decisions {
+        let tier = Tier::of(&d.evidence);
+        if !ranked(d) {
+            keep.push(d.clone());
+            continue;
+        }
+        let ends = [
+            (document_id, d.candidate_id, d.candidate_type),
+            (d.candidate_id, document_id, source_type),
+        ];
+        let mut blocked = false;
+        let mut farther: Vec<(Uuid, Uuid, Uuid)> = Vec::new();
+        let mut tied: Vec<(Uuid, Uuid, Uuid)> = Vec::new();
+        for (end, other, other_type) in ends {
+            let rivals = sqlx::query_as::<_, Rival>(
+                r#"
+                SELECT m.id AS edge_id,
+                       o.id AS other_id,
+                       CASE WHEN EXISTS (SELECT 1 FROM jsonb_array_elements(m.evidence) e
+                                          WHERE e->>'kind' = 'reference'
+                                            AND e->>'relation' IN ('cites', 'unknown')) THEN 2
+                            WHEN EXISTS (SELECT 1 FROM jsonb_array_elements(m.evidence) e
+                                          WHERE e->>'kind' = 'reference'
+                                            AND e->>'relation' = 'shared') THEN 1
+                            ELSE 0 END AS tier,
+                       COALESCE(o.structured_data, '{}'::jsonb) AS structured_data
+                  FROM document_match m
+                  JOIN document o
+                    ON o.id = CASE WHEN m.document_a_id = $1 THEN m.document_b_id ELSE m.document_a_id END
+                 WHERE (m.document_a_id = $1 OR m.document_b_id = $1)
+                   AND o.type = $2
+                   AND o.id <> $3
+                "#,
+            )
+            .bind(end)
+            .bind(other_type)
+            .bind(other)
+            .fetch_all(&mut *conn)
+            .await?;
+            let here = proximity(data_of(&end), data_of(&other));
+            for r in rivals {
+                let edge = (r.edge_id, r.other_id, end);
+                match (tier, tier_of(r.tier)) {
+                    (Tier::Direct, Tier::Shared) => farther.push(edge),
+                    (Tier::Shared, Tier::Direct) => blocked = true,
+                    (Tier::Shared, Tier::Shared) => {
+                        let there = proximity(data_of(&end), &r.structured_data);
+                        match here.cmp(&there) {
+                            std::cmp::Ordering::Less => farther.push(edge),
+                            std::cmp::Ordering::Equal => tied.push(edge),
+                            std::cmp::Ordering::Greater => blocked = true,
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if blocked {
+            tracing::info!(
+                document_id = %document_id,
+                candidate = %d.candidate_id,
+                "a partner cited directly, or tied by a shared citation and nearer, outranks this link; not linked"
+            );
+            continue;
+        }
+        // A tie: neither is uniquely nearest, both go.
+        let tie = !tied.is_empty();
+        let unlink: Vec<(Uuid, Uuid, Uuid)> = if tie { tied } else { farther };
+        if !unlink.is_empty() {
+            let edge_ids: Vec<Uuid> = unlink.iter().map(|(e, _, _)| *e).collect();
+            sqlx::query("DELETE FROM document_match WHERE id = ANY($1)")
+                .bind(&edge_ids)
+                .execute(&mut *conn)
+                .await?;
+            for (_, other, end) in &unlink {
+                dropped.push(*other);
+                dropped.push(*end);
+            }
+        }
+        if tie {
+            tracing::info!(
+                document_id = %document_id,
+                candidate = %d.candidate_id,
+                "two partners tied by a shared citation are equally near; neither is linked"
             );
             continue;
         }
