@@ -72,11 +72,21 @@ async fn run_with(
     config: &MatchingConfig,
     id: Uuid,
 ) -> Result<matching::MatchReport, MatchingError> {
+    run_with_llm(pool, None, embeddings, config, id).await
+}
+
+async fn run_with_llm(
+    pool: &PgPool,
+    llm: Option<&docflow::llm::LlmClient>,
+    embeddings: Option<&EmbeddingClient>,
+    config: &MatchingConfig,
+    id: Uuid,
+) -> Result<matching::MatchReport, MatchingError> {
     let doc: Document = match status::claim(pool, id, None).await.unwrap() {
         status::Claim::Claimed(doc) => doc,
         other => panic!("document {id} not claimable: {other:?}"),
     };
-    let result = matching::match_document_with(pool, None, embeddings, config, &doc).await;
+    let result = matching::match_document_with(pool, llm, embeddings, config, &doc).await;
     if result.is_err() {
         // As the function does once a run failed: the next run claims at once.
         status::release_claim(pool, id, doc.matching_attempts)
@@ -170,11 +180,27 @@ async fn a_delivery_note_citing_nothing_from_a_renamed_supplier_is_found_only_by
         renamed_delivery_note(),
     )
     .await;
-    let report = run_with(&pool, Some(&embeddings), &semantic_heavy(), dn)
-        .await
-        .unwrap();
+    // On the embedding alone the score never links (issue 24 item 5): the LLM decides,
+    // here a stand-in confirming the one candidate it is shown.
+    let llm = MockServer::start().await;
+    messages()
+        .respond_with(docflow_tests::llm::anthropic_text(
+            r#"{"matches":[{"candidate":1,"confidence":"medium","reasoning":"Same goods, quantities and week."}]}"#,
+        ))
+        .mount(&llm)
+        .await;
+    let report = run_with_llm(
+        &pool,
+        Some(&llm_client(&llm)),
+        Some(&embeddings),
+        &semantic_heavy(),
+        dn,
+    )
+    .await
+    .unwrap();
     // The other order's goods share nothing with the note: not a neighbour.
     assert_eq!(report.candidates, 1, "{report:?}");
+    assert_eq!(llm_calls(&llm).await, 1);
     let edge = edges(&pool)
         .await
         .into_iter()
@@ -190,6 +216,7 @@ async fn a_delivery_note_citing_nothing_from_a_renamed_supplier_is_found_only_by
         .clone();
     assert!(semantic["similarity"].as_f64().unwrap() > 0.5, "{semantic}");
     assert!(semantic["weight"].as_f64().unwrap() > 0.0, "{semantic}");
+    assert_eq!(edge.decided_by, "llm");
 
     // The request is the documented one, the key a bearer token.
     let sent = requests(&server).await;
@@ -211,6 +238,68 @@ async fn a_delivery_note_citing_nothing_from_a_renamed_supplier_is_found_only_by
         .unwrap()
         .to_owned();
     assert_eq!(auth, "Bearer sk-test");
+}
+
+/// A delivery note of another supplier ("Hansa Werkzeuge", no VAT id) for the very
+/// goods of the order, citing nothing: to an embedding it looks like the order's own.
+fn another_suppliers_delivery_note() -> Value {
+    let mut note = renamed_delivery_note();
+    note["supplier_name"] = json!("Hansa Werkzeuge AG");
+    note["invoice_number"] = json!("HL-2024-00311");
+    note
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn another_suppliers_delivery_note_for_the_same_goods_is_never_linked_on_its_embedding_alone(
+    pool: PgPool,
+) {
+    let server = embeddings_server().await;
+    let embeddings = client(&server, "text-embedding-3-small");
+    let t = tenant(&pool, "Acme AG").await;
+    let po = document(&pool, t, DocumentType::PurchaseOrder, order()).await;
+    run(&pool, Some(&embeddings), po).await.unwrap();
+
+    // Score only (no LLM): the embedding finds the order, the dissimilar name counts
+    // against, and a pair resting on the embedding alone is not linked by the score.
+    let dn = document(
+        &pool,
+        t,
+        DocumentType::DeliveryNote,
+        another_suppliers_delivery_note(),
+    )
+    .await;
+    let report = run(&pool, Some(&embeddings), dn).await.unwrap();
+    assert_eq!(report.candidates, 1, "the embedding finds the order: {report:?}");
+    assert!(report.decisions.is_empty(), "{report:?}");
+    assert!(pairs(&pool).await.is_empty());
+
+    // With an LLM: the pair is in the ambiguous band, so the LLM is asked, and its "no"
+    // leaves it unlinked; the score never decided it.
+    let llm = MockServer::start().await;
+    messages()
+        .respond_with(docflow_tests::llm::anthropic_text(r#"{"matches":[]}"#))
+        .mount(&llm)
+        .await;
+    let dn2 = document(
+        &pool,
+        t,
+        DocumentType::DeliveryNote,
+        another_suppliers_delivery_note(),
+    )
+    .await;
+    let report = run_with_llm(
+        &pool,
+        Some(&llm_client(&llm)),
+        Some(&embeddings),
+        &MatchingConfig::default(),
+        dn2,
+    )
+    .await
+    .unwrap();
+    assert_eq!(llm_calls(&llm).await, 1, "{report:?}");
+    assert!(pairs(&pool).await.is_empty());
+    let prompt = String::from_utf8(llm.received_requests().await.unwrap()[0].body.clone()).unwrap();
+    assert!(prompt.contains("name_mismatch"), "the dissimilar name is evidence: {prompt}");
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
