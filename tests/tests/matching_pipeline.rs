@@ -1088,7 +1088,9 @@ fn shuffled<T: Copy>(items: &[T]) -> Vec<T> {
     let mut order: Vec<usize> = (0..items.len()).collect();
     let mut x: u64 = 24;
     for i in (1..order.len()).rev() {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         order.swap(i, (x >> 33) as usize % (i + 1));
     }
     order.into_iter().map(|i| items[i]).collect()
@@ -1144,7 +1146,8 @@ async fn a_framework_orders_monthly_invoices_link_to_their_own_delivery_note_onl
     let invoice_note = got
         .iter()
         .filter(|(a, b)| {
-            (invoices.contains(a) && notes.contains(b)) || (invoices.contains(b) && notes.contains(a))
+            (invoices.contains(a) && notes.contains(b))
+                || (invoices.contains(b) && notes.contains(a))
         })
         .count();
     assert_eq!(invoice_note, 12, "invoice–note edges");
@@ -1153,7 +1156,11 @@ async fn a_framework_orders_monthly_invoices_link_to_their_own_delivery_note_onl
     for e in edges(&pool).await {
         if pair(e.document_a_id, e.document_b_id) == pair(invoices[0], notes[0]) {
             assert!(
-                e.evidence.as_array().unwrap().iter().any(|x| x["relation"] == "shared"),
+                e.evidence
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|x| x["relation"] == "shared"),
                 "{}",
                 e.evidence
             );

@@ -269,7 +269,10 @@ async fn another_suppliers_delivery_note_for_the_same_goods_is_never_linked_on_i
     )
     .await;
     let report = run(&pool, Some(&embeddings), dn).await.unwrap();
-    assert_eq!(report.candidates, 1, "the embedding finds the order: {report:?}");
+    assert_eq!(
+        report.candidates, 1,
+        "the embedding finds the order: {report:?}"
+    );
     assert!(report.decisions.is_empty(), "{report:?}");
     assert!(pairs(&pool).await.is_empty());
 
@@ -299,7 +302,10 @@ async fn another_suppliers_delivery_note_for_the_same_goods_is_never_linked_on_i
     assert_eq!(llm_calls(&llm).await, 1, "{report:?}");
     assert!(pairs(&pool).await.is_empty());
     let prompt = String::from_utf8(llm.received_requests().await.unwrap()[0].body.clone()).unwrap();
-    assert!(prompt.contains("name_mismatch"), "the dissimilar name is evidence: {prompt}");
+    assert!(
+        prompt.contains("name_mismatch"),
+        "the dissimilar name is evidence: {prompt}"
+    );
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]

@@ -216,7 +216,12 @@ fn confirmed(source_type: DocumentType, shown: &[&Scored], answer: LlmAnswer) ->
     let mut out = Vec::new();
     for m in &confident {
         let c = shown[m.candidate - 1];
-        if super::write::exclusive(source_type, c.doc_type) && per_type(c.doc_type) > 1 {
+        // Several of one type on circumstance alone contradicts itself too: nothing but
+        // the answer's word tells them apart (an invoice citing nothing, two look-alike
+        // deliveries of the week; a delivery note has one invoice either way).
+        let exclusive = super::write::exclusive(source_type, c.doc_type)
+            || super::score::circumstantial(&c.score.evidence);
+        if exclusive && per_type(c.doc_type) > 1 {
             tracing::info!(
                 candidate = %c.id,
                 doc_type = c.doc_type.as_str(),
@@ -649,12 +654,40 @@ mod tests {
             ),
             vec![]
         );
-        // A purchase order may have several delivery notes: both confirmed.
-        let note_1 = circumstantial_candidate(DocumentType::DeliveryNote, 0.6);
-        let note_2 = circumstantial_candidate(DocumentType::DeliveryNote, 0.6);
+        // A purchase order may have several delivery notes: both confirmed when the
+        // references tie them…
+        let note_1 = scored(0.6);
+        let note_2 = scored(0.6);
+        let (note_1, note_2) = (
+            Scored {
+                doc_type: DocumentType::DeliveryNote,
+                ..note_1
+            },
+            Scored {
+                doc_type: DocumentType::DeliveryNote,
+                ..note_2
+            },
+        );
         assert_eq!(
-            confirmed(DocumentType::PurchaseOrder, &[&note_1, &note_2], everything).len(),
+            confirmed(
+                DocumentType::PurchaseOrder,
+                &[&note_1, &note_2],
+                everything.clone()
+            )
+            .len(),
             2
+        );
+        // …but not two on circumstance alone: an invoice citing nothing that tells the
+        // reader to link all candidates gets neither look-alike delivery note.
+        let look_alike_1 = circumstantial_candidate(DocumentType::DeliveryNote, 0.6);
+        let look_alike_2 = circumstantial_candidate(DocumentType::DeliveryNote, 0.6);
+        assert_eq!(
+            confirmed(
+                DocumentType::Invoice,
+                &[&look_alike_1, &look_alike_2],
+                everything
+            ),
+            vec![]
         );
     }
 
@@ -725,12 +758,7 @@ mod tests {
         let last_month = sharing_the_order(0.8, "2024-02-03", 20);
         let next_month = sharing_the_order(0.8, "2024-04-03", 20);
         let other_quantity = sharing_the_order(0.75, "2024-03-05", 35);
-        let all = [
-            last_month,
-            this_month.clone(),
-            next_month,
-            other_quantity,
-        ];
+        let all = [last_month, this_month.clone(), next_month, other_quantity];
 
         assert_eq!(
             picked(&invoice_of("2024-03-06", 20), &all).await,

@@ -425,15 +425,14 @@ async fn enforce_evidence_ranking(
     }
     let mut ids: Vec<Uuid> = decisions.iter().map(|d| d.candidate_id).collect();
     ids.push(document_id);
-    let data: HashMap<Uuid, serde_json::Value> =
-        sqlx::query_as::<_, (Uuid, serde_json::Value)>(
-            r#"SELECT id, COALESCE(structured_data, '{}'::jsonb) FROM document WHERE id = ANY($1)"#,
-        )
-        .bind(&ids)
-        .fetch_all(&mut *conn)
-        .await?
-        .into_iter()
-        .collect();
+    let data: HashMap<Uuid, serde_json::Value> = sqlx::query_as::<_, (Uuid, serde_json::Value)>(
+        r#"SELECT id, COALESCE(structured_data, '{}'::jsonb) FROM document WHERE id = ANY($1)"#,
+    )
+    .bind(&ids)
+    .fetch_all(&mut *conn)
+    .await?
+    .into_iter()
+    .collect();
     let empty = serde_json::Value::Null;
     let data_of = |id: &Uuid| data.get(id).unwrap_or(&empty);
     for d in decisions {
