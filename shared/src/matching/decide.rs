@@ -813,7 +813,10 @@ mod tests {
         assert!(picked(&json!({}), &[semantic(0.65)]).await.is_empty());
         // The same score with the supplier known some other way links as before.
         let known = circumstantial_candidate(DocumentType::PurchaseOrder, 0.9);
-        assert_eq!(picked(&json!({}), &[known.clone()]).await, vec![known.id]);
+        assert_eq!(
+            picked(&json!({}), std::slice::from_ref(&known)).await,
+            vec![known.id]
+        );
     }
 
     #[test]
