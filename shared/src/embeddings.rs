@@ -31,6 +31,21 @@ use crate::settings::{Env, SettingsError};
 /// through the request's `dimensions` (OpenAI's `text-embedding-3-*` support it).
 pub const INDEXED_DIMENSIONS: &[u32] = &[256, 384, 512, 768, 1024, 1536];
 
+/// At most this many characters of a text are sent to be embedded (issue 24 item 7): the
+/// rest is cut. OpenAI's `text-embedding-3-*` take 8,191 tokens, and a token is at least
+/// one character, so the cut text always fits them; a server with a smaller model may
+/// still answer "too long" (matching then searches without embeddings for that document,
+/// docs/matching.md "Semantic candidates").
+pub const MAX_INPUT_CHARS: usize = 8_000;
+
+/// `text` cut to [`MAX_INPUT_CHARS`] characters (at a character boundary).
+pub fn bounded_input(text: &str) -> &str {
+    match text.char_indices().nth(MAX_INPUT_CHARS) {
+        Some((end, _)) => &text[..end],
+        None => text,
+    }
+}
+
 /// `EMBEDDING_PROVIDER` (`none` by default, or `openai` / `openai-compatible` / `ollama`
 /// / `vllm`), `EMBEDDING_MODEL` (default `text-embedding-3-small`), `EMBEDDING_BASE_URL`
 /// (default `https://api.openai.com`), `EMBEDDING_DIMENSIONS` (default 1536, one of
@@ -270,7 +285,7 @@ impl EmbeddingClient {
         let url = format!("{}/v1/embeddings", self.base_url);
         let mut body = json!({
             "model": self.model,
-            "input": [text],
+            "input": [bounded_input(text)],
             "encoding_format": "float",
         });
         if self.send_dimensions {
@@ -483,6 +498,13 @@ mod tests {
             a,
             hashed_bag_of_words("Toner cartridge black Copy paper A4", 256)
         );
+    }
+
+    #[test]
+    fn the_input_is_cut_to_its_budget_at_a_character_boundary() {
+        let long = "ü".repeat(MAX_INPUT_CHARS + 10);
+        assert_eq!(bounded_input(&long).chars().count(), MAX_INPUT_CHARS);
+        assert_eq!(bounded_input("short"), "short");
     }
 
     #[test]

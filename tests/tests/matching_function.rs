@@ -395,14 +395,11 @@ async fn a_rate_limited_llm_call_is_retried_in_process_and_the_match_is_written(
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
-async fn a_context_window_error_fails_at_once_notifies_the_admins_and_deletes_the_message(
+async fn a_permanent_llm_error_fails_at_once_notifies_the_admins_and_deletes_the_message(
     pool: PgPool,
 ) {
     let llm = MockServer::start().await;
-    messages()
-        .respond_with(context_window_exceeded())
-        .mount(&llm)
-        .await;
+    messages().respond_with(key_refused()).mount(&llm).await;
     let slack = slack_server().await;
     let (inv, _) = ambiguous_invoice(&pool).await;
     let deps = deps(&pool, Some(llm_client(&llm)), slack_notifier(&slack)).await;
@@ -426,7 +423,7 @@ async fn a_context_window_error_fails_at_once_notifies_the_admins_and_deletes_th
         s.matching_error
             .as_deref()
             .unwrap()
-            .contains("prompt is too long"),
+            .contains("invalid x-api-key"),
         "{:?}",
         s.matching_error
     );
@@ -438,7 +435,7 @@ async fn a_context_window_error_fails_at_once_notifies_the_admins_and_deletes_th
     assert_eq!(notes.len(), 1);
     let text = notes[0].to_string();
     assert!(
-        text.contains(&inv.to_string()) && text.contains("prompt is too long"),
+        text.contains(&inv.to_string()) && text.contains("invalid x-api-key"),
         "{text}"
     );
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -573,10 +570,7 @@ async fn an_unusable_llm_answer_is_retried_later_never_recorded_as_no_match(pool
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_failing_notification_channel_does_not_change_the_outcome(pool: PgPool) {
     let llm = MockServer::start().await;
-    messages()
-        .respond_with(context_window_exceeded())
-        .mount(&llm)
-        .await;
+    messages().respond_with(key_refused()).mount(&llm).await;
     let slack = MockServer::start().await;
     wiremock::Mock::given(wiremock::matchers::method("POST"))
         .respond_with(wiremock::ResponseTemplate::new(500).set_body_string("rollup_error"))
@@ -605,10 +599,7 @@ async fn a_notice_that_reaches_no_channel_is_counted_in_the_function_s_metrics(p
     use docflow::telemetry::metrics::{self as m, dimension};
 
     let llm = MockServer::start().await;
-    messages()
-        .respond_with(context_window_exceeded())
-        .mount(&llm)
-        .await;
+    messages().respond_with(key_refused()).mount(&llm).await;
     let slack = MockServer::start().await;
     wiremock::Mock::given(wiremock::matchers::method("POST"))
         .respond_with(wiremock::ResponseTemplate::new(500).set_body_string("rollup_error"))
@@ -1123,10 +1114,7 @@ async fn a_duplicate_of_a_finished_match_is_discarded_and_a_message_after_a_rese
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_late_duplicate_of_a_recorded_failure_neither_reruns_nor_notifies_again(pool: PgPool) {
     let llm = MockServer::start().await;
-    messages()
-        .respond_with(context_window_exceeded())
-        .mount(&llm)
-        .await;
+    messages().respond_with(key_refused()).mount(&llm).await;
     let slack = slack_server().await;
     let (inv, _) = ambiguous_invoice(&pool).await;
     let deps = deps(&pool, Some(llm_client(&llm)), slack_notifier(&slack)).await;
@@ -1155,10 +1143,7 @@ async fn a_permanent_failure_that_cannot_be_recorded_notifies_once_when_a_redeli
     pool: PgPool,
 ) {
     let llm = MockServer::start().await;
-    messages()
-        .respond_with(context_window_exceeded())
-        .mount(&llm)
-        .await;
+    messages().respond_with(key_refused()).mount(&llm).await;
     let slack = slack_server().await;
     let (inv, _) = ambiguous_invoice(&pool).await;
     let deps = deps(&pool, Some(llm_client(&llm)), slack_notifier(&slack)).await;
@@ -1203,10 +1188,7 @@ async fn a_permanent_failure_that_cannot_be_recorded_notifies_once_when_a_redeli
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_recorded_failure_no_one_was_told_about_is_told_by_the_next_delivery(pool: PgPool) {
     let llm = MockServer::start().await;
-    messages()
-        .respond_with(context_window_exceeded())
-        .mount(&llm)
-        .await;
+    messages().respond_with(key_refused()).mount(&llm).await;
     // Slack is down for the first delivery's three attempts, then back.
     let slack = MockServer::start().await;
     wiremock::Mock::given(wiremock::matchers::method("POST"))
@@ -1270,7 +1252,7 @@ async fn a_permanent_error_of_an_older_delivery_never_overwrites_a_newer_deliver
 ) {
     // Arrange: the LLM refuses the older delivery's prompt for good, once let through.
     let llm = MockServer::start().await;
-    let gate = Gate::answering(context_window_exceeded());
+    let gate = Gate::answering(key_refused());
     messages().respond_with(gate.clone()).mount(&llm).await;
     let slack = slack_server().await;
     let (inv, _) = ambiguous_invoice(&pool).await;
@@ -1306,7 +1288,7 @@ async fn a_permanent_error_of_an_older_delivery_never_overwrites_a_newer_deliver
 async fn an_older_delivery_s_error_never_lands_on_the_attempt_a_newer_delivery_holds(pool: PgPool) {
     // Arrange: the LLM refuses the older delivery's prompt for good, once let through.
     let llm = MockServer::start().await;
-    let gate = Gate::answering(context_window_exceeded());
+    let gate = Gate::answering(key_refused());
     messages().respond_with(gate.clone()).mount(&llm).await;
     let slack = slack_server().await;
     let (inv, _) = ambiguous_invoice(&pool).await;

@@ -393,10 +393,7 @@ async fn normalised_fields_are_kept_when_the_llm_fails_since_they_are_written_be
     pool: PgPool,
 ) {
     let llm = MockServer::start().await;
-    messages()
-        .respond_with(context_window_exceeded())
-        .mount(&llm)
-        .await;
+    messages().respond_with(key_refused()).mount(&llm).await;
     let client = llm_client(&llm);
     let t = tenant(&pool, "Acme AG").await;
     matched_document(
@@ -1259,4 +1256,75 @@ async fn a_delivery_note_the_invoice_cites_outranks_one_that_only_shares_its_ord
     let got = pairs(&pool).await;
     assert!(got.contains(&pair(inv, cited)), "{got:?}");
     assert!(!got.contains(&pair(inv, near)), "{got:?}");
+/// Issue 24 item 7: the LLM answers that the prompt is too large for its context (the
+/// Anthropic body; OpenAI's `context_length_exceeded` is recognised the same way, unit
+/// test in `retry.rs`). No retry can make it fit: the band is decided by the score
+/// alone, exactly as without an LLM, and the document is matched — so is every other
+/// document that meets the same candidate.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_context_window_error_leaves_the_band_to_the_score_and_the_document_is_matched(
+    pool: PgPool,
+) {
+    let llm = MockServer::start().await;
+    messages()
+        .respond_with(context_window_exceeded())
+        .mount(&llm)
+        .await;
+    let client = llm_client(&llm);
+
+    // The same documents in two tenants: one matched with the failing LLM, one without.
+    let mut decided = Vec::new();
+    for with_llm in [true, false] {
+        let t = tenant(&pool, if with_llm { "Acme AG" } else { "Control AG" }).await;
+        let po = matched_document(
+            &pool,
+            t,
+            DocumentType::PurchaseOrder,
+            purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
+        )
+        .await;
+        let mut runs = Vec::new();
+        for (number, date) in [("RE-77", "2024-03-08"), ("RE-78", "2024-03-09")] {
+            let inv = document(
+                &pool,
+                t,
+                DocumentType::Invoice,
+                invoice_without_references(number, date, 1190.0),
+            )
+            .await;
+            let report = run_matching(&pool, with_llm.then_some(&client), inv)
+                .await
+                .unwrap_or_else(|e| panic!("{number} is matched, not failed: {e:?}"));
+            assert_eq!(
+                state(&pool, inv).await.matching_status.as_deref(),
+                Some("succeeded")
+            );
+            let found: Vec<_> = report
+                .decisions
+                .iter()
+                .map(|d| {
+                    assert_eq!(d.candidate_id, po);
+                    (d.confidence, d.decided_by, d.score)
+                })
+                .collect();
+            runs.push(found);
+        }
+        decided.push(runs);
+    }
+    assert_eq!(
+        llm_calls(&llm).await,
+        2,
+        "one call per document, not retried"
+    );
+    assert_eq!(
+        decided[0], decided[1],
+        "the score decides, as without an LLM"
+    );
+    // The band was reached: the fallback is the score-only rule, not "no link".
+    assert!(
+        decided[0][0]
+            .iter()
+            .all(|(_, by, _)| *by == DecidedBy::Score),
+        "{decided:?}"
+    );
 }

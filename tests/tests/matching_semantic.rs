@@ -600,3 +600,215 @@ async fn a_rotated_embeddings_key_is_read_again_and_the_request_repeated_once() 
     );
     assert_eq!(requests(&server).await.len() - before, 1);
 }
+
+/// Issue 24 item 10: a tenant with under 1 % of the embeddings of a shared table gets
+/// its k nearest neighbours, exactly. The table stands in for one 40 times larger
+/// (4,024 rows for 160,000): the connection scales pgvector's `hnsw.max_scan_tuples`
+/// down by the same factor (20,000 → 500), so a filtered HNSW walk reads the same
+/// share of the graph as it would there, and it plans as a warm connection does after
+/// five executions of a prepared statement (`plan_cache_mode = force_generic_plan`:
+/// the generic plan does not know the tenant is small and walks the HNSW index). The
+/// tenant's 24 rows (0.6 %, 16 of them orders or invoices) then left a filtered HNSW
+/// search with about 2 of its 10 neighbours; the search now ranks a tenant below
+/// `EXACT_SEARCH_BELOW` embeddings exactly.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_tenant_with_under_one_percent_of_the_embeddings_gets_its_k_nearest_neighbours(
+    pool: PgPool,
+) {
+    let small = tenant(&pool, "Small GmbH").await;
+    let large = tenant(&pool, "Large AG").await;
+    for (tenant_id, count) in [(small, 24), (large, 4_000)] {
+        sqlx::query(
+            r#"
+            INSERT INTO document (tenant_id, type, file_path, structured_data, embedding, embedding_model)
+            SELECT $1,
+                   (ARRAY['purchase_order','delivery_note','invoice'])[1 + g % 3]::document_type,
+                   'documents/x.pdf', '{}'::jsonb,
+                   (SELECT array_agg(random()::real - 0.5) FROM generate_series(1, 256) WHERE g > 0)::vector,
+                   'm'
+              FROM generate_series(1, $2) g
+            "#,
+        )
+        .bind(tenant_id)
+        .bind(count)
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    sqlx::query("ANALYZE document")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let options = (*pool.connect_options()).clone().options([
+        ("hnsw.max_scan_tuples", "500"),
+        ("plan_cache_mode", "force_generic_plan"),
+    ]);
+    let warm = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(1)
+        .connect_with(options)
+        .await
+        .unwrap();
+
+    let probe_text = docflow::embeddings::to_pgvector_text(
+        &(0..256)
+            .map(|i| ((i * 37 % 101) as f32) / 101.0 - 0.5)
+            .collect::<Vec<_>>(),
+    );
+    let probe = matching::semantic::Probe {
+        vector: &probe_text,
+        model: "m",
+        dimensions: 256,
+    };
+    let query = matching::candidates::Query {
+        tenant_id: small,
+        document_id: Uuid::new_v4(),
+        doc_type: DocumentType::DeliveryNote,
+        counterparty: None,
+        vat_id: None,
+        iban: None,
+        references: &[],
+        own_probe: &[],
+        cited_probe: &[],
+        date: chrono::NaiveDate::from_ymd_opt(2024, 3, 1).unwrap(),
+    };
+    // The true 10 nearest of the tenant's orders and invoices, by a sequential scan.
+    let truth: Vec<Uuid> = sqlx::query_scalar(
+        r#"
+        SELECT id FROM document
+         WHERE tenant_id = $1 AND type IN ('purchase_order', 'invoice')
+         ORDER BY embedding::vector(256) <=> $2::text::vector(256), id
+         LIMIT 10
+        "#,
+    )
+    .bind(small)
+    .bind(&probe_text)
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(truth.len(), 10);
+
+    // More than five times: the generic plan is in use from the sixth on.
+    for _ in 0..7 {
+        let found = matching::semantic::nearest(&warm, &query, &probe, 10, -1.0)
+            .await
+            .unwrap();
+        let ids: Vec<Uuid> = found.iter().map(|c| c.id).collect();
+        assert_eq!(ids, truth, "the tenant's 10 nearest, in order");
+    }
+
+    // The exact search reads the tenant's rows through their index, not the HNSW graph
+    // and not the table (planned for this tenant: the search plans it so each time).
+    let plan: Vec<String> =
+        sqlx::query_scalar(&format!("EXPLAIN {}", matching::semantic::exact_sql(256)))
+            .bind(small)
+            .bind(Uuid::new_v4())
+            .bind(vec!["purchase_order", "invoice"])
+            .bind(None::<&str>)
+            .bind(&probe_text)
+            .bind("m")
+            .bind(10i64)
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    let plan = plan.join("\n");
+    println!("{plan}");
+    assert!(plan.contains("idx_document_embedding_tenant"), "{plan}");
+    assert!(!plan.contains("idx_document_embedding_256"), "{plan}");
+    assert!(!plan.contains("Seq Scan on document"), "{plan}");
+}
+
+/// Issue 24 item 7: a document whose text is too long for the embeddings model. The
+/// request carries at most `MAX_INPUT_CHARS` of it; a server with a smaller model (here
+/// one taking 2,000 characters) answers 400 with OpenAI's body for it. That document is
+/// matched without the semantic search instead of failing, and the documents meeting it
+/// afterwards are matched as usual.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_text_too_long_for_the_embeddings_model_is_matched_without_the_semantic_search(
+    pool: PgPool,
+) {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/embeddings"))
+        .respond_with(|request: &Request| {
+            let body: Value = serde_json::from_slice(&request.body).unwrap();
+            let chars = body["input"][0].as_str().unwrap().chars().count();
+            if chars > 2_000 {
+                // What OpenAI answers for an input over the model's limit.
+                ResponseTemplate::new(400).set_body_json(json!({"error": {
+                    "message": format!("This model's maximum context length is 512 tokens, however you requested {} tokens ({} in your prompt; 0 for the completion). Please reduce your prompt; or completion length.", chars / 3, chars / 3),
+                    "type": "invalid_request_error", "param": null, "code": null
+                }}))
+            } else {
+                answer(request)
+            }
+        })
+        .mount(&server)
+        .await;
+    let embeddings = client(&server, "m");
+    let t = tenant(&pool, "Acme AG").await;
+    let po = document(&pool, t, DocumentType::PurchaseOrder, order()).await;
+    run(&pool, Some(&embeddings), po).await.unwrap();
+
+    // A delivery note of the order with 400 long lines: 40,000+ characters of text.
+    let mut long_note = renamed_delivery_note();
+    long_note["po_reference"] = json!("PO-2024-0042");
+    long_note["line_items"] = json!(
+        (0..400)
+            .map(|i| json!({"description": format!("Toner cartridge black, batch {i} of the framework order, shipped on pallet {i}"), "quantity": 1}))
+            .collect::<Vec<_>>()
+    );
+    let dn = document(&pool, t, DocumentType::DeliveryNote, long_note).await;
+    let report = run(&pool, Some(&embeddings), dn)
+        .await
+        .unwrap_or_else(|e| panic!("the note is matched, not failed: {e:?}"));
+    assert!(
+        report.decisions.iter().any(|d| d.candidate_id == po),
+        "its order is found by the reference: {report:?}"
+    );
+    let s = state(&pool, dn).await;
+    assert_eq!(s.matching_status.as_deref(), Some("succeeded"));
+    let stored: Option<String> =
+        sqlx::query_scalar("SELECT embedding_model FROM document WHERE id = $1")
+            .bind(dn)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(stored, None, "no embedding stored for it");
+
+    // Every request was cut to the budget; the one for the note failed once, permanent.
+    let sent = requests(&server).await;
+    assert!(
+        sent.iter()
+            .all(|r| r["input"][0].as_str().unwrap().chars().count()
+                <= docflow::embeddings::MAX_INPUT_CHARS)
+    );
+    assert_eq!(
+        sent.iter()
+            .filter(|r| r["input"][0].as_str().unwrap().chars().count() > 2_000)
+            .count(),
+        1,
+        "not retried"
+    );
+
+    // An invoice meeting the note (it cites it) and the order is matched as usual.
+    let inv = document(
+        &pool,
+        t,
+        DocumentType::Invoice,
+        json!({
+            "document_type": "invoice",
+            "invoice_number": "RE-9001",
+            "invoice_date": "2024-03-10",
+            "supplier_name": "OfficeOne Supplies GmbH",
+            "po_reference": "PO-2024-0042",
+            "delivery_note_reference": "LS-7781",
+            "currency": "EUR",
+            "total": 1250.0,
+            "line_items": [{"description": "Toner cartridge black", "quantity": 10}]
+        }),
+    )
+    .await;
+    let report = run(&pool, Some(&embeddings), inv).await.unwrap();
+    let linked: Vec<Uuid> = report.decisions.iter().map(|d| d.candidate_id).collect();
+    assert!(linked.contains(&dn) && linked.contains(&po), "{report:?}");
+}

@@ -3,15 +3,25 @@
 //! [`super::semantic`].
 //!
 //! Every path is one tenant-scoped index scan with a LIMIT, so the cost does not grow
-//! with the tenant (the plan at 100,000 documents is in docs/matching.md):
+//! with the tenant (the plans at 100,000 and at 1,000,000 documents are in
+//! docs/matching.md):
 //!
 //! | path | index |
 //! |---|---|
-//! | shared reference keys | `idx_document_tenant_references` (GIN on `matching_tenant_keys(tenant, keys)`) |
+//! | the numbers the source cites, among the others' own numbers | `idx_document_tenant_own_keys` (GIN on `matching_tenant_keys(tenant, matching_own_keys)`) |
+//! | the source's own and cited numbers, among what the others cite | `idx_document_tenant_cited_keys` |
+//! | documents normalised before the typed keys (pooled keys) | `idx_document_tenant_references_legacy` (partial: only those) |
 //! | same VAT id, nearest dates | `idx_document_vat_date` |
 //! | same IBAN, nearest dates | `idx_document_iban_date` |
 //! | similar name: the 5 nearest names of the tenant, then their nearest dates | `idx_matching_counterparty_trgm` (GiST KNN), `idx_document_counterparty_date` |
 //! | documents already linked to the source | `document_match` keys |
+//!
+//! Keys are typed (`po:PO-12345`, [`super::normalize::SearchKeys`]) and own and cited
+//! numbers are indexed apart (issue 24 item 9), so a number part common among other
+//! suppliers' own numbers (`12345` of `RE-12345`, `LS-12345`) does not fill the slots of
+//! a document citing order `PO-12345`. Each path has its own quota ([`Quotas`]): its
+//! nearest documents up to the quota are kept whatever the other paths found; the
+//! slots left over go to references first, then by nearness in date.
 //!
 //! The already-linked documents are always returned, beyond the limit: the write phase
 //! replaces only the edges of documents this run judged, so an edge it did not judge is
@@ -53,8 +63,14 @@ pub struct Query<'a> {
     pub counterparty: Option<&'a str>,
     pub vat_id: Option<&'a str>,
     pub iban: Option<&'a str>,
-    /// The source's search keys ([`super::normalize::References::search_keys`]).
+    /// The source's pooled search keys ([`super::normalize::References::search_keys`]):
+    /// looked up among documents normalised before the typed keys.
     pub references: &'a [String],
+    /// Looked up in the others' own keys ([`super::normalize::SearchKeys::own_probe`]).
+    pub own_probe: &'a [String],
+    /// Looked up in the others' cited keys
+    /// ([`super::normalize::SearchKeys::cited_probe`]).
+    pub cited_probe: &'a [String],
     /// The source's date ([`super::normalize::Normalized::date`]), else today.
     pub date: NaiveDate,
 }
@@ -63,6 +79,36 @@ pub struct Query<'a> {
 pub const NAME_SIMILARITY_FLOOR: f64 = 0.3;
 /// How many distinct similar counterparty names the name path follows.
 const NAMES: i64 = 5;
+
+/// The slots each path keeps for its nearest documents, whatever the others found
+/// (issue 24 item 9); the rest of the limit goes to references first, then by date.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quotas {
+    /// The numbers the source cites, among the others' own numbers.
+    pub cites: i64,
+    /// The source's numbers among what the others cite (and pooled legacy keys).
+    pub cited: i64,
+    /// Same VAT id or IBAN.
+    pub supplier: i64,
+    /// Similar names.
+    pub name: i64,
+}
+
+impl Quotas {
+    /// Of `limit` (`MATCH_MAX_CANDIDATES`, 50): a fifth each (10) for the source's
+    /// citations, for the others' citations, for the VAT id and IBAN and for names; the
+    /// last fifth to the best of any path (references first, then by date). The semantic
+    /// path has its own, `MATCH_SEMANTIC_CANDIDATES` (10), beyond the limit.
+    pub fn of(limit: i64) -> Quotas {
+        let fifth = (limit / 5).max(1);
+        Quotas {
+            cites: fifth,
+            cited: fifth,
+            supplier: fifth,
+            name: fifth,
+        }
+    }
+}
 
 /// Documents of the same tenant and of a type that pairs with the source's (see
 /// [`DocumentType::matchable_with`]) that share a reference key, the VAT id, the IBAN or a
@@ -89,6 +135,7 @@ pub async fn find_candidates(
     if types.is_empty() {
         return Ok(Vec::new());
     }
+    let quotas = Quotas::of(limit);
     sqlx::query_as::<_, Candidate>(CANDIDATES)
         .bind(query.tenant_id)
         .bind(query.document_id)
@@ -101,47 +148,78 @@ pub async fn find_candidates(
         .bind(limit)
         .bind(NAME_SIMILARITY_FLOOR)
         .bind(NAMES)
+        .bind(query.own_probe)
+        .bind(query.cited_probe)
+        .bind(quotas.cites)
+        .bind(quotas.cited)
+        .bind(quotas.supplier)
+        .bind(quotas.name)
         .fetch_all(pool)
         .await
 }
 
-/// The candidate query ($1 tenant, $2 source id, $3 types, $4 name, $5 reference keys,
-/// $6 VAT id, $7 IBAN, $8 date, $9 limit, $10 name similarity floor, $11 names).
-/// Public so a test can `EXPLAIN` it.
+/// The candidate query ($1 tenant, $2 source id, $3 types, $4 name, $5 pooled reference
+/// keys, $6 VAT id, $7 IBAN, $8 date, $9 limit, $10 name similarity floor, $11 names,
+/// $12 own-key probe, $13 cited-key probe, $14–$17 the quotas: citations, cited,
+/// supplier, name). Public so a test can `EXPLAIN` it.
 pub const CANDIDATES: &str = r#"
 WITH by_reference AS (
-    SELECT d.id, 0 AS path, abs(d.document_date - $8::date) AS distance
-      FROM document d
-     WHERE d.tenant_id = $1
-       AND matching_tenant_keys(d.tenant_id, d.normalized_references)
-           && matching_tenant_keys($1, $5::text[])
-       AND d.id <> $2
-       AND d.type = ANY($3::text[]::document_type[])
-     ORDER BY distance, d.id
-     LIMIT $9
+    -- The numbers the source cites, among the others' own numbers.
+    (SELECT d.id, 0 AS path, 0 AS quota, abs(d.document_date - $8::date) AS distance
+       FROM document d
+      WHERE d.tenant_id = $1
+        AND matching_tenant_keys(d.tenant_id, d.matching_own_keys)
+            && matching_tenant_keys($1, $12::text[])
+        AND d.id <> $2
+        AND d.type = ANY($3::text[]::document_type[])
+      ORDER BY distance, d.id
+      LIMIT $9)
+    UNION ALL
+    -- The source's own (and cited) numbers, among what the others cite.
+    (SELECT d.id, 0, 1, abs(d.document_date - $8::date) AS distance
+       FROM document d
+      WHERE d.tenant_id = $1
+        AND matching_tenant_keys(d.tenant_id, d.matching_cited_keys)
+            && matching_tenant_keys($1, $13::text[])
+        AND d.id <> $2
+        AND d.type = ANY($3::text[]::document_type[])
+      ORDER BY distance, d.id
+      LIMIT $9)
+    UNION ALL
+    -- Documents normalised before the typed keys: their pooled keys.
+    (SELECT d.id, 0, 1, abs(d.document_date - $8::date) AS distance
+       FROM document d
+      WHERE d.tenant_id = $1
+        AND d.matching_own_keys IS NULL AND cardinality(d.normalized_references) > 0
+        AND matching_tenant_keys(d.tenant_id, d.normalized_references)
+            && matching_tenant_keys($1, $5::text[])
+        AND d.id <> $2
+        AND d.type = ANY($3::text[]::document_type[])
+      ORDER BY distance, d.id
+      LIMIT $9)
 ), by_vat AS (
-    (SELECT d.id, 1 AS path, d.document_date - $8::date AS distance
+    (SELECT d.id, 1 AS path, 2 AS quota, d.document_date - $8::date AS distance
        FROM document d
       WHERE d.tenant_id = $1 AND d.normalized_vat_id = $6 AND d.document_date >= $8::date
         AND d.id <> $2 AND d.type = ANY($3::text[]::document_type[])
       ORDER BY d.document_date
       LIMIT $9)
     UNION ALL
-    (SELECT d.id, 1, $8::date - d.document_date
+    (SELECT d.id, 1, 2, $8::date - d.document_date
        FROM document d
       WHERE d.tenant_id = $1 AND d.normalized_vat_id = $6 AND d.document_date < $8::date
         AND d.id <> $2 AND d.type = ANY($3::text[]::document_type[])
       ORDER BY d.document_date DESC
       LIMIT $9)
 ), by_iban AS (
-    (SELECT d.id, 1 AS path, d.document_date - $8::date AS distance
+    (SELECT d.id, 1 AS path, 2 AS quota, d.document_date - $8::date AS distance
        FROM document d
       WHERE d.tenant_id = $1 AND d.normalized_iban = $7 AND d.document_date >= $8::date
         AND d.id <> $2 AND d.type = ANY($3::text[]::document_type[])
       ORDER BY d.document_date
       LIMIT $9)
     UNION ALL
-    (SELECT d.id, 1, $8::date - d.document_date
+    (SELECT d.id, 1, 2, $8::date - d.document_date
        FROM document d
       WHERE d.tenant_id = $1 AND d.normalized_iban = $7 AND d.document_date < $8::date
         AND d.id <> $2 AND d.type = ANY($3::text[]::document_type[])
@@ -156,7 +234,7 @@ WITH by_reference AS (
              LIMIT $11) nearest
      WHERE similarity(nearest.name, $4) >= $10
 ), by_name AS (
-    SELECT x.id, 1 AS path, x.distance
+    SELECT x.id, 1 AS path, 3 AS quota, x.distance
       FROM names n
       CROSS JOIN LATERAL (
           (SELECT d.id, d.document_date - $8::date AS distance
@@ -175,14 +253,25 @@ WITH by_reference AS (
             ORDER BY d.document_date DESC
             LIMIT $9)
       ) x
+), ranked AS (
+    -- Each path's (quota's) documents numbered by nearness: the first of each, up to its
+    -- quota, are kept whatever the other paths found.
+    SELECT id, path, distance,
+           row_number() OVER (PARTITION BY quota ORDER BY distance, id)
+               <= CASE quota WHEN 0 THEN $14::bigint WHEN 1 THEN $15::bigint
+                             WHEN 2 THEN $16::bigint ELSE $17::bigint END
+               AS reserved
+      FROM (SELECT id, quota, min(path) AS path, min(distance) AS distance
+              FROM (SELECT * FROM by_reference
+                    UNION ALL SELECT * FROM by_vat
+                    UNION ALL SELECT * FROM by_iban
+                    UNION ALL SELECT * FROM by_name) f
+             GROUP BY id, quota) g
 ), found AS (
     SELECT id
-      FROM (SELECT * FROM by_reference
-            UNION ALL SELECT * FROM by_vat
-            UNION ALL SELECT * FROM by_iban
-            UNION ALL SELECT * FROM by_name) f
+      FROM ranked
      GROUP BY id
-     ORDER BY min(path), min(distance), id
+     ORDER BY bool_or(reserved) DESC, min(path), min(distance), id
      LIMIT $9
 ), linked AS (
     SELECT document_b_id AS id FROM document_match WHERE document_a_id = $2

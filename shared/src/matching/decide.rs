@@ -97,6 +97,28 @@ pub const MAX_FIELD_CHARS: usize = 200;
 /// At most this many line items of a document reach the prompt.
 pub const MAX_LINE_ITEMS: usize = 20;
 
+/// At most this many candidates go to the LLM in one call (issue 24 item 7): the
+/// highest scores of the band; the others are decided by the score alone, as without
+/// an LLM.
+pub const MAX_LLM_CANDIDATES: usize = 8;
+
+/// The budget of one document in the prompt: its fenced JSON, in characters. A summary
+/// over it is cut further (fewer line items and list entries, shorter texts) until it
+/// fits ([`fitted`]).
+pub const MAX_DOCUMENT_CHARS: usize = 8_000;
+
+/// The budget of our header of one candidate (number, score, evidence), in characters.
+pub const MAX_HEADER_CHARS: usize = 1_000;
+
+/// The bound of one call's user prompt, in characters: the source and
+/// [`MAX_LLM_CANDIDATES`] candidates at their budgets, and the fixed text: 80,740
+/// characters, about 27,000 tokens at 3 characters per token and 81,000 at worst (one
+/// token per character), with the system prompt (1,100 characters) inside a
+/// 128,000-token context; the answer is bounded by `LLM_MAX_TOKENS` (4,096).
+pub const MAX_PROMPT_CHARS: usize = 200
+    + (1 + MAX_LLM_CANDIDATES) * (MAX_DOCUMENT_CHARS + 60)
+    + MAX_LLM_CANDIDATES * MAX_HEADER_CHARS;
+
 /// Decides every scored candidate. The LLM (if any) is called once, for the ambiguous
 /// ones only, and before any database transaction.
 ///
@@ -149,28 +171,48 @@ pub async fn decide(
         return Ok(decisions);
     }
     match llm {
-        None => decisions.extend(
-            ambiguous
-                .into_iter()
-                // Resting on the embeddings alone, a pair needs an LLM's word.
-                .filter(|c| !semantic_only(&c.score))
-                .filter(|c| c.score.score >= thresholds.score_only)
-                .map(|c| Decision {
-                    candidate_id: c.id,
-                    candidate_type: c.doc_type,
-                    score: c.score.score,
-                    confidence: Confidence::Low,
-                    decided_by: DecidedBy::Score,
-                    evidence: c.score.evidence.clone(),
-                    reasoning: None,
-                }),
-        ),
+        None => decisions.extend(score_only(thresholds, &contested, &ambiguous)),
         Some(llm) => {
+            // Bounded cost: the highest scores go to the LLM (in their order), the rest
+            // are decided as without an LLM.
+            let overflow = over_the_llm_limit(&mut ambiguous);
+            if !overflow.is_empty() {
+                tracing::info!(
+                    sent = ambiguous.len(),
+                    decided_by_score = overflow.len(),
+                    "more candidates in the band than one LLM call takes; the rest decided by the score"
+                );
+                decisions.extend(score_only(thresholds, &contested, &overflow));
+            }
             let user = user_prompt(source_type, source_data, &ambiguous);
             let count = ambiguous.len();
-            let (answer, completion) = llm
+            let (answer, completion) = match llm
                 .complete_json::<LlmAnswer, _>(SYSTEM_PROMPT, &user, |a| validate(a, count))
-                .await?;
+                .await
+            {
+                Ok(answered) => answered,
+                // Too large for this model's context, whatever the budgets (a small local
+                // model): no retry makes it fit. The band is decided by the score alone,
+                // as without an LLM; the document is matched, not failed.
+                Err(LlmError::ContextWindow { status, body }) => {
+                    tracing::warn!(
+                        status,
+                        body = %body,
+                        candidates = count,
+                        prompt_chars = user.len(),
+                        "the LLM's context window is too small for this document's candidates; the score decides them"
+                    );
+                    metrics::count_by(
+                        metrics::dimension::OUTCOME,
+                        "context_window",
+                        metrics::matching::LLM_DECISIONS,
+                        count as u64,
+                    );
+                    decisions.extend(score_only(thresholds, &contested, &ambiguous));
+                    return Ok(decisions);
+                }
+                Err(other) => return Err(other),
+            };
             let by_outcome = |outcome: &str, n: usize| {
                 metrics::count_by(
                     metrics::dimension::OUTCOME,
@@ -193,6 +235,49 @@ pub async fn decide(
         }
     }
     Ok(decisions)
+}
+
+/// The band decided by the score alone (no LLM, or none usable): a candidate at or above
+/// [`Thresholds::score_only`] links with confidence `low`, unless it is contested or rests
+/// on the embeddings alone (such a pair needs an LLM's word).
+fn score_only(thresholds: &Thresholds, contested: &[Uuid], band: &[&Scored]) -> Vec<Decision> {
+    band.iter()
+        .filter(|c| !contested.contains(&c.id) && !semantic_only(&c.score))
+        .filter(|c| c.score.score >= thresholds.score_only)
+        .map(|c| Decision {
+            candidate_id: c.id,
+            candidate_type: c.doc_type,
+            score: c.score.score,
+            confidence: Confidence::Low,
+            decided_by: DecidedBy::Score,
+            evidence: c.score.evidence.clone(),
+            reasoning: None,
+        })
+        .collect()
+}
+
+/// Keeps the [`MAX_LLM_CANDIDATES`] highest scores of `band` (ties: the earlier), in their
+/// order, and returns the others.
+fn over_the_llm_limit<'a>(band: &mut Vec<&'a Scored>) -> Vec<&'a Scored> {
+    if band.len() <= MAX_LLM_CANDIDATES {
+        return Vec::new();
+    }
+    let mut ranked: Vec<usize> = (0..band.len()).collect();
+    ranked.sort_by(|&a, &b| {
+        band[b]
+            .score
+            .score
+            .total_cmp(&band[a].score.score)
+            .then(a.cmp(&b))
+    });
+    let keep: std::collections::HashSet<usize> =
+        ranked.into_iter().take(MAX_LLM_CANDIDATES).collect();
+    let (kept, over): (Vec<_>, Vec<_>) = band
+        .drain(..)
+        .enumerate()
+        .partition(|(i, _)| keep.contains(i));
+    *band = kept.into_iter().map(|(_, c)| c).collect();
+    over.into_iter().map(|(_, c)| c).collect()
 }
 
 /// What the LLM's answer may link (docs/matching.md, "The LLM band is untrusted"): it
@@ -375,9 +460,41 @@ pub fn validate(answer: &LlmAnswer, candidates: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// How far a value is cut: texts to `chars` characters, lists to `items` entries.
+#[derive(Debug, Clone, Copy)]
+struct Cut {
+    chars: usize,
+    items: usize,
+}
+
+/// The prompt's default cut ([`MAX_FIELD_CHARS`], [`MAX_LINE_ITEMS`]), then ever harder
+/// ones for a value still over its budget.
+const CUTS: &[Cut] = &[
+    Cut {
+        chars: MAX_FIELD_CHARS,
+        items: MAX_LINE_ITEMS,
+    },
+    Cut {
+        chars: MAX_FIELD_CHARS,
+        items: 10,
+    },
+    Cut {
+        chars: 100,
+        items: 5,
+    },
+    Cut {
+        chars: 50,
+        items: 2,
+    },
+    Cut {
+        chars: 20,
+        items: 0,
+    },
+];
+
 /// The fields of a document the model needs; every text cut to [`MAX_FIELD_CHARS`],
-/// line items to [`MAX_LINE_ITEMS`].
-fn summary(doc_type: DocumentType, data: &Value) -> Value {
+/// line items to [`MAX_LINE_ITEMS`] (or harder, see [`CUTS`]).
+fn summary(doc_type: DocumentType, data: &Value, cut: Cut) -> Value {
     let mut out = serde_json::Map::new();
     out.insert("type".into(), json!(doc_type.as_str()));
     for key in [
@@ -396,7 +513,7 @@ fn summary(doc_type: DocumentType, data: &Value) -> Value {
         "invoice_reference",
     ] {
         if let Some(v) = data.get(key).filter(|v| !v.is_null()) {
-            out.insert(key.into(), bounded(v, 0));
+            out.insert(key.into(), bounded(v, 0, cut));
         }
     }
     if let Some(items) = data.get("line_items").and_then(Value::as_array) {
@@ -405,36 +522,48 @@ fn summary(doc_type: DocumentType, data: &Value) -> Value {
             Value::Array(
                 items
                     .iter()
-                    .take(MAX_LINE_ITEMS)
-                    .map(|item| bounded(item, 0))
+                    .take(cut.items)
+                    .map(|item| bounded(item, 0, cut))
                     .collect(),
             ),
         );
+        if items.len() > cut.items {
+            out.insert("line_items_omitted".into(), json!(items.len() - cut.items));
+        }
     }
     Value::Object(out)
 }
 
-/// `value` with every string (keys too) cut to [`MAX_FIELD_CHARS`], arrays to
-/// [`MAX_LINE_ITEMS`] entries, objects to 20 keys and nesting to 3 levels.
-fn bounded(value: &Value, depth: usize) -> Value {
+/// `value` with every string (keys too) cut to `cut.chars`, arrays to `cut.items`
+/// entries, objects to 20 keys and nesting to 3 levels.
+fn bounded(value: &Value, depth: usize, cut: Cut) -> Value {
     match value {
-        Value::String(s) => Value::String(truncate(s, MAX_FIELD_CHARS)),
+        Value::String(s) => Value::String(truncate(s, cut.chars)),
         Value::Array(items) if depth < 3 => Value::Array(
             items
                 .iter()
-                .take(MAX_LINE_ITEMS)
-                .map(|v| bounded(v, depth + 1))
+                .take(cut.items)
+                .map(|v| bounded(v, depth + 1, cut))
                 .collect(),
         ),
         Value::Object(map) if depth < 3 => Value::Object(
             map.iter()
                 .take(20)
-                .map(|(k, v)| (truncate(k, 40), bounded(v, depth + 1)))
+                .map(|(k, v)| (truncate(k, 40), bounded(v, depth + 1, cut)))
                 .collect(),
         ),
         Value::Array(_) | Value::Object(_) => Value::Null,
         other => other.clone(),
     }
+}
+
+/// The first of `make`'s cuts ([`CUTS`]) whose escaped JSON fits `budget` characters;
+/// `fallback` when none does (a value so wide that even the hardest cut is over).
+fn fitted(budget: usize, make: impl Fn(Cut) -> Value, fallback: Value) -> String {
+    CUTS.iter()
+        .map(|cut| escaped_json(&make(*cut), true))
+        .find(|json| json.len() <= budget)
+        .unwrap_or_else(|| escaped_json(&fallback, true))
 }
 
 /// `s` cut to `max` characters, `…` marking a cut.
@@ -458,31 +587,39 @@ fn escaped_json(value: &Value, pretty: bool) -> String {
         .replace('>', "\\u003e")
 }
 
-/// A document as fenced untrusted data: its JSON between `<untrusted_document>` tags.
-fn fenced(document: &Value) -> String {
-    format!(
-        "<untrusted_document>\n{}\n</untrusted_document>",
-        escaped_json(document, true)
-    )
+/// A document as fenced untrusted data: its JSON summary, within
+/// [`MAX_DOCUMENT_CHARS`], between `<untrusted_document>` tags.
+fn fenced(doc_type: DocumentType, data: &Value) -> String {
+    let json = fitted(
+        MAX_DOCUMENT_CHARS,
+        |cut| summary(doc_type, data, cut),
+        json!({"type": doc_type.as_str(), "omitted": "too large for the prompt"}),
+    );
+    format!("<untrusted_document>\n{json}\n</untrusted_document>")
 }
 
 fn user_prompt(source_type: DocumentType, source: &Value, candidates: &[&Scored]) -> String {
     let mut prompt = format!(
         "Source document:\n{}\n\nCandidates (only these; answer with their numbers):\n",
-        fenced(&summary(source_type, source))
+        fenced(source_type, source)
     );
     for (i, c) in candidates.iter().enumerate() {
         // The number, score and evidence are ours; the evidence quotes references of the
         // documents, so it is bounded and escaped like them.
-        let ours = json!({
-            "candidate": i + 1,
-            "score": c.score.score,
-            "evidence": bounded(&json!(c.score.evidence), 0),
-        });
+        let header = fitted(
+            MAX_HEADER_CHARS,
+            |cut| {
+                json!({
+                    "candidate": i + 1,
+                    "score": c.score.score,
+                    "evidence": bounded(&json!(c.score.evidence), 0, cut),
+                })
+            },
+            json!({"candidate": i + 1, "score": c.score.score}),
+        );
         prompt.push_str(&format!(
-            "\n{}\n{}\n",
-            escaped_json(&ours, true),
-            fenced(&summary(c.doc_type, &c.structured_data)),
+            "\n{header}\n{}\n",
+            fenced(c.doc_type, &c.structured_data),
         ));
     }
     prompt
@@ -817,6 +954,92 @@ mod tests {
             picked(&json!({}), std::slice::from_ref(&known)).await,
             vec![known.id]
         );
+    /// Issue 24 item 7: however large the documents and however long the evidence, one
+    /// call's prompt stays within [`MAX_PROMPT_CHARS`], each document within
+    /// [`MAX_DOCUMENT_CHARS`], each fence intact.
+    #[test]
+    fn a_prompt_of_the_largest_documents_stays_within_its_bound() {
+        let long = "y".repeat(300);
+        // A line item of 20 keys of 200 characters is 4,000+ characters on its own.
+        let wide_item: serde_json::Map<String, Value> = (0..25)
+            .map(|k| (format!("field_{k}_{long}"), json!(long)))
+            .collect();
+        let huge = json!({
+            "invoice_number": long,
+            "supplier_name": long,
+            "customer_name": long,
+            "po_reference": (0..100).map(|i| format!("PO-{i}-{long}")).collect::<Vec<_>>(),
+            "delivery_note_reference": long,
+            "line_items": (0..100).map(|_| Value::Object(wide_item.clone())).collect::<Vec<_>>(),
+        });
+        let candidates: Vec<Scored> = (0..MAX_LLM_CANDIDATES)
+            .map(|_| Scored {
+                structured_data: huge.clone(),
+                score: Score {
+                    score: 0.6,
+                    evidence: (0..50)
+                        .map(|_| Evidence::Reference {
+                            relation: "shared",
+                            references: (0..50).map(|_| long.clone()).collect(),
+                            specificity: 1.0,
+                            weight: 0.25,
+                        })
+                        .collect(),
+                },
+                ..scored(0.6)
+            })
+            .collect();
+        let shown: Vec<&Scored> = candidates.iter().collect();
+
+        let prompt = user_prompt(DocumentType::Invoice, &huge, &shown);
+
+        assert!(
+            prompt.len() <= MAX_PROMPT_CHARS,
+            "{} > {MAX_PROMPT_CHARS}",
+            prompt.len()
+        );
+        assert_eq!(
+            prompt.matches("<untrusted_document>").count(),
+            1 + MAX_LLM_CANDIDATES
+        );
+        for document in prompt.split("<untrusted_document>").skip(1) {
+            let inside = document.split("</untrusted_document>").next().unwrap();
+            assert!(inside.len() <= MAX_DOCUMENT_CHARS + 2, "{}", inside.len());
+            // Still the document's JSON, cut, not a broken string.
+            let value: Value = serde_json::from_str(inside.trim()).unwrap();
+            assert!(value["type"].is_string(), "{value}");
+        }
+        for i in 1..=MAX_LLM_CANDIDATES {
+            assert!(
+                prompt.contains(&format!("\"candidate\": {i}")),
+                "candidate {i}"
+            );
+        }
+    }
+
+    /// Issue 24 item 7: at most [`MAX_LLM_CANDIDATES`] candidates per call, the highest
+    /// scores, in their order; the others are returned to be decided by the score.
+    #[test]
+    fn at_most_the_llm_limit_of_candidates_go_to_one_call_the_highest_scores() {
+        let all: Vec<Scored> = (0..MAX_LLM_CANDIDATES + 4)
+            .map(|i| scored(0.5 + 0.01 * ((i * 7) % 12) as f64))
+            .collect();
+        let mut band: Vec<&Scored> = all.iter().collect();
+        let over = over_the_llm_limit(&mut band);
+        assert_eq!(band.len(), MAX_LLM_CANDIDATES);
+        assert_eq!(over.len(), 4);
+        let lowest_sent = band.iter().map(|c| c.score.score).fold(1.0, f64::min);
+        assert!(over.iter().all(|c| c.score.score <= lowest_sent));
+        // In their original order.
+        let positions: Vec<usize> = band
+            .iter()
+            .map(|c| all.iter().position(|a| a.id == c.id).unwrap())
+            .collect();
+        assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
+
+        let mut few: Vec<&Scored> = all.iter().take(3).collect();
+        assert!(over_the_llm_limit(&mut few).is_empty());
+        assert_eq!(few.len(), 3);
     }
 
     #[test]

@@ -340,6 +340,8 @@ pub async fn match_document_with(
         return Err(superseded());
     }
 
+    let own_probe = normalized.search_keys.own_probe(doc.doc_type);
+    let cited_probe = normalized.search_keys.cited_probe();
     let query = candidates::Query {
         tenant_id: doc.tenant_id,
         document_id: doc.id,
@@ -348,6 +350,8 @@ pub async fn match_document_with(
         vat_id: normalized.vat_id.as_deref(),
         iban: normalized.iban.as_deref(),
         references: &normalized.reference_keys,
+        own_probe: &own_probe,
+        cited_probe: &cited_probe,
         date: normalized
             .date
             .unwrap_or_else(|| chrono::Utc::now().date_naive()),
@@ -359,12 +363,36 @@ pub async fn match_document_with(
     metrics::count(metrics::matching::CANDIDATES_CONSIDERED, found.len() as u64);
 
     if let Some(client) = embeddings {
-        let vector = semantic::ensure_embedding(pool, client, doc.id, &normalized.searchable_text)
-            .await
-            .map_err(|source| MatchingError::Embedding {
-                document_id: doc.id,
-                source,
-            })?;
+        let vector = match semantic::ensure_embedding(
+            pool,
+            client,
+            doc.id,
+            &normalized.searchable_text,
+        )
+        .await
+        {
+            Ok(vector) => vector,
+            // The text is too long for the embeddings model even cut to its budget (a
+            // small local model): no retry changes that. The document is matched without
+            // the semantic search, as without embeddings, rather than failed (issue 24
+            // item 7); its candidates keep their own embeddings.
+            Err(semantic::EmbedError::Embedding(
+                too_long @ crate::embeddings::EmbeddingError::TooLong { .. },
+            )) => {
+                tracing::warn!(
+                    error = %error_chain(&too_long),
+                    text_chars = normalized.searchable_text.chars().count(),
+                    "the document's text is too long for the embeddings model; matched without the semantic search"
+                );
+                None
+            }
+            Err(source) => {
+                return Err(MatchingError::Embedding {
+                    document_id: doc.id,
+                    source,
+                });
+            }
+        };
         if let Some(vector) = vector.as_deref() {
             let probe = semantic::Probe {
                 vector,

@@ -119,30 +119,11 @@ pub fn normalize_iban(raw: &str) -> Option<String> {
 /// `None` without a digit or with fewer than 3 letters and digits in all: too little to
 /// link two documents on ("n/a", "7").
 pub fn normalize_reference(raw: &str) -> Option<String> {
-    let chars: Vec<char> = raw.chars().map(|c| c.to_ascii_uppercase()).collect();
     let mut groups: Vec<String> = Vec::new();
     let mut current = String::new();
     let mut current_is_digit = false;
     let mut alnum = 0usize;
-    let digit_at = |j: usize| chars.get(j).is_some_and(char::is_ascii_digit);
-    let separator_at = |j: usize| chars.get(j).is_some_and(|c| !c.is_ascii_alphanumeric());
-    for (i, &c) in chars.iter().enumerate() {
-        // Digits on both sides, directly or across one separator (`2O24`, `2024-O042`,
-        // `2024O-42`): a lone letter among digits.
-        let between_digits = || {
-            let before =
-                i > 0 && (digit_at(i - 1) || (i > 1 && separator_at(i - 1) && digit_at(i - 2)));
-            let after = digit_at(i + 1) || (separator_at(i + 1) && digit_at(i + 2));
-            before && after
-        };
-        let c = match c {
-            'O' | 'Q' if between_digits() => '0',
-            'I' | 'L' if between_digits() => '1',
-            'S' if between_digits() => '5',
-            'B' if between_digits() => '8',
-            'Z' if between_digits() => '2',
-            c => c,
-        };
+    for c in ocr_read(raw) {
         if !c.is_ascii_alphanumeric() {
             if !current.is_empty() {
                 groups.push(std::mem::take(&mut current));
@@ -179,6 +160,61 @@ pub fn normalize_reference(raw: &str) -> Option<String> {
         })
         .collect();
     Some(groups.join("-"))
+}
+
+/// `raw` upper case, with a lone letter among digits — directly or across one separator
+/// (`2O24`, `2024-O042`, `2024O-42`) — read as the digit OCR mistook it for.
+fn ocr_read(raw: &str) -> Vec<char> {
+    let chars: Vec<char> = raw.chars().map(|c| c.to_ascii_uppercase()).collect();
+    let digit_at = |j: usize| chars.get(j).is_some_and(char::is_ascii_digit);
+    let separator_at = |j: usize| chars.get(j).is_some_and(|c| !c.is_ascii_alphanumeric());
+    chars
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| {
+            let between_digits = || {
+                let before =
+                    i > 0 && (digit_at(i - 1) || (i > 1 && separator_at(i - 1) && digit_at(i - 2)));
+                let after = digit_at(i + 1) || (separator_at(i + 1) && digit_at(i + 2));
+                before && after
+            };
+            match c {
+                'O' | 'Q' if between_digits() => '0',
+                'I' | 'L' if between_digits() => '1',
+                'S' if between_digits() => '5',
+                'B' if between_digits() => '8',
+                'Z' if between_digits() => '2',
+                c => c,
+            }
+        })
+        .collect()
+}
+
+/// The forms under which the candidate search finds a reference (issue 24 item 9): its
+/// key ([`normalize_reference`]), the key's number part ([`number_part`]) and the run of
+/// all its digits as printed (OCR letters read as digits, leading zeros of the run
+/// dropped), so numbers written with other separators or groupings meet:
+/// `45000 12345` and `4500012345` (`4500012345`), `LS-2024-00123` and `LS202400123`
+/// (`202400123`), `PO 45000-77001` and `4500077001`. A digit run under 4 digits is too
+/// common to search on. Empty when `raw` is no reference.
+pub fn search_forms(raw: &str) -> Vec<String> {
+    let Some(key) = normalize_reference(raw) else {
+        return Vec::new();
+    };
+    let mut forms = vec![key.clone()];
+    let number = number_part(&key);
+    if !number.is_empty() && number != key {
+        forms.push(number);
+    }
+    let run: String = ocr_read(raw)
+        .into_iter()
+        .filter(char::is_ascii_digit)
+        .collect();
+    let run = run.trim_start_matches('0');
+    if run.len() >= 4 && !forms.iter().any(|f| f == run) {
+        forms.push(run.to_owned());
+    }
+    forms
 }
 
 /// The digit groups of a key, without its letters (`PO-2024-42` → `2024-42`): how a
@@ -326,6 +362,127 @@ impl References {
     }
 }
 
+impl RefKind {
+    /// The kind's tag in the typed search keys ([`SearchKeys`]).
+    pub fn tag(self) -> &'static str {
+        match self {
+            RefKind::PurchaseOrder => "po",
+            RefKind::DeliveryNote => "dn",
+            RefKind::Invoice => "inv",
+            RefKind::CreditNote => "cn",
+        }
+    }
+}
+
+/// The tag of a cited number whose kind the document does not say.
+pub const ANY_KIND: &str = "any";
+
+/// The candidate search's keys of a document (issue 24 item 9), own and cited apart,
+/// each `<kind>:<form>` ([`search_forms`], [`RefKind::tag`]): `own` the forms of its own
+/// number under its type's kind (`po:4500012345`), `cited` those of the numbers it cites
+/// under the kind they name (`dn:LS-7781`; `any:` for `reference`). Stored in
+/// `document.matching_own_keys` / `matching_cited_keys`, each behind its own index, so a
+/// number part common in one space (the `12345` of many suppliers' `RE-12345`) does not
+/// crowd the other. Sorted, without duplicates.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SearchKeys {
+    pub own: Vec<String>,
+    pub cited: Vec<String>,
+}
+
+impl SearchKeys {
+    /// Reads the keys of a document of type `doc_type` from the same fields as
+    /// [`References::read`].
+    pub fn read(structured: &Value, doc_type: DocumentType) -> SearchKeys {
+        let forms = |fields: &[&str]| -> Vec<String> {
+            fields
+                .iter()
+                .filter_map(|key| structured.get(*key))
+                .flat_map(reference_values)
+                .flat_map(|raw| search_forms(&raw))
+                .collect()
+        };
+        let mut own = forms(OWN_FIELDS);
+        let mut purchase_orders = forms(PO_FIELDS);
+        let mut delivery_notes = forms(DN_FIELDS);
+        match doc_type {
+            DocumentType::PurchaseOrder => own.append(&mut purchase_orders),
+            DocumentType::DeliveryNote => own.append(&mut delivery_notes),
+            DocumentType::CreditNote => own.extend(forms(&["credit_note_number"])),
+            _ => {}
+        }
+        let typed = |tag: &str, forms: Vec<String>| -> Vec<String> {
+            forms.into_iter().map(|f| format!("{tag}:{f}")).collect()
+        };
+        let mut own = match RefKind::of(doc_type) {
+            Some(kind) => typed(kind.tag(), own),
+            None => Vec::new(),
+        };
+        let mut cited = typed(RefKind::PurchaseOrder.tag(), purchase_orders);
+        cited.extend(typed(RefKind::DeliveryNote.tag(), delivery_notes));
+        cited.extend(typed(RefKind::Invoice.tag(), forms(INVOICE_FIELDS)));
+        cited.extend(typed(ANY_KIND, forms(UNKNOWN_FIELDS)));
+        for keys in [&mut own, &mut cited] {
+            keys.sort();
+            keys.dedup();
+        }
+        SearchKeys { own, cited }
+    }
+
+    /// What a source of type `doc_type` looks up in the other documents' *own* keys: the
+    /// numbers it cites, under the kind cited; a number of unknown kind under every kind
+    /// `doc_type` pairs with.
+    pub fn own_probe(&self, doc_type: DocumentType) -> Vec<String> {
+        let mut probe = Vec::new();
+        for key in &self.cited {
+            let (tag, form) = split_tag(key);
+            if tag == ANY_KIND {
+                probe.extend(
+                    doc_type
+                        .matchable_with()
+                        .iter()
+                        .filter_map(|t| RefKind::of(*t))
+                        .map(|kind| format!("{}:{form}", kind.tag())),
+                );
+            } else {
+                probe.push(key.clone());
+            }
+        }
+        probe.sort();
+        probe.dedup();
+        probe
+    }
+
+    /// What a source looks up in the other documents' *cited* keys: its own number
+    /// (cited by them under its kind, or of unknown kind), and the numbers it cites (cited
+    /// by them too: an invoice and a delivery note naming one order).
+    pub fn cited_probe(&self) -> Vec<String> {
+        let mut probe = Vec::new();
+        for key in self.own.iter().chain(&self.cited) {
+            let (tag, form) = split_tag(key);
+            probe.push(format!("{ANY_KIND}:{form}"));
+            if tag == ANY_KIND {
+                for kind in [
+                    RefKind::PurchaseOrder,
+                    RefKind::DeliveryNote,
+                    RefKind::Invoice,
+                ] {
+                    probe.push(format!("{}:{form}", kind.tag()));
+                }
+            } else {
+                probe.push(key.clone());
+            }
+        }
+        probe.sort();
+        probe.dedup();
+        probe
+    }
+}
+
+fn split_tag(key: &str) -> (&str, &str) {
+    key.split_once(':').unwrap_or((ANY_KIND, key))
+}
+
 /// The normalised fields of one document, as persisted on its row.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Normalized {
@@ -335,6 +492,8 @@ pub struct Normalized {
     pub references: References,
     /// `normalized_references`: [`References::search_keys`].
     pub reference_keys: Vec<String>,
+    /// `matching_own_keys` / `matching_cited_keys`: [`SearchKeys::read`].
+    pub search_keys: SearchKeys,
     /// The document's own date (`invoice_date` and variants).
     pub date: Option<NaiveDate>,
     pub searchable_text: String,
@@ -359,6 +518,7 @@ pub fn normalize(structured: &Value, doc_type: DocumentType) -> Normalized {
         iban,
         references,
         reference_keys,
+        search_keys: SearchKeys::read(structured, doc_type),
         date: document_date(structured),
         searchable_text,
     }
@@ -668,6 +828,78 @@ mod tests {
             DocumentType::Invoice,
         );
         assert_eq!(refs.search_keys(), vec!["1001", "4500123", "RE-1001"]);
+    }
+
+    #[test]
+    fn digit_groups_split_merged_or_misread_share_a_search_form() {
+        let shared = |a: &str, b: &str| {
+            let (fa, fb) = (search_forms(a), search_forms(b));
+            fa.iter().any(|f| fb.contains(f))
+        };
+        assert!(shared("45000 12345", "4500012345"));
+        assert!(shared("LS-2024-00123", "LS202400123"));
+        assert!(shared("PO 45000-77001", "4500077001"));
+        assert!(shared("PO-2024-O042", "PO-2024-0042"));
+        assert!(shared("po 2024-042", "PO-2024/0042"));
+        assert!(!shared("4500012345", "4500012399"));
+        assert!(!shared("LS-2024-00123", "LS-2024-00124"));
+        assert_eq!(search_forms("n/a"), Vec::<String>::new());
+        // A short run is no search form of its own.
+        assert_eq!(search_forms("PO-7-1"), vec!["PO-7-1", "7-1"]);
+    }
+
+    #[test]
+    fn own_and_cited_keys_are_typed_and_kept_apart() {
+        let invoice = SearchKeys::read(
+            &json!({"invoice_number": "RE-12345", "po_reference": "PO-12345",
+                    "delivery_note_reference": "LS 4711", "reference": "K-9988"}),
+            DocumentType::Invoice,
+        );
+        assert_eq!(invoice.own, vec!["inv:12345", "inv:RE-12345"]);
+        assert_eq!(
+            invoice.cited,
+            vec![
+                "any:9988",
+                "any:K-9988",
+                "dn:4711",
+                "dn:LS-4711",
+                "po:12345",
+                "po:PO-12345"
+            ]
+        );
+        // Its citations are looked up among orders' and notes' own numbers only; the
+        // number of unknown kind among every kind an invoice pairs with.
+        let own_probe = invoice.own_probe(DocumentType::Invoice);
+        assert!(own_probe.contains(&"po:12345".to_owned()));
+        assert!(own_probe.contains(&"dn:K-9988".to_owned()));
+        assert!(own_probe.contains(&"po:K-9988".to_owned()));
+        assert!(
+            !own_probe.iter().any(|k| k.starts_with("inv:")),
+            "{own_probe:?}"
+        );
+        // Its own number among what others cite as an invoice (or of unknown kind).
+        let cited_probe = invoice.cited_probe();
+        assert!(cited_probe.contains(&"inv:RE-12345".to_owned()));
+        assert!(cited_probe.contains(&"any:RE-12345".to_owned()));
+        assert!(cited_probe.contains(&"po:PO-12345".to_owned()));
+
+        let order = SearchKeys::read(
+            &json!({"po_number": "45000 12345"}),
+            DocumentType::PurchaseOrder,
+        );
+        assert_eq!(order.own, vec!["po:45000-12345", "po:4500012345"]);
+        assert!(order.cited.is_empty());
+        // The invoice citing it merged finds it.
+        let citing = SearchKeys::read(
+            &json!({"po_reference": "4500012345"}),
+            DocumentType::Invoice,
+        );
+        assert!(
+            citing
+                .own_probe(DocumentType::Invoice)
+                .iter()
+                .any(|k| order.own.contains(k))
+        );
     }
 
     #[test]

@@ -242,6 +242,8 @@ async fn save_normalized_if(
                    normalized_vat_id       = $3,
                    normalized_iban         = $4,
                    normalized_references   = $5,
+                   matching_own_keys       = $10,
+                   matching_cited_keys     = $11,
                    searchable_text         = $6,
                    -- An embedding of other text is stale: the next match makes a new one.
                    embedding       = CASE WHEN document.searchable_text IS DISTINCT FROM $6
@@ -273,6 +275,8 @@ async fn save_normalized_if(
     .bind(n.date)
     .bind(owner.map(|o| o.attempt))
     .bind(owner.map(|o| o.data_version))
+    .bind(&n.search_keys.own)
+    .bind(&n.search_keys.cited)
     .fetch_one(pool)
     .await?;
     Ok(saved == 1)
