@@ -1256,6 +1256,8 @@ async fn a_delivery_note_the_invoice_cites_outranks_one_that_only_shares_its_ord
     let got = pairs(&pool).await;
     assert!(got.contains(&pair(inv, cited)), "{got:?}");
     assert!(!got.contains(&pair(inv, near)), "{got:?}");
+}
+
 /// Issue 24 item 7: the LLM answers that the prompt is too large for its context (the
 /// Anthropic body; OpenAI's `context_length_exceeded` is recognised the same way, unit
 /// test in `retry.rs`). No retry can make it fit: the band is decided by the score

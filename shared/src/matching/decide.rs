@@ -954,6 +954,8 @@ mod tests {
             picked(&json!({}), std::slice::from_ref(&known)).await,
             vec![known.id]
         );
+    }
+
     /// Issue 24 item 7: however large the documents and however long the evidence, one
     /// call's prompt stays within [`MAX_PROMPT_CHARS`], each document within
     /// [`MAX_DOCUMENT_CHARS`], each fence intact.
