@@ -171,12 +171,12 @@ pub async fn setup_with(pool: PgPool, options: Options) -> OutputEnv {
         pool: pool.clone(),
         runtime: BatchRuntime::new(
             sqs.clone(),
-            BatchConfig {
+            document_output::batch_config(BatchConfig {
                 heartbeat: options.heartbeat,
                 // As Terraform sets QUEUE_VISIBILITY_TIMEOUT_SECONDS from the queue.
                 queue_visibility: Some(options.queue_visibility),
                 ..BatchConfig::default()
-            },
+            }),
         )
         .with_function(document_output::FUNCTION)
         .with_metrics(metrics_sink),
