@@ -348,14 +348,15 @@ impl Visibility {
                 .map(|r| r.expect("an entry without a receipt handle is answered"))
                 .collect();
         }
-        match self
-            .client
-            .change_message_visibility_batch()
-            .queue_url(url)
-            .set_entries(Some(request))
-            .send()
-            .await
-        {
+        let answer = Box::pin(
+            self.client
+                .change_message_visibility_batch()
+                .queue_url(url)
+                .set_entries(Some(request))
+                .send(),
+        )
+        .await;
+        match answer {
             Ok(answer) => {
                 for ok in answer.successful() {
                     if let Some(slot) = ok
@@ -672,12 +673,11 @@ impl Message {
     /// go in one call). Dropped while waiting, the message is not sent.
     pub async fn hand_off(&self, queue_url: &str, body: String) -> Result<(), HandOffError> {
         match &self.hand_offs {
-            Some(hand_offs) => hand_offs.send(queue_url, body).await,
+            Some(hand_offs) => Box::pin(hand_offs.send(queue_url, body)).await,
             // Outside a batch: alone.
             None => {
-                HandOffs::new(self.visibility.client.clone())
-                    .send(queue_url, body)
-                    .await
+                let alone = HandOffs::new(self.visibility.client.clone());
+                Box::pin(alone.send(queue_url, body)).await
             }
         }
     }
@@ -920,13 +920,16 @@ impl HandOffs {
                     .expect("id and body are set")
             })
             .collect();
-        let sent = self
-            .client
-            .send_message_batch()
-            .queue_url(queue_url)
-            .set_entries(Some(entries))
-            .send()
-            .await;
+        // Boxed, as the SDK's other calls in the runtime's futures: an SDK call's future
+        // is large, and every record's future would carry it inline.
+        let sent = Box::pin(
+            self.client
+                .send_message_batch()
+                .queue_url(queue_url)
+                .set_entries(Some(entries))
+                .send(),
+        )
+        .await;
         let queue = queue_url.to_owned();
         let mut answers: Vec<Result<(), HandOffError>> = batch
             .iter()

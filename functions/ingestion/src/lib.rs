@@ -287,7 +287,7 @@ pub async fn process(deps: &Deps, message: Message) -> Outcome {
     {
         Ok(Some(claimed)) => claimed,
         Ok(None) => {
-            if let Some(hand_off) = pipeline::resend_hand_off(deps, id, &message).await {
+            if let Some(hand_off) = Box::pin(pipeline::resend_hand_off(deps, id, &message)).await {
                 return after_hand_off(&message, hand_off);
             }
             return lease::unclaimed(&deps.pool, id, deps.config.stale_after).await;

@@ -483,20 +483,21 @@ pub(crate) async fn send_to_matching(
     message: Option<&Message>,
 ) -> HandOff {
     let queue = &deps.config.matching_queue_url;
+    // Boxed: SDK call futures are large, and every record's future would carry them.
     let sent = match message {
-        Some(message) => message
-            .hand_off(queue, document_id.to_string())
+        Some(message) => Box::pin(message.hand_off(queue, document_id.to_string()))
             .await
             .map_err(anyhow::Error::new),
-        None => deps
-            .sqs
-            .send_message()
-            .queue_url(queue)
-            .message_body(document_id.to_string())
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(anyhow::Error::new),
+        None => Box::pin(
+            deps.sqs
+                .send_message()
+                .queue_url(queue)
+                .message_body(document_id.to_string())
+                .send(),
+        )
+        .await
+        .map(|_| ())
+        .map_err(anyhow::Error::new),
     };
     match sent {
         Ok(()) => {
