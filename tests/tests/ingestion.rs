@@ -598,7 +598,9 @@ async fn permanent_input_errors_fail_at_once_without_calling_the_llm(pool: PgPoo
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
-async fn a_failed_send_to_matching_leaves_the_document_pending_for_the_sweeper(pool: PgPool) {
+async fn a_failed_send_to_matching_leaves_the_document_pending_and_retries_the_message(
+    pool: PgPool,
+) {
     let mut h = harness(pool, Ocr::Native).await;
     h.deps.config.matching_queue_url = format!("{}-gone", h.matching_queue.url);
     let id = Uuid::new_v4();
@@ -611,9 +613,13 @@ async fn a_failed_send_to_matching_leaves_the_document_pending_for_the_sweeper(p
 
     let (_, response) = h.deliver(id).await;
 
-    assert!(
-        response.batch_item_failures.is_empty(),
-        "the ingestion itself succeeded"
+    // Issue 27: the hand-off's failure fails its record, so that the redelivery sends
+    // it again (tests/tests/ingestion_batch.rs); the ingestion itself succeeded, and the
+    // document stays pending where the sweeper finds it too.
+    assert_eq!(response.batch_item_failures.len(), 1);
+    assert_eq!(
+        h.calls.visibility_timeouts().last().copied(),
+        Some(ingestion::HAND_OFF_RETRY.as_secs() as i32)
     );
     assert_eq!(h.ingestion(id).await.status, "completed");
     let (_, _, matching, _) = h.document(document_id).await;
