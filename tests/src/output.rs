@@ -84,7 +84,10 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            queue_visibility: Duration::from_secs(60),
+            // Terraform's for document output (6 × its 120 s timeout): what is left of
+            // a receive's visibility covers the extension before work, so the runtime
+            // makes no call, as in AWS. Tests of the extension itself set a shorter one.
+            queue_visibility: Duration::from_secs(720),
             heartbeat: Heartbeat::default(),
             stale_running: Duration::from_secs(600),
             maesn_timeout: Duration::from_secs(10),
