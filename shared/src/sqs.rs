@@ -184,8 +184,8 @@ pub struct BatchConfig {
     /// its visibility is known to last [`Heartbeat::extend_to`]. The runtime makes sure
     /// of it for the whole batch before the first record starts: nothing when what is
     /// left of the receive's visibility already covers it, otherwise one
-    /// `ChangeMessageVisibilityBatch` per 10 records; a record whose entry fails is not
-    /// started (reported as failed untouched). Default off (ingestion's lease is renewed
+    /// `ChangeMessageVisibilityBatch` per 10 records; an entry that fails is logged and
+    /// counted for its record alone. Default off (ingestion's lease is renewed
     /// by its heartbeat; the queue's timeout covers its start).
     pub extend_before_work: bool,
 }
@@ -1198,11 +1198,6 @@ impl BatchRuntime {
             for index in unit {
                 let record = &records_ref[index];
                 let message_id = record.message_id.as_deref().unwrap_or_default();
-                if states_ref.lock().expect("record states poisoned")[index] == RecordState::Failed {
-                    // Its visibility could not be extended before work: not started.
-                    group_failed = true;
-                    continue;
-                }
                 if group_failed {
                     tracing::warn!(
                         message_id,
@@ -1243,8 +1238,7 @@ impl BatchRuntime {
         });
         let all = async {
             if self.config.extend_before_work {
-                self.extend_before_work(messages, states_ref, batch_metrics)
-                    .await;
+                self.extend_before_work(messages, batch_metrics).await;
             }
             records_run.await
         };
@@ -1286,13 +1280,13 @@ impl BatchRuntime {
     /// Seed 002's extension before work, for the whole batch at once: the records whose
     /// remaining visibility does not cover [`Heartbeat::extend_to`] get what one
     /// heartbeat would set, in one `ChangeMessageVisibilityBatch` per queue and 10
-    /// records; when every record is covered, no call at all. A record whose entry is
-    /// refused (or whose call fails) is marked failed: it is not started, and comes back
-    /// after what is left of its visibility.
+    /// records; when every record is covered, no call at all. A refused entry (or a
+    /// failed call) is logged and counted for its own records only, which still start,
+    /// as after a failed single change before (their claim guards against a second
+    /// delivery).
     async fn extend_before_work(
         &self,
         messages: &[Message],
-        states: &Mutex<Vec<RecordState>>,
         batch_metrics: &std::sync::Arc<Mutex<MetricSet>>,
     ) {
         let mut by_queue: Vec<(Option<&str>, Vec<usize>)> = Vec::new();
@@ -1335,18 +1329,21 @@ impl BatchRuntime {
                         let message = &messages[index];
                         match result {
                             Ok(()) => message.hidden_from(asked, entry.seconds),
+                            // As a failed single change always was (document output's
+                            // own extension before this): logged and counted for this
+                            // record alone, which still starts — its claim guards against
+                            // a second delivery; the other entries are unaffected.
                             Err(e) => {
                                 tracing::warn!(
                                     message_id = %message.message_id,
                                     error.message = %e,
                                     error.cause_chain = ?e,
-                                    "could not extend the visibility before work; not starting this record"
+                                    "could not extend the visibility before work"
                                 );
-                                states.lock().expect("record states poisoned")[index] =
-                                    RecordState::Failed;
-                                let mut set = batch_metrics.lock().expect("batch metrics poisoned");
-                                set.add(m::VISIBILITY_CHANGES_FAILED, 1.0);
-                                set.add(m::RECORDS_NOT_STARTED, 1.0);
+                                batch_metrics
+                                    .lock()
+                                    .expect("batch metrics poisoned")
+                                    .add(m::VISIBILITY_CHANGES_FAILED, 1.0);
                             }
                         }
                     }
@@ -1430,13 +1427,11 @@ impl BatchRuntime {
                 .await;
                 if let Err(e) = extended {
                     count(m::VISIBILITY_CHANGES_FAILED, 1.0);
-                    count(m::RECORDS_NOT_STARTED, 1.0);
                     tracing::warn!(
                         error.message = %e,
                         error.cause_chain = ?e,
-                        "could not extend the visibility before work; not starting this record"
+                        "could not extend the visibility before work"
                     );
-                    return Ended::Kept;
                 }
             }
             let started = tokio::time::Instant::now();

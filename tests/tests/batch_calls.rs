@@ -197,7 +197,7 @@ async fn more_than_ten_records_are_extended_in_calls_of_ten() {
 }
 
 #[tokio::test]
-async fn a_refused_extension_entry_keeps_only_its_record_from_starting() {
+async fn a_refused_extension_entry_is_its_record_s_alone() {
     let sqs = sqs().await;
     let queue = fresh_queue(&sqs, "extend-refused", spec(5)).await;
     let mut event = batch_of(&sqs, &queue.url, 3).await;
@@ -210,25 +210,50 @@ async fn a_refused_extension_entry_keeps_only_its_record_from_starting() {
         Duration::ZERO,
     ))
     .await;
-    let started = Arc::new(Mutex::new(Vec::new()));
+    let (sink, metrics) = docflow::telemetry::metrics::MetricsSink::capture("docflow/test");
+    let runtime = runtime.with_function("extend-refused").with_metrics(sink);
+    let left_at_start = Arc::new(Mutex::new(Vec::new()));
 
     let response = runtime
         .run(lambda_event(event.clone(), None), |m: Message| {
-            let started = started.clone();
+            let left = left_at_start.clone();
             async move {
-                started.lock().unwrap().push(m.message_id.clone());
+                left.lock()
+                    .unwrap()
+                    .push((m.message_id.clone(), m.visibility_left()));
                 Outcome::Done
             }
         })
         .await
         .unwrap();
 
-    assert_eq!(failed_ids(&response), HashSet::from([bogus.clone()]));
-    let started = started.lock().unwrap().clone();
-    assert_eq!(started.len(), 2);
-    assert!(!started.contains(&bogus), "started without its visibility");
+    // The failure is the refused record's alone: the others were extended, and every
+    // record ran (as after a failed single change before; its claim is the guard).
+    assert!(response.batch_item_failures.is_empty());
     assert_eq!(calls.operations(VISIBILITY_BATCH), 1);
     assert_eq!(calls.calls_of(VISIBILITY_BATCH)[0].entries, 3);
+    let left = left_at_start.lock().unwrap().clone();
+    assert_eq!(left.len(), 3);
+    for (id, left) in left {
+        if id == bogus {
+            assert!(left < Duration::from_secs(5), "{left:?}: not extended");
+        } else {
+            assert!(left > Duration::from_secs(25), "{id}: {left:?}");
+        }
+    }
+    // Its record tried once more on its own as it started (not covered), and only it.
+    assert_eq!(calls.operations(VISIBILITY_ONE), 1);
+    let emf = docflow_tests::emf::Metrics::of(&metrics.lines());
+    assert_eq!(
+        emf.sum(
+            docflow::telemetry::metrics::batch::VISIBILITY_CHANGES_FAILED.name,
+            &[(
+                docflow::telemetry::metrics::dimension::FUNCTION,
+                "extend-refused"
+            )]
+        ),
+        2.0
+    );
 }
 
 #[tokio::test]
