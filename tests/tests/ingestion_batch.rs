@@ -205,3 +205,37 @@ async fn a_text_layer_is_not_stored_and_a_retry_reads_the_file_again(pool: PgPoo
             .await
     );
 }
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_refused_hand_off_on_the_final_receive_is_left_to_the_sweeper(pool: PgPool) {
+    let h = harness(pool, Ocr::Native).await;
+    llm_answers_with_an_invoice(&h).await;
+    let id = Uuid::new_v4();
+    let document_id = h.seed(id, "pdf", Some(invoice_pdf())).await;
+    h.calls.refuse_batch_entry(&document_id.to_string());
+    send(&h.sqs, &h.ingestion_queue.url, &id.to_string()).await;
+    let esm = h.mapping().await;
+    let mut event = poll_n(&esm, 1).await;
+    // The final receive (MAX_RECEIVE_COUNT 3): a retry would only take it to the DLQ.
+    event.records[0]
+        .attributes
+        .insert("ApproximateReceiveCount".into(), "3".into());
+
+    let (_, response) = h.invoke(&esm, event, None).await;
+
+    assert!(
+        response.batch_item_failures.is_empty(),
+        "no finished work in the DLQ"
+    );
+    assert_eq!(h.ingestion(id).await.status, "completed");
+    assert_eq!(
+        h.document(document_id).await.2.as_deref(),
+        Some("pending"),
+        "where the sweeper finds it"
+    );
+    assert!(
+        visible_bodies(&h.sqs, &h.matching_queue.url)
+            .await
+            .is_empty()
+    );
+}
