@@ -346,6 +346,11 @@ impl Local {
         let env = self.env();
         let (pool, runtime) = self.common("document-output").await?;
         let maesn_config = MaesnConfig::from_env(&env)?;
+        let runtime = BatchRuntime::new(
+            self.sqs.clone(),
+            document_output::batch_config(*runtime.config()),
+        )
+        .with_metrics(self.metrics.clone());
         Ok(document_output::Deps {
             pool,
             runtime,

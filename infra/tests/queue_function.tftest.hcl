@@ -240,3 +240,32 @@ run "a_batch_above_ten_without_a_batching_window_fails_the_plan" {
 
   expect_failures = [aws_lambda_event_source_mapping.this]
 }
+
+# Issue 27: the batch runtime skips the extension before work when the queue's visibility
+# minus the batching window covers it, so it must be told the mapping's window.
+run "the_function_is_told_the_batching_window_of_its_mapping" {
+  command = plan
+
+  module {
+    source = "./modules/queue-function"
+  }
+
+  variables {
+    maximum_batching_window_seconds = 5
+  }
+
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["MAXIMUM_BATCHING_WINDOW_SECONDS"] == tostring(aws_lambda_event_source_mapping.this.maximum_batching_window_in_seconds)
+    error_message = "MAXIMUM_BATCHING_WINDOW_SECONDS must carry the mapping's maximum_batching_window_in_seconds"
+  }
+
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["MAXIMUM_BATCHING_WINDOW_SECONDS"] == "5"
+    error_message = "MAXIMUM_BATCHING_WINDOW_SECONDS must carry maximum_batching_window_seconds"
+  }
+
+  assert {
+    condition     = aws_sqs_queue.source.visibility_timeout_seconds == 365
+    error_message = "the window adds to the minimum visibility"
+  }
+}

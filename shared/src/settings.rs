@@ -109,7 +109,9 @@ pub struct Settings {
     /// `HEARTBEAT_SECONDS` (default 60), `HEARTBEAT_EXTEND_SECONDS` (default 300, more
     /// than `HEARTBEAT_SECONDS`), `QUEUE_VISIBILITY_TIMEOUT_SECONDS` (the source queue's
     /// visibility timeout, 0–43,200; set by Terraform; unset = unknown, see
-    /// [`BatchConfig::queue_visibility`]); the receive policy above.
+    /// [`BatchConfig::queue_visibility`]), `MAXIMUM_BATCHING_WINDOW_SECONDS` (the event
+    /// source mapping's batching window, 0–300, default 0; set by Terraform); the
+    /// receive policy above.
     pub batch: BatchConfig,
     /// `DOCUMENTS_BUCKET` (default `docflow-documents`).
     pub documents_bucket: String,
@@ -168,6 +170,13 @@ impl Settings {
                 Some(Duration::from_secs(seconds))
             }
         };
+        let batching_window = env.seconds_or("MAXIMUM_BATCHING_WINDOW_SECONDS", 0)?;
+        if batching_window > Duration::from_secs(300) {
+            return Err(SettingsError::Invalid {
+                var: "MAXIMUM_BATCHING_WINDOW_SECONDS",
+                reason: "must be at most 300 (the event source mapping's maximum)".into(),
+            });
+        }
         let receive_policy = ReceivePolicy { max_receive_count };
         Ok(Settings {
             secret_id: env.required("DOCFLOW_SECRET_ID")?,
@@ -183,6 +192,8 @@ impl Settings {
                 receive_policy,
                 queue_visibility,
                 start_reserve: Duration::ZERO,
+                batching_window,
+                extend_before_work: false,
             },
             documents_bucket: env.or("DOCUMENTS_BUCKET", "docflow-documents"),
             queues: QueueUrls {
@@ -324,6 +335,19 @@ mod tests {
     }
 
     #[test]
+    fn the_batching_window_defaults_to_terraform_s_zero_and_is_read_when_set() {
+        let unset = Settings::from_env(&env(&[("DOCFLOW_SECRET_ID", "s")])).unwrap();
+        assert_eq!(unset.batch.batching_window, Duration::ZERO);
+        let set = Settings::from_env(&env(&[
+            ("DOCFLOW_SECRET_ID", "s"),
+            ("MAXIMUM_BATCHING_WINDOW_SECONDS", "5"),
+        ]))
+        .unwrap();
+        assert_eq!(set.batch.batching_window, Duration::from_secs(5));
+        assert!(!set.batch.extend_before_work, "a function opts in");
+    }
+
+    #[test]
     fn an_impossible_queue_visibility_or_heartbeat_is_rejected_at_cold_start() {
         for (var, value) in [
             ("QUEUE_VISIBILITY_TIMEOUT_SECONDS", "43201"),
@@ -331,6 +355,8 @@ mod tests {
             ("HEARTBEAT_EXTEND_SECONDS", "60"),
             ("HEARTBEAT_EXTEND_SECONDS", "50000"),
             ("HEARTBEAT_SECONDS", "0"),
+            ("MAXIMUM_BATCHING_WINDOW_SECONDS", "301"),
+            ("MAXIMUM_BATCHING_WINDOW_SECONDS", "-1"),
         ] {
             let err =
                 Settings::from_env(&env(&[("DOCFLOW_SECRET_ID", "s"), (var, value)])).unwrap_err();

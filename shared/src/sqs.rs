@@ -60,6 +60,14 @@ pub const AWS_ACTIONS: &[&str] = &["sqs:ChangeMessageVisibility"];
 /// 300 s) plus its retries of a throttled invocation, with room to spare.
 const DEFAULT_RECEIPT_SLACK: Duration = Duration::from_secs(900);
 
+/// Between the end of the batching window and the runtime getting the batch: the invoke
+/// itself and, on a cold start, the init phase (Lambda gives it at most 10 s). Taken off
+/// the lower bound of a record's visibility on top of the batching window.
+pub const INVOKE_SLACK: Duration = Duration::from_secs(10);
+
+/// The most entries one `ChangeMessageVisibilityBatch` or `SendMessageBatch` takes.
+pub const MAX_BATCH_ENTRIES: usize = 10;
+
 /// What `process` decided for one message, and so what happens to it in SQS.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -167,6 +175,19 @@ pub struct BatchConfig {
     /// the queue's visibility timeout. A function that keeps a reserve to record its
     /// failures sets it to that reserve (default zero: always start).
     pub start_reserve: Duration,
+    /// The event source mapping's `maximum_batching_window_in_seconds`
+    /// (`MAXIMUM_BATCHING_WINDOW_SECONDS`, default 0 as in Terraform): a record was
+    /// received at most this long before the invocation began, which bounds what is left
+    /// of its visibility from below (see [`Message::visibility_left`]).
+    pub batching_window: Duration,
+    /// Seed 002's "extend the visibility before starting work": no record starts before
+    /// its visibility is known to last [`Heartbeat::extend_to`]. The runtime makes sure
+    /// of it for the whole batch before the first record starts: nothing when what is
+    /// left of the receive's visibility already covers it, otherwise one
+    /// `ChangeMessageVisibilityBatch` per 10 records; an entry that fails is logged and
+    /// counted for its record alone. Default off (ingestion's lease is renewed
+    /// by its heartbeat; the queue's timeout covers its start).
+    pub extend_before_work: bool,
 }
 
 impl Default for BatchConfig {
@@ -178,6 +199,8 @@ impl Default for BatchConfig {
             receive_policy: ReceivePolicy::default(),
             queue_visibility: None,
             start_reserve: Duration::ZERO,
+            batching_window: Duration::ZERO,
+            extend_before_work: false,
         }
     }
 }
@@ -204,6 +227,35 @@ pub enum VisibilityError {
             >,
         >,
     },
+    #[error("ChangeMessageVisibilityBatch failed on queue {queue}")]
+    ChangeBatch {
+        queue: String,
+        /// Shared by every entry of the call.
+        #[source]
+        source: std::sync::Arc<
+            aws_sdk_sqs::error::SdkError<
+                aws_sdk_sqs::operation::change_message_visibility_batch::ChangeMessageVisibilityBatchError,
+            >,
+        >,
+    },
+    #[error(
+        "ChangeMessageVisibilityBatch refused this record's entry ({seconds} s) on queue {queue}: {code}: {message}"
+    )]
+    EntryFailed {
+        queue: String,
+        seconds: i32,
+        code: String,
+        message: String,
+    },
+    #[error("ChangeMessageVisibilityBatch on queue {queue} did not answer for this record's entry")]
+    EntryMissing { queue: String },
+}
+
+/// One entry of [`Visibility::change_batch`]: a received message and the timeout to give it.
+#[derive(Debug, Clone)]
+pub struct VisibilityEntry<'a> {
+    pub receipt_handle: Option<&'a str>,
+    pub seconds: i32,
 }
 
 /// Changes message visibility on the queue a record came from, addressed by the URL
@@ -245,6 +297,118 @@ impl Visibility {
             })?;
         Ok(())
     }
+
+    /// Sets the visibility of up to [`MAX_BATCH_ENTRIES`] messages of the queue
+    /// `queue_arn` in one `ChangeMessageVisibilityBatch` (IAM: `sqs:ChangeMessageVisibility`).
+    /// Returns one result per entry, in order: SQS answers each entry on its own, and a
+    /// refused entry (an expired receipt handle, say) fails only its message. A failure of
+    /// the whole call fails every entry.
+    pub async fn change_batch(
+        &self,
+        queue_arn: Option<&str>,
+        entries: &[VisibilityEntry<'_>],
+    ) -> Vec<Result<(), VisibilityError>> {
+        assert!(
+            entries.len() <= MAX_BATCH_ENTRIES,
+            "a ChangeMessageVisibilityBatch takes at most {MAX_BATCH_ENTRIES} entries"
+        );
+        let queue = queue_arn.unwrap_or_default().to_owned();
+        let url = match queue_arn
+            .ok_or(VisibilityError::NoEventSource)
+            .and_then(queue_url_from_arn)
+        {
+            Ok(url) => url,
+            Err(e) => {
+                let e = e.to_string();
+                return entries
+                    .iter()
+                    .map(|_| Err(VisibilityError::BadArn(e.clone())))
+                    .collect();
+            }
+        };
+        let mut results: Vec<Option<Result<(), VisibilityError>>> =
+            entries.iter().map(|_| None).collect();
+        let mut request = Vec::with_capacity(entries.len());
+        for (index, entry) in entries.iter().enumerate() {
+            match entry.receipt_handle {
+                None => results[index] = Some(Err(VisibilityError::NoReceiptHandle)),
+                Some(receipt) => request.push(
+                    aws_sdk_sqs::types::ChangeMessageVisibilityBatchRequestEntry::builder()
+                        .id(index.to_string())
+                        .receipt_handle(receipt)
+                        .visibility_timeout(entry.seconds)
+                        .build()
+                        .expect("id and receipt handle are set"),
+                ),
+            }
+        }
+        if request.is_empty() {
+            return results
+                .into_iter()
+                .map(|r| r.expect("an entry without a receipt handle is answered"))
+                .collect();
+        }
+        let answer = Box::pin(
+            self.client
+                .change_message_visibility_batch()
+                .queue_url(url)
+                .set_entries(Some(request))
+                .send(),
+        )
+        .await;
+        match answer {
+            Ok(answer) => {
+                for ok in answer.successful() {
+                    if let Some(slot) = ok
+                        .id()
+                        .parse::<usize>()
+                        .ok()
+                        .and_then(|i| results.get_mut(i))
+                    {
+                        *slot = Some(Ok(()));
+                    }
+                }
+                for failed in answer.failed() {
+                    if let Some(index) = failed
+                        .id()
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|i| *i < entries.len())
+                    {
+                        results[index] = Some(Err(VisibilityError::EntryFailed {
+                            queue: queue.clone(),
+                            seconds: entries[index].seconds,
+                            code: failed.code().to_owned(),
+                            message: failed.message().unwrap_or_default().to_owned(),
+                        }));
+                    }
+                }
+                results
+                    .into_iter()
+                    .map(|r| {
+                        r.unwrap_or_else(|| {
+                            Err(VisibilityError::EntryMissing {
+                                queue: queue.clone(),
+                            })
+                        })
+                    })
+                    .collect()
+            }
+            Err(source) => {
+                let source = std::sync::Arc::new(source);
+                results
+                    .into_iter()
+                    .map(|r| match r {
+                        Some(done) => done,
+                        None => Err(VisibilityError::ChangeBatch {
+                            queue: queue.clone(),
+                            source: source.clone(),
+                        }),
+                    })
+                    .collect()
+            }
+        }
+    }
 }
 
 /// The queue URL SQS gives the queue of an ARN: `https://sqs.<region>.<domain>/<account>/<name>`,
@@ -281,6 +445,17 @@ fn visibility_seconds(requested: Duration, since_receipt: Duration) -> i32 {
     whole.min(room) as i32
 }
 
+/// A lower bound of what is left of a record's visibility when the runtime gets the
+/// batch: the queue's timeout minus the batching window (the longest a record waits for
+/// the invocation) minus [`INVOKE_SLACK`]; zero when the queue's timeout is unknown.
+fn receive_visibility_left(config: &BatchConfig) -> Duration {
+    config.queue_visibility.map_or(Duration::ZERO, |timeout| {
+        timeout
+            .saturating_sub(config.batching_window)
+            .saturating_sub(INVOKE_SLACK)
+    })
+}
+
 /// One SQS record as `process` sees it.
 #[derive(Debug, Clone)]
 pub struct Message {
@@ -306,6 +481,13 @@ pub struct Message {
     receipt_slack: Duration,
     /// When the runtime stops waiting for records (deadline minus margin).
     stop_at: Option<tokio::time::Instant>,
+    /// Until when the message is known to stay hidden (a lower bound): from the receive
+    /// (the queue's timeout minus the batching window and [`INVOKE_SLACK`], counted from
+    /// `batch_started`), then from each visibility change that succeeded. Shared by the
+    /// clones `process` is given.
+    visible_until: std::sync::Arc<Mutex<tokio::time::Instant>>,
+    /// The batch's hand-offs ([`Message::hand_off`]).
+    hand_offs: Option<std::sync::Arc<HandOffs>>,
 }
 
 /// [`Message::within_deadline`] gave up: the invocation's time ran out first.
@@ -345,6 +527,10 @@ impl Message {
             // is why it must be at least 6 x the function timeout).
             receipt_slack: config.queue_visibility.unwrap_or(DEFAULT_RECEIPT_SLACK),
             stop_at,
+            visible_until: std::sync::Arc::new(Mutex::new(
+                batch_started + receive_visibility_left(config),
+            )),
+            hand_offs: None,
         }
     }
 
@@ -414,13 +600,53 @@ impl Message {
     /// more).
     pub async fn set_visibility(&self, timeout: Duration) -> Result<(), VisibilityError> {
         let seconds = visibility_seconds(timeout, self.since_receipt());
+        let asked = tokio::time::Instant::now();
         self.visibility
             .change(
                 self.queue_arn.as_deref(),
                 self.receipt_handle.as_deref(),
                 Duration::from_secs(seconds as u64),
             )
-            .await
+            .await?;
+        self.hidden_from(asked, seconds);
+        Ok(())
+    }
+
+    /// Records that a visibility change to `seconds`, asked for at `asked`, succeeded:
+    /// the message stays hidden at least until `asked + seconds` (SQS counts from when
+    /// it gets the call, which is later).
+    fn hidden_from(&self, asked: tokio::time::Instant, seconds: i32) {
+        *self.visible_until.lock().expect("visibility poisoned") =
+            asked + Duration::from_secs(seconds.max(0) as u64);
+    }
+
+    /// A lower bound of how long the message stays hidden from now. Before any change
+    /// the runtime made: the queue's visibility timeout minus the batching window minus
+    /// [`INVOKE_SLACK`] minus the time since the batch began (zero when the queue's
+    /// timeout is unknown); after one: what that change gave, minus the time since.
+    pub fn visibility_left(&self) -> Duration {
+        self.visible_until
+            .lock()
+            .expect("visibility poisoned")
+            .saturating_duration_since(tokio::time::Instant::now())
+    }
+
+    /// Whether the message must be extended before work starts (seed 002): what is left
+    /// of its visibility does not cover a heartbeat's extension.
+    fn needs_extension_before_work(&self) -> bool {
+        self.visibility_left() < self.heartbeat.extend_to
+    }
+
+    /// Whether a record may still start on the visibility it has: at least
+    /// `extend_to − every` left, what the heartbeat itself leaves a running record just
+    /// before its next beat. A record of the batch extended moments ago passes; one that
+    /// waited for a free slot for longer than a beat interval does not.
+    fn covered_to_start(&self) -> bool {
+        self.visibility_left()
+            >= self
+                .heartbeat
+                .extend_to
+                .saturating_sub(self.heartbeat.every)
     }
 
     /// Extends the visibility as one heartbeat would, now: never shorter than what is
@@ -437,6 +663,23 @@ impl Message {
             v.saturating_sub(self.batch_started.elapsed())
         });
         self.heartbeat.extend_to.max(queue_left)
+    }
+
+    /// Sends `body` to the queue at `queue_url`, batched with the other records'
+    /// hand-offs of this batch (`SendMessageBatch`, IAM `sqs:SendMessage`): it returns
+    /// once SQS answered for this message — `Ok` when it is in the queue, an error of
+    /// this record's alone otherwise (see [`HandOffError`]). It waits for the other
+    /// records of the batch still running to reach their hand-off or end (at most 10
+    /// go in one call). Dropped while waiting, the message is not sent.
+    pub async fn hand_off(&self, queue_url: &str, body: String) -> Result<(), HandOffError> {
+        match &self.hand_offs {
+            Some(hand_offs) => Box::pin(hand_offs.send(queue_url, body)).await,
+            // Outside a batch: alone.
+            None => {
+                let alone = HandOffs::new(self.visibility.client.clone());
+                Box::pin(alone.send(queue_url, body)).await
+            }
+        }
     }
 
     /// Runs `work` while, every `heartbeat.every`, first calling `hook` (e.g. renewing a
@@ -475,6 +718,269 @@ impl Message {
             out = work => out,
             never = beat => never,
         }
+    }
+}
+
+/// Why a hand-off ([`Message::hand_off`]) is not known to be in the queue. Each is
+/// this record's alone: another record's refused entry, or a sibling cut off while it
+/// sent the batch, does not touch it (except [`HandOffError::Abandoned`], which says the
+/// call may or may not have happened).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum HandOffError {
+    #[error("SendMessageBatch to {queue} failed")]
+    Call {
+        queue: String,
+        /// Shared by every entry of the call.
+        #[source]
+        source: std::sync::Arc<
+            aws_sdk_sqs::error::SdkError<
+                aws_sdk_sqs::operation::send_message_batch::SendMessageBatchError,
+            >,
+        >,
+    },
+    #[error("SendMessageBatch to {queue} refused this record's message: {code}: {message}")]
+    Refused {
+        queue: String,
+        code: String,
+        message: String,
+    },
+    #[error("SendMessageBatch to {queue} did not answer for this record's message")]
+    Missing { queue: String },
+    #[error(
+        "the record that was sending this hand-off in its batch was cut off before SQS answered;          it may or may not be in the queue"
+    )]
+    Abandoned,
+}
+
+/// The hand-offs of one batch to other queues, sent together: `SendMessageBatch` of up
+/// to 10 messages (IAM: `sqs:SendMessage`). A record that hands off waits until either
+/// 10 hand-offs are waiting or every record still running is waiting to hand off (the
+/// others ended); then one of the waiting records sends them and gives each its own
+/// entry's answer. Records that have not started yet (a batch larger than the
+/// concurrency) are not waited for, so a full set of waiting records never blocks the
+/// rest. A record cut off while waiting withdraws its entry (never sent behind its back
+/// after it was cut off); one cut off while sending leaves the others
+/// [`HandOffError::Abandoned`].
+#[derive(Debug)]
+struct HandOffs {
+    client: aws_sdk_sqs::Client,
+    state: Mutex<HandOffState>,
+    changed: tokio::sync::Notify,
+}
+
+#[derive(Debug, Default)]
+struct HandOffState {
+    /// Units of work (a record, or a FIFO group's records in order) holding one of the
+    /// runtime's concurrency slots: counted for the first wave before any starts (the
+    /// first record polled must not find itself alone and send at once), then as later
+    /// units take a slot freed by one that ended.
+    running: usize,
+    /// First-wave slots counted in `running` whose unit has not started yet.
+    reserved: usize,
+    next_id: u64,
+    waiting: Vec<PendingHandOff>,
+}
+
+#[derive(Debug)]
+struct PendingHandOff {
+    id: u64,
+    queue_url: String,
+    body: String,
+    answer: tokio::sync::oneshot::Sender<Result<(), HandOffError>>,
+}
+
+/// Counts a record as running while it lives.
+struct Running<'a>(&'a HandOffs);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.state.lock().expect("hand-offs poisoned").running -= 1;
+        self.0.changed.notify_waiters();
+    }
+}
+
+/// Takes a waiting entry back when its record stops waiting before it was sent.
+struct Withdraw<'a> {
+    hand_offs: &'a HandOffs,
+    id: u64,
+}
+
+impl Drop for Withdraw<'_> {
+    fn drop(&mut self) {
+        self.hand_offs
+            .state
+            .lock()
+            .expect("hand-offs poisoned")
+            .waiting
+            .retain(|p| p.id != self.id);
+    }
+}
+
+impl HandOffs {
+    fn new(client: aws_sdk_sqs::Client) -> Self {
+        HandOffs {
+            client,
+            state: Mutex::new(HandOffState::default()),
+            changed: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// Counts the first `slots` units as running before any of them starts.
+    fn reserve(&self, slots: usize) {
+        let mut state = self.state.lock().expect("hand-offs poisoned");
+        state.running += slots;
+        state.reserved += slots;
+    }
+
+    /// A unit of work takes its slot (a reserved one, or a freed one) until the guard
+    /// is dropped — when it ends, or is cut off.
+    fn running(&self) -> Running<'_> {
+        let mut state = self.state.lock().expect("hand-offs poisoned");
+        if state.reserved > 0 {
+            state.reserved -= 1;
+        } else {
+            state.running += 1;
+        }
+        Running(self)
+    }
+
+    async fn send(&self, queue_url: &str, body: String) -> Result<(), HandOffError> {
+        let (answer, mut answered) = tokio::sync::oneshot::channel();
+        let id = {
+            let mut state = self.state.lock().expect("hand-offs poisoned");
+            let id = state.next_id;
+            state.next_id += 1;
+            state.waiting.push(PendingHandOff {
+                id,
+                queue_url: queue_url.to_owned(),
+                body,
+                answer,
+            });
+            id
+        };
+        let _withdraw = Withdraw {
+            hand_offs: self,
+            id,
+        };
+        loop {
+            // Registered before looking, so a change between the look and the wait
+            // still wakes this record.
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            match answered.try_recv() {
+                Ok(result) => return result,
+                Err(tokio::sync::oneshot::error::TryRecvError::Closed) => {
+                    return Err(HandOffError::Abandoned);
+                }
+                Err(tokio::sync::oneshot::error::TryRecvError::Empty) => {}
+            }
+            if let Some((queue_url, batch)) = self.take_ready() {
+                self.flush(&queue_url, batch).await;
+                continue;
+            }
+            tokio::select! {
+                result = &mut answered => return result.unwrap_or(Err(HandOffError::Abandoned)),
+                () = changed => {}
+            }
+        }
+    }
+
+    /// The entries to send now, all for one queue: when 10 are waiting, or every
+    /// running record is waiting.
+    fn take_ready(&self) -> Option<(String, Vec<PendingHandOff>)> {
+        let mut state = self.state.lock().expect("hand-offs poisoned");
+        let waiting = state.waiting.len();
+        if waiting == 0 || (waiting < MAX_BATCH_ENTRIES && waiting < state.running) {
+            return None;
+        }
+        let queue_url = state.waiting[0].queue_url.clone();
+        let mut batch = Vec::new();
+        let mut index = 0;
+        while index < state.waiting.len() && batch.len() < MAX_BATCH_ENTRIES {
+            if state.waiting[index].queue_url == queue_url {
+                batch.push(state.waiting.remove(index));
+            } else {
+                index += 1;
+            }
+        }
+        Some((queue_url, batch))
+    }
+
+    /// Sends `batch` and answers each entry; wakes the other waiting records.
+    async fn flush(&self, queue_url: &str, batch: Vec<PendingHandOff>) {
+        let entries = batch
+            .iter()
+            .enumerate()
+            .map(|(index, pending)| {
+                aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                    .id(index.to_string())
+                    .message_body(&pending.body)
+                    .build()
+                    .expect("id and body are set")
+            })
+            .collect();
+        // Boxed, as the SDK's other calls in the runtime's futures: an SDK call's future
+        // is large, and every record's future would carry it inline.
+        let sent = Box::pin(
+            self.client
+                .send_message_batch()
+                .queue_url(queue_url)
+                .set_entries(Some(entries))
+                .send(),
+        )
+        .await;
+        let queue = queue_url.to_owned();
+        let mut answers: Vec<Result<(), HandOffError>> = batch
+            .iter()
+            .map(|_| {
+                Err(HandOffError::Missing {
+                    queue: queue.clone(),
+                })
+            })
+            .collect();
+        match sent {
+            Ok(out) => {
+                for ok in out.successful() {
+                    if let Some(slot) = ok
+                        .id()
+                        .parse::<usize>()
+                        .ok()
+                        .and_then(|i| answers.get_mut(i))
+                    {
+                        *slot = Ok(());
+                    }
+                }
+                for failed in out.failed() {
+                    if let Some(slot) = failed
+                        .id()
+                        .parse::<usize>()
+                        .ok()
+                        .and_then(|i| answers.get_mut(i))
+                    {
+                        *slot = Err(HandOffError::Refused {
+                            queue: queue.clone(),
+                            code: failed.code().to_owned(),
+                            message: failed.message().unwrap_or_default().to_owned(),
+                        });
+                    }
+                }
+            }
+            Err(e) => {
+                let source = std::sync::Arc::new(e);
+                for slot in &mut answers {
+                    *slot = Err(HandOffError::Call {
+                        queue: queue.clone(),
+                        source: source.clone(),
+                    });
+                }
+            }
+        }
+        for (pending, answer) in batch.into_iter().zip(answers) {
+            // The record may have been cut off meanwhile: nobody to tell.
+            let _ = pending.answer.send(answer);
+        }
+        self.changed.notify_waiters();
     }
 }
 
@@ -666,8 +1172,28 @@ impl BatchRuntime {
         let process = &process;
         let states_ref = &states;
         let records_ref = &records;
+        let hand_offs = std::sync::Arc::new(HandOffs::new(self.visibility.client.clone()));
+        let messages: Vec<Message> = records
+            .iter()
+            .map(|record| {
+                let mut message = Message::from_record(
+                    record,
+                    &self.visibility,
+                    &self.config,
+                    batch_started,
+                    stop_at,
+                );
+                message.hand_offs = Some(hand_offs.clone());
+                message
+            })
+            .collect();
+        let messages = &messages;
 
-        let all = futures::stream::iter(units).for_each_concurrent(self.config.concurrency.max(1), |unit| async move {
+        let concurrency = self.config.concurrency.max(1);
+        hand_offs.reserve(units.len().min(concurrency));
+        let hand_offs = &hand_offs;
+        let records_run = futures::stream::iter(units).for_each_concurrent(concurrency, |unit| async move {
+            let _slot = hand_offs.running();
             let mut group_failed = false;
             for index in unit {
                 let record = &records_ref[index];
@@ -699,7 +1225,7 @@ impl BatchRuntime {
                 }
                 let ids = SpanIds { request_id, xray_trace_id };
                 let ended = self
-                    .run_record(record, process, batch_started, stop_at, ids, batch_metrics)
+                    .run_record(&messages[index], process, ids, batch_metrics)
                     .await;
                 let keep = matches!(ended, Ended::Kept);
                 states_ref.lock().expect("record states poisoned")[index] = if keep {
@@ -710,6 +1236,12 @@ impl BatchRuntime {
                 group_failed = keep;
             }
         });
+        let all = async {
+            if self.config.extend_before_work {
+                self.extend_before_work(messages, batch_metrics).await;
+            }
+            records_run.await
+        };
 
         match stop_at {
             Some(stop_at) => {
@@ -745,6 +1277,87 @@ impl BatchRuntime {
         Ok(response)
     }
 
+    /// Seed 002's extension before work, for the whole batch at once: the records whose
+    /// remaining visibility does not cover [`Heartbeat::extend_to`] get what one
+    /// heartbeat would set, in one `ChangeMessageVisibilityBatch` per queue and 10
+    /// records; when every record is covered, no call at all. A refused entry (or a
+    /// failed call) is logged and counted for its own records only, which still start,
+    /// as after a failed single change before (their claim guards against a second
+    /// delivery).
+    async fn extend_before_work(
+        &self,
+        messages: &[Message],
+        batch_metrics: &std::sync::Arc<Mutex<MetricSet>>,
+    ) {
+        let mut by_queue: Vec<(Option<&str>, Vec<usize>)> = Vec::new();
+        for (index, message) in messages.iter().enumerate() {
+            if !message.needs_extension_before_work() {
+                continue;
+            }
+            let queue = message.queue_arn.as_deref();
+            match by_queue.iter_mut().find(|(q, _)| *q == queue) {
+                Some((_, indexes)) => indexes.push(index),
+                None => by_queue.push((queue, vec![index])),
+            }
+        }
+        let needed: usize = by_queue.iter().map(|(_, i)| i.len()).sum();
+        if needed == 0 {
+            tracing::debug!(
+                "every record's remaining visibility covers the work; no extension before work"
+            );
+            return;
+        }
+        let extend = async {
+            for (queue, indexes) in &by_queue {
+                for chunk in indexes.chunks(MAX_BATCH_ENTRIES) {
+                    let entries: Vec<VisibilityEntry<'_>> = chunk
+                        .iter()
+                        .map(|&i| {
+                            let message = &messages[i];
+                            VisibilityEntry {
+                                receipt_handle: message.receipt_handle.as_deref(),
+                                seconds: visibility_seconds(
+                                    message.heartbeat_extension(),
+                                    message.since_receipt(),
+                                ),
+                            }
+                        })
+                        .collect();
+                    let asked = tokio::time::Instant::now();
+                    let results = self.visibility.change_batch(*queue, &entries).await;
+                    for ((&index, entry), result) in chunk.iter().zip(&entries).zip(results) {
+                        let message = &messages[index];
+                        match result {
+                            Ok(()) => message.hidden_from(asked, entry.seconds),
+                            // As a failed single change always was (document output's
+                            // own extension before this): logged and counted for this
+                            // record alone, which still starts — its claim guards against
+                            // a second delivery; the other entries are unaffected.
+                            Err(e) => {
+                                tracing::warn!(
+                                    message_id = %message.message_id,
+                                    error.message = %e,
+                                    error.cause_chain = ?e,
+                                    "could not extend the visibility before work"
+                                );
+                                batch_metrics
+                                    .lock()
+                                    .expect("batch metrics poisoned")
+                                    .add(m::VISIBILITY_CHANGES_FAILED, 1.0);
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        metrics::scope(
+            batch_metrics.clone(),
+            metrics::stage(metrics::stages::EXTEND_VISIBILITY, extend),
+        )
+        .await;
+        tracing::info!(records = needed, "extended visibility before work");
+    }
+
     /// Makes a FIFO record skipped behind a failed one visible again at once. SQS does
     /// not deliver it before the failed record of its group anyway (a group with a
     /// message in flight is locked), so it follows its predecessor; left in flight, it
@@ -778,10 +1391,8 @@ impl BatchRuntime {
     /// whether the message must be kept (reported as failed).
     async fn run_record<F, Fut>(
         &self,
-        record: &SqsMessage,
+        message: &Message,
         process: &F,
-        batch_started: tokio::time::Instant,
-        stop_at: Option<tokio::time::Instant>,
         ids: SpanIds<'_>,
         batch_metrics: &std::sync::Arc<Mutex<MetricSet>>,
     ) -> Ended
@@ -789,13 +1400,6 @@ impl BatchRuntime {
         F: Fn(Message) -> Fut,
         Fut: Future<Output = Outcome>,
     {
-        let message = Message::from_record(
-            record,
-            &self.visibility,
-            &self.config,
-            batch_started,
-            stop_at,
-        );
         let span = tracing::info_span!(
             "sqs_record",
             message_id = %message.message_id,
@@ -813,6 +1417,23 @@ impl BatchRuntime {
                 .add(metric, value)
         };
         async move {
+            // A record that starts long after the batch's extension (a batch larger than
+            // the concurrency) may no longer be covered: extended on its own then.
+            if self.config.extend_before_work && !message.covered_to_start() {
+                let extended = metrics::scope(
+                    batch_metrics.clone(),
+                    metrics::stage(metrics::stages::EXTEND_VISIBILITY, message.extend_visibility()),
+                )
+                .await;
+                if let Err(e) = extended {
+                    count(m::VISIBILITY_CHANGES_FAILED, 1.0);
+                    tracing::warn!(
+                        error.message = %e,
+                        error.cause_chain = ?e,
+                        "could not extend the visibility before work"
+                    );
+                }
+            }
             let started = tokio::time::Instant::now();
             let work = AssertUnwindSafe(process(message.clone())).catch_unwind();
             let result = Box::pin(metrics::scope(batch_metrics.clone(), work)).await;

@@ -24,7 +24,9 @@ use aws_config::SdkConfig;
 use aws_sdk_sqs::config::ConfigBag;
 use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::interceptors::Intercept;
-use aws_smithy_runtime_api::client::interceptors::context::BeforeSerializationInterceptorContextRef;
+use aws_smithy_runtime_api::client::interceptors::context::{
+    BeforeSerializationInterceptorContextMut, BeforeSerializationInterceptorContextRef,
+};
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 
@@ -34,6 +36,11 @@ pub struct Call {
     /// The IAM action, e.g. `sqs:ChangeMessageVisibility`; for a [`AwsCalls::note`], the
     /// note itself.
     pub action: String,
+    /// The SDK operation, e.g. `ChangeMessageVisibilityBatch` (empty for a note): IAM
+    /// names a batch call after its single form.
+    pub operation: String,
+    /// The entries of a batch call (`ChangeMessageVisibilityBatch`, `SendMessageBatch`).
+    pub entries: usize,
     /// `ChangeMessageVisibility`'s timeout in seconds.
     pub visibility_timeout: Option<i32>,
     /// The queue URL of an SQS call, the S3 key of an S3 call, the document of a Textract
@@ -45,6 +52,8 @@ pub struct Call {
 struct State {
     calls: Vec<Call>,
     undeclared: Vec<String>,
+    /// Message bodies whose `SendMessageBatch` entry SQS is made to refuse.
+    refused_bodies: BTreeSet<String>,
 }
 
 /// The recorder of one test: cheap to clone, all clones share the record.
@@ -105,9 +114,29 @@ impl AwsCalls {
     pub fn note(&self, marker: &str) {
         self.state.lock().unwrap().calls.push(Call {
             action: marker.to_owned(),
+            operation: String::new(),
+            entries: 0,
             visibility_timeout: None,
             target: None,
         });
+    }
+
+    /// Makes the emulator itself refuse the `SendMessageBatch` entry whose body is
+    /// `body`, and only that entry: the entry goes out with `DelaySeconds` 901, beyond
+    /// SQS's 900 s maximum, which moto answers in that entry's `Failed` result (as SQS
+    /// answers an entry it refuses) while the call and its other entries succeed. The
+    /// code under test parses a real partial failure, not a stub's.
+    pub fn refuse_batch_entry(&self, body: &str) {
+        self.state
+            .lock()
+            .unwrap()
+            .refused_bodies
+            .insert(body.to_owned());
+    }
+
+    /// Lets SQS take every `SendMessageBatch` entry again.
+    pub fn accept_batch_entries(&self) {
+        self.state.lock().unwrap().refused_bodies.clear();
     }
 
     /// Every call (and note) so far, in order.
@@ -123,6 +152,23 @@ impl AwsCalls {
     /// How many calls of `action` were made.
     pub fn count(&self, action: &str) -> usize {
         self.calls().iter().filter(|c| c.action == action).count()
+    }
+
+    /// How many calls of the SDK operation `operation` were made (a batch call counts
+    /// once, whatever its entries).
+    pub fn operations(&self, operation: &str) -> usize {
+        self.calls()
+            .iter()
+            .filter(|c| c.operation == operation)
+            .count()
+    }
+
+    /// The calls of the SDK operation `operation`, in order.
+    pub fn calls_of(&self, operation: &str) -> Vec<Call> {
+        self.calls()
+            .into_iter()
+            .filter(|c| c.operation == operation)
+            .collect()
     }
 
     /// The timeouts of every `ChangeMessageVisibility`, in order.
@@ -179,6 +225,29 @@ impl Intercept for Recorder {
         "docflow-tests-aws-calls"
     }
 
+    fn modify_before_serialization(
+        &self,
+        context: &mut BeforeSerializationInterceptorContextMut<'_>,
+        _runtime_components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let refused = self.0.state.lock().unwrap().refused_bodies.clone();
+        if refused.is_empty() {
+            return Ok(());
+        }
+        if let Some(input) = context
+            .input_mut()
+            .downcast_mut::<aws_sdk_sqs::operation::send_message_batch::SendMessageBatchInput>(
+        ) {
+            for entry in input.entries.iter_mut().flatten() {
+                if refused.contains(&entry.message_body) {
+                    entry.delay_seconds = Some(901);
+                }
+            }
+        }
+        Ok(())
+    }
+
     // After the operation's own configuration is applied (its Metadata is in the bag)
     // and before anything is sent.
     fn read_before_serialization(
@@ -194,6 +263,8 @@ impl Intercept for Recorder {
         let input = context.input();
         let mut call = Call {
             action: action.clone(),
+            operation: metadata.name().to_owned(),
+            entries: 0,
             visibility_timeout: None,
             target: None,
         };
@@ -201,6 +272,16 @@ impl Intercept for Recorder {
             aws_sdk_sqs::operation::change_message_visibility::ChangeMessageVisibilityInput,
         >() {
             call.visibility_timeout = i.visibility_timeout();
+            call.target = i.queue_url().map(str::to_owned);
+        } else if let Some(i) = input.downcast_ref::<
+            aws_sdk_sqs::operation::change_message_visibility_batch::ChangeMessageVisibilityBatchInput,
+        >() {
+            call.entries = i.entries().len();
+            call.target = i.queue_url().map(str::to_owned);
+        } else if let Some(i) = input
+            .downcast_ref::<aws_sdk_sqs::operation::send_message_batch::SendMessageBatchInput>()
+        {
+            call.entries = i.entries().len();
             call.target = i.queue_url().map(str::to_owned);
         } else if let Some(i) =
             input.downcast_ref::<aws_sdk_sqs::operation::send_message::SendMessageInput>()

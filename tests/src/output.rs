@@ -84,7 +84,10 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            queue_visibility: Duration::from_secs(60),
+            // Terraform's for document output (6 × its 120 s timeout): what is left of
+            // a receive's visibility covers the extension before work, so the runtime
+            // makes no call, as in AWS. Tests of the extension itself set a shorter one.
+            queue_visibility: Duration::from_secs(720),
             heartbeat: Heartbeat::default(),
             stale_running: Duration::from_secs(600),
             maesn_timeout: Duration::from_secs(10),
@@ -171,12 +174,12 @@ pub async fn setup_with(pool: PgPool, options: Options) -> OutputEnv {
         pool: pool.clone(),
         runtime: BatchRuntime::new(
             sqs.clone(),
-            BatchConfig {
+            document_output::batch_config(BatchConfig {
                 heartbeat: options.heartbeat,
                 // As Terraform sets QUEUE_VISIBILITY_TIMEOUT_SECONDS from the queue.
                 queue_visibility: Some(options.queue_visibility),
                 ..BatchConfig::default()
-            },
+            }),
         )
         .with_function(document_output::FUNCTION)
         .with_metrics(metrics_sink),

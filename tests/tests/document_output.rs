@@ -221,7 +221,6 @@ async fn an_export_s_time_is_broken_down_by_stage_in_its_metrics(pool: PgPool) {
     let metrics = docflow_tests::emf::Metrics::of(&env.metrics.lines());
     for stage in [
         stages::CLAIM,
-        stages::EXTEND_VISIBILITY,
         stages::CHECKS,
         stages::READ_FILE,
         stages::AUDIT,
@@ -241,6 +240,50 @@ async fn an_export_s_time_is_broken_down_by_stage_in_its_metrics(pool: PgPool) {
             "{stage}"
         );
     }
+    // On Terraform's 720 s queue what is left of the receive's visibility covers the
+    // extension before work: no call, so no stage (issue 27).
+    let extend = [
+        (dimension::FUNCTION, document_output::FUNCTION),
+        (dimension::STAGE, stages::EXTEND_VISIBILITY),
+    ];
+    assert!(metrics.values(stages::DURATION.name, &extend).is_empty());
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn on_a_queue_too_short_for_the_work_the_batch_is_extended_before_it_is_claimed(
+    pool: PgPool,
+) {
+    use docflow::telemetry::metrics::{dimension, stages};
+    // 60 s − 10 s invoke slack < the 300 s heartbeat extension: seed 002's extension
+    // before work is needed, and made by the runtime for the batch, before any claim.
+    let env = setup_with(
+        pool,
+        Options {
+            queue_visibility: Duration::from_secs(60),
+            ..Options::default()
+        },
+    )
+    .await;
+    accepted("task-extended").mount(&env.maesn).await;
+    let job_id = enqueued(&env).await;
+
+    let (outcome, _) = env.deliver_one(None).await;
+
+    assert_eq!(outcome, Outcome::Done);
+    assert_eq!(env.job(job_id).await.status, "dispatched");
+    let metrics = docflow_tests::emf::Metrics::of(&env.metrics.lines());
+    let extend = [
+        (dimension::FUNCTION, document_output::FUNCTION),
+        (dimension::STAGE, stages::EXTEND_VISIBILITY),
+    ];
+    assert_eq!(metrics.values(stages::DURATION.name, &extend).len(), 1);
+    assert_eq!(
+        metrics.sum(
+            docflow::telemetry::metrics::batch::VISIBILITY_CHANGES_FAILED.name,
+            &[(dimension::FUNCTION, document_output::FUNCTION)]
+        ),
+        0.0
+    );
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]

@@ -251,6 +251,28 @@ fn a_function_told_another_visibility_than_its_queue_has_is_reported() {
     );
 }
 
+#[test]
+fn a_function_told_another_batching_window_than_its_mapping_has_is_reported() {
+    let broken = real_infra().replace(
+        MODULE_MAIN,
+        "MAXIMUM_BATCHING_WINDOW_SECONDS = tostring(var.maximum_batching_window_seconds)",
+        "MAXIMUM_BATCHING_WINDOW_SECONDS = \"0\"",
+    );
+    let broken = broken.replace(
+        MODULE_VARIABLES,
+        "description = \"How long Lambda gathers records before invoking. Adds to the minimum visibility timeout.\"\n  type        = number\n  default     = 0",
+        "description = \"How long Lambda gathers records before invoking. Adds to the minimum visibility timeout.\"\n  type        = number\n  default     = 5",
+    );
+    assert_reported(
+        &violations(&broken),
+        &[
+            "module.ingestion",
+            "MAXIMUM_BATCHING_WINDOW_SECONDS is Some(0.0)",
+            "is 5 s",
+        ],
+    );
+}
+
 // --- dead-letter queues and maxReceiveCount ---------------------------------------------------
 
 #[test]

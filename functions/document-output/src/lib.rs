@@ -42,6 +42,7 @@ use docflow::output::worker::{
 };
 use docflow::output::{Domain, JobStatus, check_eligibility};
 use docflow::retry::ReceivePolicy;
+use docflow::sqs::BatchConfig;
 use docflow::telemetry::metrics::{self, output as m};
 use docflow::{BatchRuntime, DiscardKind, Message, Outcome};
 use lambda_runtime::LambdaEvent;
@@ -89,7 +90,7 @@ impl Deps {
         let maesn = MaesnClient::new(&maesn_config, Arc::new(common.secrets))?;
         Ok(Deps {
             pool: common.pool,
-            runtime: common.runtime,
+            runtime: BatchRuntime::new(common.sqs.clone(), batch_config(common.settings.batch)),
             s3: docflow::aws::s3_client(&common.aws),
             maesn,
             settings,
@@ -101,6 +102,17 @@ impl Deps {
 
 /// This function's name in its metrics (`function` dimension) and batch span.
 pub const FUNCTION: &str = "document-output";
+
+/// The batch runtime's configuration for document output: seed 002's extension before
+/// work, which the runtime makes for the whole batch at once
+/// ([`BatchConfig::extend_before_work`]: skipped when what is left of the receive's
+/// visibility covers it, else one `ChangeMessageVisibilityBatch` per 10 records).
+pub fn batch_config(base: BatchConfig) -> BatchConfig {
+    BatchConfig {
+        extend_before_work: true,
+        ..base
+    }
+}
 
 /// The Lambda handler: the shared batch runtime over [`process`].
 pub async fn handler(
@@ -146,13 +158,9 @@ pub async fn process(deps: &Deps, msg: Message) -> Outcome {
     msg.record_document(&claim.job.document_id);
     msg.record_tenant(&claim.job.tenant_id);
     tracing::info!(started_at = ?claim.job.started_at, "output job claimed");
-    // Seed 002: extend the visibility before starting work, then on every beat (never
+    // Seed 002's extension before work was made (or found unneeded) by the runtime for
+    // the whole batch ([`batch_config`]); the heartbeat extends on every beat (never
     // shortening what the queue's own timeout still gives the message).
-    if let Err(e) =
-        metrics::stage(metrics::stages::EXTEND_VISIBILITY, msg.extend_visibility()).await
-    {
-        tracing::warn!(error.message = %e, error.cause_chain = ?e, "could not extend visibility before work");
-    }
     let pool = &deps.pool;
     let claim_ref = &claim;
     msg.with_heartbeat(work(deps, &msg, &claim, final_receive), || async move {

@@ -47,9 +47,18 @@ use sqlx::PgPool;
 
 pub use lease::{Claimed, claim, count_failed_attempt, renew_lease};
 
+pub use pipeline::HandOff;
+
 /// The steps after the claim, for a record this delivery claimed: what [`process`] runs
-/// under the deadline and the heartbeat. Public so tests can interleave two workers.
-pub use pipeline::run as run_claimed;
+/// under the deadline and the heartbeat (here with a hand-off of its own instead of the
+/// batch's). Public so tests can interleave two workers.
+pub async fn run_claimed(deps: &Deps, claimed: &Claimed) -> Result<HandOff, Failure> {
+    pipeline::run(deps, claimed, None).await
+}
+
+/// When a message whose hand-off to matching failed comes back: it then sends the
+/// hand-off again ([`pipeline::resend_hand_off`]).
+pub const HAND_OFF_RETRY: Duration = Duration::from_secs(30);
 
 /// Time kept back from the invocation to record a failed attempt and set the backoff.
 /// A record with less than this left is not started at all.
@@ -170,8 +179,8 @@ pub fn aws_actions<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Vec<&'static 
     actions.extend_from_slice(docflow::sqs::AWS_ACTIONS);
     actions.extend_from_slice(&[
         "s3:GetObject",    // documents/ and the stored transcription
-        "s3:PutObject",    // ingestions/: transcription and preprocessed file
-        "sqs:SendMessage", // the matching queue
+        "s3:PutObject",    // ingestions/: OCR output and preprocessed files
+        "sqs:SendMessage", // the matching queue (SendMessageBatch)
     ]);
     if env.or("OCR_PROVIDER", "native") == "textract" {
         actions.extend_from_slice(docflow::ocr::TEXTRACT_AWS_ACTIONS);
@@ -277,7 +286,12 @@ pub async fn process(deps: &Deps, message: Message) -> Outcome {
     .await
     {
         Ok(Some(claimed)) => claimed,
-        Ok(None) => return lease::unclaimed(&deps.pool, id, deps.config.stale_after).await,
+        Ok(None) => {
+            if let Some(hand_off) = Box::pin(pipeline::resend_hand_off(deps, id, &message)).await {
+                return after_hand_off(&message, hand_off);
+            }
+            return lease::unclaimed(&deps.pool, id, deps.config.stale_after).await;
+        }
         Err(e) => {
             // Nothing was claimed, so no attempt is counted: let the queue retry. On the
             // final receive the message goes to the DLQ and the row stays in progress
@@ -289,18 +303,40 @@ pub async fn process(deps: &Deps, message: Message) -> Outcome {
 
     message.record_document(&claimed.document_id);
     message.record_tenant(&claimed.tenant_id);
-    let work = message.within_deadline(FAILURE_RESERVE, pipeline::run(deps, &claimed));
+    let work = message.within_deadline(
+        FAILURE_RESERVE,
+        pipeline::run(deps, &claimed, Some(&message)),
+    );
     let renew_lease = || async {
         lease::renew_lease(&deps.pool, &claimed).await;
     };
     match message.with_heartbeat(work, renew_lease).await {
-        Ok(Ok(())) => Outcome::Done,
+        Ok(Ok(hand_off)) => after_hand_off(&message, hand_off),
         Ok(Err(failure)) => record_failure(deps, &message, &claimed, &failure).await,
         // Counted like any transient failure, so a document whose extraction never fits
         // in the function's timeout ends `failed` instead of cycling to the DLQ.
         Err(out_of_time) => {
             record_failure(deps, &message, &claimed, &Failure::transient(out_of_time)).await
         }
+    }
+}
+
+/// The outcome of a completed ingestion: `Done`, unless its hand-off to matching
+/// failed — then the message comes back after [`HAND_OFF_RETRY`] to send it again, but
+/// on the final receive it is deleted and the sweeper re-sends the pending document (the
+/// DLQ holds no finished work).
+fn after_hand_off(message: &Message, hand_off: HandOff) -> Outcome {
+    match hand_off {
+        HandOff::NotNeeded | HandOff::Sent => Outcome::Done,
+        HandOff::Failed if message.is_final_receive() => {
+            tracing::error!(
+                "final receive: the hand-off to matching failed; the document stays matching pending,                  where the sweeper finds and re-sends it"
+            );
+            Outcome::Done
+        }
+        HandOff::Failed => Outcome::Retry {
+            after: HAND_OFF_RETRY,
+        },
     }
 }
 
@@ -346,6 +382,18 @@ async fn record_failure(
             // work is finished, kept (until the live lease would be stale) otherwise —
             // it may be the very message the live worker needs to retry with.
             tracing::warn!("the ingestion is no longer ours; this failed attempt is not counted");
+            // Completed by this very attempt, which then ran out of time while its
+            // hand-off waited: keep the message, so that it sends the hand-off again.
+            if let Ok(Some(_)) = pipeline::owed_hand_off(&deps.pool, IngestionId(claimed.id)).await
+                && !final_receive
+            {
+                tracing::warn!(
+                    "the ingestion completed but its hand-off to matching is owed; retrying to send it"
+                );
+                return Outcome::Retry {
+                    after: HAND_OFF_RETRY,
+                };
+            }
             lease::unclaimed(&deps.pool, IngestionId(claimed.id), deps.config.stale_after).await
         }
         Err(e) => {

@@ -4,12 +4,12 @@ use anyhow::anyhow;
 use aws_sdk_s3::operation::get_object::GetObjectError;
 use aws_sdk_s3::primitives::ByteStream;
 use bytes::{Bytes, BytesMut};
-use docflow::Failure;
 use docflow::extract::einvoice;
 use docflow::extract::{DocumentType, Extraction, ExtractionRun, Extractor};
 use docflow::ids::IngestionId;
 use docflow::ocr::{FileKind, Transcription};
 use docflow::telemetry::metrics;
+use docflow::{Failure, Message};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -47,8 +47,27 @@ pub fn document_file(document_id: Uuid, file_path: &str) -> Result<(String, File
     Ok((key, kind))
 }
 
-/// Runs the pipeline after the claim. Every error is classified.
-pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
+/// What became of a completed ingestion's hand-off to matching.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandOff {
+    /// Not a matchable document: nothing to hand off.
+    NotNeeded,
+    /// In the matching queue.
+    Sent,
+    /// Not known to be in the matching queue (logged): the document stays
+    /// `matching_status = 'pending'`, and the message is retried to send it again
+    /// ([`resend_hand_off`]) — or, on the final receive, left to the sweeper.
+    Failed,
+}
+
+/// Runs the pipeline after the claim. Every error is classified. The hand-off to
+/// matching goes with the batch's others (`SendMessageBatch`, [`Message::hand_off`])
+/// when `message` is given, alone otherwise.
+pub async fn run(
+    deps: &Deps,
+    claimed: &Claimed,
+    message: Option<&Message>,
+) -> Result<HandOff, Failure> {
     use metrics::stages;
     let id = IngestionId(claimed.id);
     // A structured e-invoice is read exactly, before any OCR or LLM (issue 26).
@@ -56,7 +75,7 @@ pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
         let key = document_key(claimed.document_id, &claimed.file_path)?;
         let bytes = metrics::stage(stages::FETCH, fetch_file(deps, &key)).await?;
         let run = metrics::stage(stages::EINVOICE, crate::einvoice::xml(&key, bytes)).await?;
-        return finish(deps, claimed, run).await;
+        return finish(deps, claimed, run, message).await;
     }
     let (key, kind) = document_file(claimed.document_id, &claimed.file_path)?;
 
@@ -73,7 +92,7 @@ pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
     if kind == FileKind::Pdf && cached.is_none() {
         let bytes = metrics::stage(stages::FETCH, fetch_file(deps, &key)).await?;
         match metrics::stage(stages::EINVOICE, crate::einvoice::pdf(&key, bytes.clone())).await? {
-            Route::Read(run) => return finish(deps, claimed, *run).await,
+            Route::Read(run) => return finish(deps, claimed, *run, message).await,
             Route::PagePath(reason) => {
                 fallback = reason;
                 fetched = Some(bytes);
@@ -85,7 +104,7 @@ pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
             tracing::info!(provider = %cached.provider, "reusing the stored transcription");
             // A failure between storing it and recording it left the row without its
             // metadata: record it (again; the update is idempotent).
-            record_transcription(&deps.pool, claimed, &cached).await?;
+            record_transcription(&deps.pool, claimed, &cached, Stored::Yes).await?;
             cached
         }
         None => {
@@ -99,11 +118,15 @@ pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
             )
             .await?;
             count_transcription(&transcription);
-            metrics::stage(
-                stages::STORE_TRANSCRIPTION,
-                store_transcription(deps, claimed, &transcription),
-            )
-            .await?;
+            if worth_storing(&transcription) {
+                metrics::stage(
+                    stages::STORE_TRANSCRIPTION,
+                    store_transcription(deps, claimed, &transcription),
+                )
+                .await?;
+            } else {
+                record_transcription(&deps.pool, claimed, &transcription, Stored::No).await?;
+            }
             transcription
         }
     };
@@ -132,11 +155,16 @@ pub async fn run(deps: &Deps, claimed: &Claimed) -> Result<(), Failure> {
             Failure::transient(anyhow!(reason))
         });
     }
-    finish(deps, claimed, run).await
+    finish(deps, claimed, run, message).await
 }
 
 /// Completes the ingestion with `run` and hands a matchable document on.
-async fn finish(deps: &Deps, claimed: &Claimed, run: ExtractionRun) -> Result<(), Failure> {
+async fn finish(
+    deps: &Deps,
+    claimed: &Claimed,
+    run: ExtractionRun,
+    message: Option<&Message>,
+) -> Result<HandOff, Failure> {
     use metrics::stages;
     let completed = metrics::stage(stages::COMPLETE, complete(&deps.pool, claimed, &run))
         .await
@@ -147,15 +175,15 @@ async fn finish(deps: &Deps, claimed: &Claimed, run: ExtractionRun) -> Result<()
         );
         return Err(lease_lost());
     };
-    if kind.is_matchable() {
-        metrics::stage(
-            stages::HAND_OFF,
-            send_to_matching(deps, claimed.document_id),
-        )
-        .await;
-    }
     tracing::info!(model = %run.model, document_type = kind.as_str(), "ingestion completed");
-    Ok(())
+    if !kind.is_matchable() {
+        return Ok(HandOff::NotNeeded);
+    }
+    Ok(metrics::stage(
+        stages::HAND_OFF,
+        send_to_matching(deps, claimed.document_id, message),
+    )
+    .await)
 }
 
 /// A fresh transcription's metrics: its pages, the pages per provider that read them,
@@ -325,6 +353,22 @@ async fn fetch_file(deps: &Deps, key: &str) -> Result<Bytes, Failure> {
     Ok(bytes)
 }
 
+/// Whether a transcription is worth an S3 PUT so that a retry reuses it: only when OCR
+/// read some of it (Textract costs money and seconds, and a retry would pay again). A
+/// text layer alone (`native`: a PDF's text, a plain text file) is read again from the
+/// file in milliseconds, so it is not stored (docs/ingestion.md, "What is stored").
+pub fn worth_storing(transcription: &Transcription) -> bool {
+    transcription.provider != "native"
+}
+
+/// Whether the transcription is in S3 (its key recorded on the row) or only its
+/// metadata is recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stored {
+    Yes,
+    No,
+}
+
 /// Stores the transcription, then records its metadata on the row. A failure in
 /// between is completed by the next attempt, which finds the stored transcription.
 async fn store_transcription(
@@ -335,15 +379,17 @@ async fn store_transcription(
     let json = serde_json::to_vec(transcription).map_err(|e| Failure::permanent(anyhow!(e)))?;
     let key = transcription_key(IngestionId(claimed.id));
     put(deps, &key, json, "application/json").await?;
-    record_transcription(&deps.pool, claimed, transcription).await
+    record_transcription(&deps.pool, claimed, transcription, Stored::Yes).await
 }
 
 /// Records the transcription's metadata on the ingestion (seed 003), under our claim
-/// ([`lease_lost`] when it is no longer ours). Idempotent.
+/// ([`lease_lost`] when it is no longer ours): its key only when it was stored.
+/// Idempotent.
 async fn record_transcription(
     pool: &PgPool,
     claimed: &Claimed,
     transcription: &Transcription,
+    stored: Stored,
 ) -> Result<(), Failure> {
     let id = IngestionId(claimed.id);
     let recorded = sqlx::query(
@@ -358,7 +404,7 @@ async fn record_transcription(
         "#,
     )
     .bind(id)
-    .bind(transcription_key(id))
+    .bind((stored == Stored::Yes).then(|| transcription_key(id)))
     .bind(transcription.quality)
     .bind(transcription.page_count as i32)
     .bind(&transcription.preprocessed_file_path)
@@ -428,23 +474,92 @@ async fn complete(
     Ok(Some(kind))
 }
 
-/// After commit: a failed send is logged and left to the sweeper (the document stays
-/// `pending`); it never fails the ingestion.
-async fn send_to_matching(deps: &Deps, document_id: Uuid) {
-    let sent = deps
-        .sqs
-        .send_message()
-        .queue_url(&deps.config.matching_queue_url)
-        .message_body(document_id.to_string())
-        .send()
-        .await;
+/// After commit: the document is `matching_status = 'pending'` until matching claims it,
+/// so a hand-off that is not known to be sent is never lost — a retry of the message
+/// ([`resend_hand_off`]) or the sweeper sends it again. It never fails the ingestion.
+pub(crate) async fn send_to_matching(
+    deps: &Deps,
+    document_id: Uuid,
+    message: Option<&Message>,
+) -> HandOff {
+    let queue = &deps.config.matching_queue_url;
+    // Boxed: SDK call futures are large, and every record's future would carry them.
+    let sent = match message {
+        Some(message) => Box::pin(message.hand_off(queue, document_id.to_string()))
+            .await
+            .map_err(anyhow::Error::new),
+        None => Box::pin(
+            deps.sqs
+                .send_message()
+                .queue_url(queue)
+                .message_body(document_id.to_string())
+                .send(),
+        )
+        .await
+        .map(|_| ())
+        .map_err(anyhow::Error::new),
+    };
     match sent {
-        Ok(_) => tracing::info!(%document_id, "sent to matching"),
-        Err(e) => tracing::error!(
-            %document_id,
-            error.message = %aws_sdk_s3::error::DisplayErrorContext(&e),
-            "could not send the document to matching; the sweeper will re-send it (matching_status stays pending)"
-        ),
+        Ok(()) => {
+            tracing::info!(%document_id, "sent to matching");
+            HandOff::Sent
+        }
+        Err(e) => {
+            tracing::error!(
+                %document_id,
+                error.message = %e,
+                error.cause_chain = ?e,
+                "could not send the document to matching (matching_status stays pending); the message is retried to send it again"
+            );
+            HandOff::Failed
+        }
+    }
+}
+
+/// The document of a completed ingestion whose hand-off to matching is still owed
+/// (`matching_status = 'pending'`): a delivery of it re-sends the hand-off instead of
+/// discarding itself as a duplicate. `None` for anything else.
+pub(crate) async fn owed_hand_off(
+    pool: &PgPool,
+    id: IngestionId,
+) -> Result<Option<Uuid>, sqlx::Error> {
+    sqlx::query_scalar(
+        r#"
+        SELECT d.id
+          FROM ingestion i JOIN document d ON d.id = i.document_id
+         WHERE i.id = $1 AND i.status = 'completed' AND d.matching_status = 'pending'
+        "#,
+    )
+    .bind(id)
+    .fetch_optional(pool)
+    .await
+}
+
+/// A delivery of a completed ingestion whose document still waits for matching (an
+/// earlier hand-off failed, or its delivery was cut off after the commit): sends the
+/// hand-off again. Matching's claim makes a second copy harmless.
+pub(crate) async fn resend_hand_off(
+    deps: &Deps,
+    id: IngestionId,
+    message: &Message,
+) -> Option<HandOff> {
+    match owed_hand_off(&deps.pool, id).await {
+        Ok(Some(document_id)) => {
+            message.record_document(&document_id);
+            tracing::info!(%document_id, "completed ingestion whose hand-off to matching is owed; sending it again");
+            Some(
+                metrics::stage(
+                    metrics::stages::HAND_OFF,
+                    send_to_matching(deps, document_id, Some(message)),
+                )
+                .await,
+            )
+        }
+        Ok(None) => None,
+        Err(e) => {
+            tracing::warn!(error.message = %e, error.cause_chain = ?e, "could not read whether a hand-off is owed");
+            None
+        }
     }
 }
 

@@ -29,6 +29,10 @@ locals {
       # The batch runtime's heartbeat never sets less than what is left of it.
       QUEUE_VISIBILITY_TIMEOUT_SECONDS = tostring(local.visibility_timeout_seconds)
 
+      # With the visibility timeout, a lower bound of what is left of a record's
+      # visibility: the runtime skips the extension before work when it covers it.
+      MAXIMUM_BATCHING_WINDOW_SECONDS = tostring(var.maximum_batching_window_seconds)
+
       DATABASE_MAX_CONNECTIONS = tostring(var.database_max_connections)
 
       # The code applies it over the secret URL's sslmode: no downgrade from a secret.

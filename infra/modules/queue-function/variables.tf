@@ -118,8 +118,8 @@ variable "settings" {
   }
 
   validation {
-    condition     = length(setintersection(keys(var.settings), ["RUST_LOG", "DOCFLOW_SECRET_ID", "MAX_RECEIVE_COUNT", "BATCH_CONCURRENCY", "DATABASE_MAX_CONNECTIONS", "DATABASE_TLS", "DOCUMENTS_BUCKET", "QUEUE_VISIBILITY_TIMEOUT_SECONDS"])) == 0 && alltrue([for name in keys(var.settings) : !endswith(name, "_QUEUE_URL")])
-    error_message = "settings must not set the variables the module derives itself (RUST_LOG, DOCFLOW_SECRET_ID, MAX_RECEIVE_COUNT, BATCH_CONCURRENCY, DATABASE_MAX_CONNECTIONS, DATABASE_TLS, DOCUMENTS_BUCKET, QUEUE_VISIBILITY_TIMEOUT_SECONDS, *_QUEUE_URL)."
+    condition     = length(setintersection(keys(var.settings), ["RUST_LOG", "DOCFLOW_SECRET_ID", "MAX_RECEIVE_COUNT", "BATCH_CONCURRENCY", "DATABASE_MAX_CONNECTIONS", "DATABASE_TLS", "DOCUMENTS_BUCKET", "QUEUE_VISIBILITY_TIMEOUT_SECONDS", "MAXIMUM_BATCHING_WINDOW_SECONDS"])) == 0 && alltrue([for name in keys(var.settings) : !endswith(name, "_QUEUE_URL")])
+    error_message = "settings must not set the variables the module derives itself (RUST_LOG, DOCFLOW_SECRET_ID, MAX_RECEIVE_COUNT, BATCH_CONCURRENCY, DATABASE_MAX_CONNECTIONS, DATABASE_TLS, DOCUMENTS_BUCKET, QUEUE_VISIBILITY_TIMEOUT_SECONDS, MAXIMUM_BATCHING_WINDOW_SECONDS, *_QUEUE_URL)."
   }
 }
 

@@ -83,6 +83,7 @@ pub const FUNCTIONS: &[FunctionContract] = &[
 const DOCUMENTS_BUCKET_ARN: &str = "${aws_s3_bucket.documents.arn}";
 const SECRET_ENV: &str = "DOCFLOW_SECRET_ID";
 const QUEUE_VISIBILITY_ENV: &str = "QUEUE_VISIBILITY_TIMEOUT_SECONDS";
+const BATCHING_WINDOW_ENV: &str = "MAXIMUM_BATCHING_WINDOW_SECONDS";
 /// Per-tenant secrets are granted by name prefix in the function's own account and region.
 const TENANT_SECRETS_ARN: &str = "arn:${data.aws_partition.current.partition}:secretsmanager:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:secret:";
 const CONSUME_ACTIONS: &[&str] = &[
@@ -317,6 +318,7 @@ fn check_event_source_mapping(module: &Module, mapping: &Resource, found: &mut V
     };
     check_visibility_timeout(module, &trigger, window, found);
     check_code_knows_the_visibility(module, &trigger, found);
+    check_code_knows_the_batching_window(module, &trigger, window, found);
     check_redrive_policy(module, &trigger, found);
 }
 
@@ -364,6 +366,31 @@ fn check_code_knows_the_visibility(module: &Module, t: &SqsTrigger, found: &mut 
             format!(
                 "{QUEUE_VISIBILITY_ENV} is {told:?}, the visibility timeout of {} is {visibility} s",
                 t.queue.address
+            ),
+        );
+    }
+}
+
+/// The batch runtime skips the extension before work when the queue's visibility minus
+/// the batching window still covers it (`MAXIMUM_BATCHING_WINDOW_SECONDS`, unset = 0): a
+/// function told a shorter window than its mapping has would skip it wrongly.
+fn check_code_knows_the_batching_window(
+    module: &Module,
+    t: &SqsTrigger,
+    window: f64,
+    found: &mut Violations,
+) {
+    let env = environment(t.function);
+    let told = match env.get(BATCHING_WINDOW_ENV) {
+        None => Some(0.0),
+        Some(v) => v.as_str().and_then(|s| s.parse::<f64>().ok()),
+    };
+    if told != Some(window) {
+        found.add(
+            module,
+            t.function,
+            format!(
+                "{BATCHING_WINDOW_ENV} is {told:?}, the batching window of its event source mapping is {window} s"
             ),
         );
     }
