@@ -57,7 +57,12 @@ pub struct Counts {
 impl Counts {
     /// Network round trips per record: AWS calls, Postgres round trips, HTTP calls.
     pub fn total(&self) -> f64 {
-        self.sqs + self.s3 + self.secrets_manager + self.other_aws + self.postgres_round_trips + self.http
+        self.sqs
+            + self.s3
+            + self.secrets_manager
+            + self.other_aws
+            + self.postgres_round_trips
+            + self.http
     }
 
     pub fn text(&self) -> String {
@@ -91,9 +96,8 @@ impl Counters {
             httpcount::authority(&stack.maesn_uri).context("the Maesn stand-in's host:port")?,
         )
         .await?;
-        let upstream = host_port(&stack.database_url).with_context(|| {
-            format!("no host:port in DATABASE_URL {}", stack.database_url)
-        })?;
+        let upstream = host_port(&stack.database_url)
+            .with_context(|| format!("no host:port in DATABASE_URL {}", stack.database_url))?;
         let pg = pgcount::Proxy::start(PG_PROXY_PORT, upstream.to_owned()).await?;
         let proxied = stack
             .database_url
@@ -203,7 +207,10 @@ fn peer_env(stack: &Stack, counters: Option<&Counters>) -> Vec<(String, String)>
     let mut env: Vec<(String, String)> = [
         ("DATABASE_URL", stack.database_url.as_str()),
         ("MAESN_BASE_URL", stack.maesn_uri.as_str()),
-        ("DATEV_CREDENTIALS_PREFIX", stack.credentials_prefix.as_str()),
+        (
+            "DATEV_CREDENTIALS_PREFIX",
+            stack.credentials_prefix.as_str(),
+        ),
         ("DOCUMENTS_BUCKET", stack.bucket.as_str()),
         ("MATCHING_QUEUE_URL", stack.matching_url.as_str()),
         ("DOCFLOW_SECRET_ID", stack.secret_id.as_str()),
@@ -328,7 +335,10 @@ where
     // the function's. Count from the invocation on.
     let event = queue.event(&measured).await?;
     counters.reset();
-    let answer = fun.api.invoke(serde_json::to_string(&event)?, Duration::from_secs(180)).await;
+    let answer = fun
+        .api
+        .invoke(serde_json::to_string(&event)?, Duration::from_secs(180))
+        .await;
     let counts = counters.take(measured.len());
     let answer = match answer {
         Ok(a) => a,
@@ -343,7 +353,11 @@ where
     anyhow::ensure!(answer.ok, "invocation failed: {}\n{tail}", answer.body);
     let response: Value = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
     let failures = response["batchItemFailures"].as_array().map_or(0, Vec::len);
-    anyhow::ensure!(failures == 0, "{failures} records failed: {}\n{tail}", answer.body);
+    anyhow::ensure!(
+        failures == 0,
+        "{failures} records failed: {}\n{tail}",
+        answer.body
+    );
     let response: aws_lambda_events::event::sqs::SqsBatchResponse =
         serde_json::from_str(&answer.body)?;
     queue.esm.complete(&event, &response).await?;
@@ -353,11 +367,7 @@ where
 fn report_counts(report: &mut Report, path: &str, ours: &Counts, peer: &Counts) {
     report.against(
         SECTION,
-        &format!(
-            "{path}: docflow — {} (peer: {})",
-            ours.text(),
-            peer.text()
-        ),
+        &format!("{path}: docflow — {} (peer: {})", ours.text(), peer.text()),
         ours.total(),
         "calls",
         "peer",
