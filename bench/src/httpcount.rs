@@ -187,8 +187,11 @@ async fn pipe(client: TcpStream, server: TcpStream, log: Log) -> std::io::Result
     result
 }
 
-/// Counts by service, and by `service operation`, in the order first seen.
-pub fn tally(calls: &[Call]) -> (Vec<(String, usize)>, Vec<(String, usize)>) {
+/// Counts by key, in the order first seen.
+pub type Tally = Vec<(String, usize)>;
+
+/// Counts by service, and by `service operation`.
+pub fn tally(calls: &[Call]) -> (Tally, Tally) {
     let mut services: Vec<(String, usize)> = Vec::new();
     let mut operations: Vec<(String, usize)> = Vec::new();
     for c in calls {
