@@ -1,7 +1,12 @@
-"""BENCHMARK PEER DRIVER, NEVER SHIPPED: runs handler.lambda_handler in process on the
-SQS events in argv[1] (a JSON list; the first one warms up), then prints one JSON line:
-time per message and the process's peak RSS."""
+"""BENCHMARK PEER DRIVER, NEVER SHIPPED: runs <module>.lambda_handler in process (argv[2],
+default `handler`: document output; `handler_ingestion`: ingestion) on the SQS events in
+argv[1] (a JSON list; the first one warms up), then prints one JSON line: time per
+message and the process's peak RSS. With BENCH_PAUSE_AFTER_WARM set it prints `warm` to
+stderr after the warm-up and waits for a line on stdin, so the bench can count the
+calls of the measured events alone."""
 
+import importlib
+import os
 import json
 import resource
 import sys
@@ -21,13 +26,16 @@ class Context:
 
 
 started = time.perf_counter()
-import handler  # noqa: E402  (the cold start: imports, clients, connection)
+handler = importlib.import_module(sys.argv[2] if len(sys.argv) > 2 else "handler")
 
 init_ms = (time.perf_counter() - started) * 1000
 events = json.load(open(sys.argv[1]))
 warm, measured = events[0], events[1:]
 result = handler.lambda_handler(warm, Context())
 assert not result["batchItemFailures"], result
+if os.environ.get("BENCH_PAUSE_AFTER_WARM"):
+    print("warm", file=sys.stderr, flush=True)
+    sys.stdin.readline()
 messages = 0
 started = time.perf_counter()
 for event in measured:

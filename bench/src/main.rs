@@ -7,9 +7,11 @@
 //! whose `lambda_runtime` talks to a Runtime API (the stand-in in [`rapi`]), against the
 //! shared Postgres, moto, and local stand-ins for the LLM and Maesn.
 
+mod httpcount;
 mod pgcount;
 mod pipeline;
 mod rapi;
+mod trips;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -1346,6 +1348,16 @@ async fn main() -> anyhow::Result<()> {
         _ => {
             failures.push("peer: not run (no --python, or docflow's own figure is missing)".into())
         }
+    }
+    match &args.python {
+        Some(python) if args.wants("trips") || args.wants("peer") => {
+            eprintln!("== round trips per record, and the ingestion peer");
+            if let Err(e) = trips::section(&mut report, &stack, &args.bins, python, &jobs).await {
+                failures.push(format!("round trips / ingestion peer: {e:#}"));
+            }
+        }
+        Some(_) => {}
+        None => failures.push("round trips / ingestion peer: not run (no --python)".into()),
     }
     eprintln!("== memory under load");
     if !args.wants("memory") {

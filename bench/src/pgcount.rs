@@ -4,17 +4,25 @@
 //! Used instead of `pg_stat_statements`, which the shared server does not preload.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 #[derive(Clone, Default)]
-pub struct Log(Arc<Mutex<Vec<String>>>);
+pub struct Log(Arc<Mutex<Vec<String>>>, Arc<AtomicUsize>);
 
 impl Log {
+    /// The statements executed since the last take.
     pub fn take(&self) -> Vec<String> {
         std::mem::take(&mut *self.0.lock().unwrap())
+    }
+
+    /// The round trips since the last take: each `Sync` (the end of an extended-protocol
+    /// exchange, however many statements it carried) and each simple `Query`.
+    pub fn take_round_trips(&self) -> usize {
+        self.1.swap(0, Ordering::SeqCst)
     }
 }
 
@@ -83,11 +91,16 @@ async fn pipe(client: TcpStream, server: TcpStream, log: Log) -> std::io::Result
             .split(|b| *b == 0)
             .map(|s| String::from_utf8_lossy(s).into_owned());
         match kind {
-            b'Q' => log
-                .0
-                .lock()
-                .unwrap()
-                .push(fields.next().unwrap_or_default()),
+            b'Q' => {
+                log.1.fetch_add(1, Ordering::SeqCst);
+                log.0
+                    .lock()
+                    .unwrap()
+                    .push(fields.next().unwrap_or_default());
+            }
+            b'S' => {
+                log.1.fetch_add(1, Ordering::SeqCst);
+            }
             b'P' => {
                 let name = fields.next().unwrap_or_default();
                 let sql = fields.next().unwrap_or_default();

@@ -97,7 +97,7 @@ fn read_emf(text: &str) -> BTreeMap<String, FunctionTimes> {
 }
 
 /// Purchase order `i` and the invoice naming it, as the lines of their pages.
-fn pair(i: usize) -> (Vec<String>, Vec<String>) {
+pub(crate) fn pair(i: usize) -> (Vec<String>, Vec<String>) {
     let supplier = format!("Lieferant {i:04} Haustechnik GmbH");
     let po = format!("BE-2026-{i:04}");
     let net = 100.0 + i as f64 * 3.0;
@@ -165,7 +165,7 @@ fn pair(i: usize) -> (Vec<String>, Vec<String>) {
     (order, invoice)
 }
 
-fn pdf(lines: &[String]) -> Vec<u8> {
+pub(crate) fn pdf(lines: &[String]) -> Vec<u8> {
     let page: Vec<&str> = lines.iter().map(String::as_str).collect();
     docflow_tests::pdf::text_pdf(&[&page])
 }

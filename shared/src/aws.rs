@@ -10,20 +10,65 @@
 //! with ECS credentials). Locally `AWS_ENDPOINT_URL` points every client at the moto
 //! server, with static `test`/`test` keys.
 
+use std::sync::LazyLock;
+
 use aws_config::environment::EnvironmentVariableCredentialsProvider;
 use aws_config::{BehaviorVersion, ConfigLoader, Region, SdkConfig};
-use aws_smithy_http_client::tls;
+use aws_smithy_http_client::tls::{self, TlsContext, TrustStore};
+use aws_smithy_http_client::{Connector, ConnectorBuilder};
 use aws_smithy_runtime_api::client::http::SharedHttpClient;
+use base64::Engine as _;
+
+/// The root certificates the SDK's TLS trusts: the Mozilla set compiled into the binary
+/// (`webpki-root-certs`, the certificates of the `webpki-roots` anchors that reqwest
+/// uses for the LLM and Maesn calls), PEM-encoded once per process. No directory scan
+/// and no file read at a cold start (the system store, `/etc/ssl/certs` read file by
+/// file, was 2-3 ms of it in `make bench`, issue 27).
+static TLS: LazyLock<TlsContext> = LazyLock::new(|| {
+    TlsContext::builder()
+        .with_trust_store(TrustStore::empty().with_pem_certificate(roots_pem()))
+        .build()
+        .expect("a TLS context of PEM certificates")
+});
+
+/// The compiled-in root certificates as one PEM bundle (the SDK's trust store takes PEM).
+fn roots_pem() -> Vec<u8> {
+    let mut pem = String::with_capacity(webpki_root_certs::TLS_SERVER_ROOT_CERTS.len() * 2048);
+    for cert in webpki_root_certs::TLS_SERVER_ROOT_CERTS {
+        pem.push_str("-----BEGIN CERTIFICATE-----\n");
+        pem.push_str(&base64::engine::general_purpose::STANDARD.encode(cert.as_ref()));
+        pem.push_str("\n-----END CERTIFICATE-----\n");
+    }
+    pem.into_bytes()
+}
 
 /// The SDK's HTTPS client: hyper 1 and rustls, on ring, the crypto library reqwest and
-/// sqlx use too (the workspace builds the SDK without its AWS-LC default client). Root
-/// certificates are the system's, read on the first TLS connection.
+/// sqlx use too (the workspace builds the SDK without its AWS-LC default client), with
+/// the roots of [`TLS`].
+///
+/// The root store is built once per connector, and the SDK keeps one connector per
+/// timeout settings for every client of one `SdkConfig`: so once per process. The SDK
+/// also calls the connector function when each client is constructed, only to check it
+/// (it throws that connector away; `validate_base_client_config`), which with the stock
+/// builder parsed every root certificate again per client. That call comes without
+/// settings and gets a plain connector here: nothing is parsed for it.
 pub fn http_client() -> SharedHttpClient {
-    aws_smithy_http_client::Builder::new()
-        .tls_provider(tls::Provider::Rustls(
-            tls::rustls_provider::CryptoMode::Ring,
-        ))
-        .build_https()
+    aws_smithy_http_client::Builder::new().build_with_connector_fn(|settings, components| {
+        let mut builder: ConnectorBuilder = Connector::builder();
+        let Some(settings) = settings else {
+            return builder.build_http();
+        };
+        builder.set_connector_settings(Some(settings.clone()));
+        if let Some(components) = components {
+            builder.set_sleep_impl(components.sleep_impl());
+        }
+        builder
+            .tls_provider(tls::Provider::Rustls(
+                tls::rustls_provider::CryptoMode::Ring,
+            ))
+            .tls_context(TLS.clone())
+            .build()
+    })
 }
 
 /// What [`load`] takes from the environment instead of building the default chains.
@@ -146,6 +191,24 @@ mod tests {
                 region: None,
                 credentials: false
             }
+        );
+    }
+
+    #[test]
+    fn the_trust_store_holds_every_compiled_in_root_certificate_intact() {
+        use rustls_pki_types::CertificateDer;
+        use rustls_pki_types::pem::PemObject as _;
+        let parsed: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&roots_pem())
+            .collect::<Result<_, _>>()
+            .expect("the SDK parses this PEM at the first connection; it must be valid");
+        assert!(parsed.len() > 100, "{} roots", parsed.len());
+        assert_eq!(parsed, webpki_root_certs::TLS_SERVER_ROOT_CERTS.to_vec());
+        // Every one is a root rustls accepts as a trust anchor, as the SDK adds them.
+        let mut store = rustls::RootCertStore::empty();
+        let (valid, invalid) = store.add_parsable_certificates(parsed);
+        assert_eq!(
+            (valid, invalid),
+            (webpki_root_certs::TLS_SERVER_ROOT_CERTS.len(), 0)
         );
     }
 

@@ -101,10 +101,17 @@ pub fn connect_options(
     ]))
 }
 
+/// A pooled connection idle for at least this long is pinged before it is handed out
+/// (and replaced when the ping fails: the server or a proxy closed it while the Lambda
+/// instance was frozen). A connection handed back moments ago is used as it is: sqlx's
+/// default pings before *every* acquire, one extra round trip per statement, which was
+/// a third of document output's Postgres round trips in `make bench` (issue 27).
+pub const PING_AFTER_IDLE: Duration = Duration::from_secs(1);
+
 /// Builds the pool without connecting: the first query connects, so a cold start never
 /// fails because the database is briefly unreachable, and a Lambda instance opens at
 /// most `max_connections` connections. Every connection carries [`connect_options`],
-/// `tls` included.
+/// `tls` included. Connections idle for [`PING_AFTER_IDLE`] are checked before use.
 pub fn lazy_pool(
     url: &SecretString,
     max_connections: u32,
@@ -115,6 +122,15 @@ pub fn lazy_pool(
         .max_connections(max_connections.max(1))
         .acquire_timeout(Duration::from_secs(10))
         .idle_timeout(Duration::from_secs(60))
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for >= PING_AFTER_IDLE {
+                    sqlx::Connection::ping(conn).await?;
+                }
+                Ok(true)
+            })
+        })
         .connect_lazy_with(connect_options(url, application_name, tls)?))
 }
 
@@ -178,6 +194,38 @@ mod tests {
         )
         .unwrap();
         assert!(matches!(options.get_ssl_mode(), PgSslMode::VerifyFull));
+    }
+
+    /// A connection the server closed while it sat idle (a frozen Lambda instance) is
+    /// not handed out: the ping after [`PING_AFTER_IDLE`] finds it dead and the pool
+    /// opens another. Needs the local Postgres (`make up`).
+    #[tokio::test]
+    async fn a_connection_closed_while_idle_is_replaced_not_handed_out() {
+        let database_url = std::env::var("DATABASE_URL").expect("DATABASE_URL (make up)");
+        let pool = lazy_pool(&url(&database_url), 1, "docflow-test-ping", None).unwrap();
+        let first: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        // Back-to-back use keeps the same connection (no ping needed to trust it).
+        let again: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(first, again);
+        let admin = sqlx::PgPool::connect(&database_url).await.unwrap();
+        let killed: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
+            .bind(first)
+            .fetch_one(&admin)
+            .await
+            .unwrap();
+        assert!(killed);
+        tokio::time::sleep(PING_AFTER_IDLE + Duration::from_millis(200)).await;
+        let replaced: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+            .fetch_one(&pool)
+            .await
+            .expect("the dead connection is replaced, not handed out");
+        assert_ne!(first, replaced);
     }
 
     #[tokio::test]
