@@ -947,3 +947,39 @@ async fn work_that_would_outlive_the_deadline_gives_up_in_time_for_the_record_to
     assert_eq!(calls.visibility_timeouts(), vec![20]);
     calls.assert_declared();
 }
+
+/// Lambda's poller does not stop when SQS refuses a delete (a handle from before the
+/// message was moved on, or, in moto, a delete racing another on its unlocked message
+/// list): the refused record is logged and stays, to come back as a duplicate delivery,
+/// and the others of the batch are deleted. The local mapping used to fail the whole
+/// poll loop on it (`docflow eval matching` stopped once under load).
+#[tokio::test]
+async fn a_refused_delete_keeps_only_its_record_and_the_poller_goes_on() {
+    let sqs = sqs().await;
+    let queue = fresh_queue(&sqs, "refused-delete", spec(30)).await;
+    send(&sqs, &queue.url, "fine").await;
+    send(&sqs, &queue.url, "stale-handle").await;
+    let esm = mapping(&sqs, &queue.url).await;
+    let mut event = poll_n(&esm, 2).await;
+    let stale = event
+        .records
+        .iter_mut()
+        .find(|r| r.body.as_deref() == Some("stale-handle"))
+        .unwrap();
+    let stale_id = stale.message_id.clone().unwrap();
+    stale.receipt_handle = Some("not-a-handle-sqs-ever-gave".into());
+    let (runtime, _calls) = recorded_runtime(BatchConfig::default()).await;
+    let response = runtime
+        .run(lambda_event(event.clone(), None), |_m| async {
+            Outcome::Done
+        })
+        .await
+        .unwrap();
+    assert!(response.batch_item_failures.is_empty());
+
+    let completion = esm.complete(&event, &response).await.unwrap();
+
+    assert_eq!(completion.kept, vec![stale_id]);
+    assert_eq!(completion.deleted.len(), 1);
+    assert!(!completion.whole_batch_failed);
+}

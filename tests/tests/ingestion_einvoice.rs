@@ -53,6 +53,10 @@ async fn an_xrechnung_xml_upload_is_read_exactly_without_transcription_or_llm(po
     assert_eq!(row.extraction_model.as_deref(), Some("einvoice"));
     assert_eq!(row.extraction_input_tokens, None);
     assert_eq!(row.transcription_file_path, None, "nothing was transcribed");
+    assert_eq!(
+        row.transcription_page_count, None,
+        "nothing was transcribed"
+    );
     let (data, review, matching, kind) = h.document(document_id).await;
     let data = data.unwrap();
     assert_eq!(data["invoice_number"], "123456XX");
@@ -175,7 +179,8 @@ async fn a_hybrid_with_invalid_xml_falls_back_to_the_page_with_the_reason_stored
     let row = h.ingestion(id).await;
     assert_eq!(row.status, "completed", "{:?}", row.last_error);
     assert_eq!(row.extraction_model.as_deref(), Some("claude-test-1"));
-    assert!(row.transcription_file_path.is_some(), "the page was read");
+    // A text layer is not stored (issue 27 item 3); its metadata records the reading.
+    assert_eq!(row.transcription_page_count, Some(1), "the page was read");
     let data = h.document(document_id).await.0.unwrap();
     let source = &data["einvoice"];
     assert_eq!(source["provider"], "claude-test-1");

@@ -332,7 +332,18 @@ impl EventSourceMapping {
                 completion.deleted.push(id);
             }
         }
-        // DeleteMessageBatch takes at most 10 entries.
+        // DeleteMessageBatch takes at most 10 entries. A refused entry is what Lambda's
+        // poller meets too (a handle from before the message was moved to the DLQ, or, in
+        // moto, a delete racing another on its unlocked message list): Lambda logs it and
+        // the message, if it is still there, comes back after its visibility timeout, to
+        // be handled as the duplicate delivery it then is. So it is logged and the record
+        // counted as kept, not an error that stops the poller.
+        let entry_ids: Vec<String> = entries.iter().map(|e| e.id().to_owned()).collect();
+        let by_entry: std::collections::HashMap<String, String> = entry_ids
+            .iter()
+            .cloned()
+            .zip(completion.deleted.iter().cloned())
+            .collect();
         for chunk in entries.chunks(10) {
             let out = self
                 .sqs
@@ -347,12 +358,17 @@ impl EventSourceMapping {
                         self.queue_url
                     )
                 })?;
-            if !out.failed.is_empty() {
-                anyhow::bail!(
-                    "DeleteMessageBatch failed for {} entries on {}; they will be delivered again",
-                    out.failed.len(),
-                    self.queue_url
+            for failed in &out.failed {
+                let message_id = by_entry.get(failed.id()).cloned().unwrap_or_default();
+                tracing::warn!(
+                    queue = %self.queue_url,
+                    message_id = %message_id,
+                    code = failed.code(),
+                    reason = failed.message().unwrap_or_default(),
+                    "DeleteMessageBatch refused an entry; the message, if still there, will be delivered again"
                 );
+                completion.deleted.retain(|id| id != &message_id);
+                completion.kept.push(message_id);
             }
         }
         Ok(completion)
