@@ -21,12 +21,43 @@ use base64::Engine as _;
 
 /// The root certificates the SDK's TLS trusts: the Mozilla set compiled into the binary
 /// (`webpki-root-certs`, the certificates of the `webpki-roots` anchors that reqwest
-/// uses for the LLM and Maesn calls), PEM-encoded once per process. No directory scan
-/// and no file read at a cold start (the system store, `/etc/ssl/certs` read file by
-/// file, was 2-3 ms of it in `make bench`, issue 27).
+/// uses for the LLM and Maesn calls), PEM-encoded once per process, plus the bundle
+/// `SSL_CERT_FILE` names when it is set (a private CA: a corporate proxy, a test's own
+/// CA; the variable rustls-native-certs honoured before). One file read at most, never
+/// a directory scan (the system store, `/etc/ssl/certs` read file by file, was 2-3 ms of
+/// a cold start in `make bench`, issue 27).
 static TLS: LazyLock<TlsContext> = LazyLock::new(|| {
+    let compiled = roots_pem();
+    if let Some(path) = std::env::var_os("SSL_CERT_FILE").filter(|p| !p.is_empty()) {
+        match std::fs::read(&path) {
+            Ok(extra)
+                if extra
+                    .windows(27)
+                    .any(|w| w == b"-----BEGIN CERTIFICATE-----") =>
+            {
+                let mut all = compiled.clone();
+                all.push(b'\n');
+                all.extend_from_slice(&extra);
+                match TlsContext::builder()
+                    .with_trust_store(TrustStore::empty().with_pem_certificate(all))
+                    .build()
+                {
+                    Ok(context) => return context,
+                    Err(e) => {
+                        tracing::warn!(path = ?path, error = %e, "SSL_CERT_FILE is not a PEM bundle the TLS context takes; only the compiled-in roots are trusted")
+                    }
+                }
+            }
+            Ok(_) => {
+                tracing::warn!(path = ?path, "SSL_CERT_FILE holds no PEM certificate; only the compiled-in roots are trusted")
+            }
+            Err(e) => {
+                tracing::warn!(path = ?path, error = %e, "SSL_CERT_FILE is unreadable; only the compiled-in roots are trusted")
+            }
+        }
+    }
     TlsContext::builder()
-        .with_trust_store(TrustStore::empty().with_pem_certificate(roots_pem()))
+        .with_trust_store(TrustStore::empty().with_pem_certificate(compiled))
         .build()
         .expect("a TLS context of PEM certificates")
 });
