@@ -419,9 +419,10 @@ async fn record_transcription(
 }
 
 /// Completes the ingestion and, for matchable documents, marks matching pending — in one
-/// transaction, so a committed completion is always visible to the sweeper. Returns the
-/// document type, or `None` when the ingestion is no longer ours (finished, or claimed
-/// by another delivery: its worker completes it).
+/// statement (two data-modifying CTEs, one implicit transaction: one round trip where
+/// `BEGIN`, two updates and `COMMIT` were four), so a committed completion is always
+/// visible to the sweeper. Returns the document type, or `None` when the ingestion is no
+/// longer ours (finished, or claimed by another delivery: its worker completes it).
 async fn complete(
     pool: &PgPool,
     claimed: &Claimed,
@@ -429,20 +430,32 @@ async fn complete(
 ) -> Result<Option<DocumentType>, sqlx::Error> {
     let data = serde_json::to_value(&run.extraction).expect("an Extraction always serializes");
     let kind = run.extraction.document_type.unwrap_or(DocumentType::Other);
-    let mut tx = pool.begin().await?;
-    let updated = sqlx::query(
+    // The document's update runs only when the ingestion's did (`EXISTS (SELECT 1 FROM
+    // done)`): both CTEs see the same snapshot, so the claim token decides for both.
+    let completed: bool = sqlx::query_scalar(
         r#"
-        UPDATE ingestion
-           SET status = 'completed',
-               structured_data = $2,
-               valid_structured_data = true,
-               extraction_input_tokens = $3,
-               extraction_output_tokens = $4,
-               extraction_model = $5,
-               last_error = NULL,
-               completed_at = now(),
-               updated_at = now()
-         WHERE id = $1 AND status = 'in-progress' AND claim_token = $6
+        WITH done AS (
+            UPDATE ingestion
+               SET status = 'completed',
+                   structured_data = $2,
+                   valid_structured_data = true,
+                   extraction_input_tokens = $3,
+                   extraction_output_tokens = $4,
+                   extraction_model = $5,
+                   last_error = NULL,
+                   completed_at = now(),
+                   updated_at = now()
+             WHERE id = $1 AND status = 'in-progress' AND claim_token = $6
+            RETURNING 1
+        ), typed AS (
+            UPDATE document
+               SET type = $8::document_type,
+                   matching_status = CASE WHEN $9 THEN 'pending' ELSE matching_status END,
+                   updated_at = now()
+             WHERE id = $7 AND EXISTS (SELECT 1 FROM done)
+            RETURNING 1
+        )
+        SELECT EXISTS (SELECT 1 FROM done)
         "#,
     )
     .bind(claimed.id)
@@ -451,27 +464,12 @@ async fn complete(
     .bind(run.output_tokens)
     .bind(&run.model)
     .bind(claimed.token)
-    .execute(&mut *tx)
-    .await?;
-    if updated.rows_affected() == 0 {
-        return Ok(None);
-    }
-    sqlx::query(
-        r#"
-        UPDATE document
-           SET type = $2::document_type,
-               matching_status = CASE WHEN $3 THEN 'pending' ELSE matching_status END,
-               updated_at = now()
-         WHERE id = $1
-        "#,
-    )
     .bind(claimed.document_id)
     .bind(kind.as_str())
     .bind(kind.is_matchable())
-    .execute(&mut *tx)
+    .fetch_one(pool)
     .await?;
-    tx.commit().await?;
-    Ok(Some(kind))
+    Ok(completed.then_some(kind))
 }
 
 /// After commit: the document is `matching_status = 'pending'` until matching claims it,

@@ -142,6 +142,7 @@ impl PgConnection {
                 secret_key,
                 transaction_status,
                 transaction_depth: 0,
+                last_ready_for_query: std::time::Instant::now(),
                 pending_ready_for_query_count: 0,
                 next_statement_id: StatementId::NAMED_START,
                 cache_statement: StatementCache::new(options.statement_cache_capacity),

@@ -1,6 +1,7 @@
 use std::borrow::Cow;
 use std::fmt::{self, Debug, Formatter};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::HashMap;
 use futures_core::future::BoxFuture;
@@ -29,6 +30,12 @@ mod executor;
 mod sasl;
 mod stream;
 mod tls;
+
+/// docflow patch (issue 27): how recent the server's last ReadyForQuery must be for
+/// `ping` to take it as the answer instead of a round trip of its own. Well under a
+/// second, so a connection that sat idle (docflow pings those after one second), or
+/// whose instance was frozen, always gets a real round trip.
+pub(crate) const PING_FRESH: Duration = Duration::from_millis(250);
 
 /// A connection to a PostgreSQL database.
 ///
@@ -72,6 +79,9 @@ pub struct PgConnectionInner {
     transaction_status: TransactionStatus,
     pub(crate) transaction_depth: usize,
 
+    // docflow patch: when the server last said ReadyForQuery (see `ping`)
+    pub(crate) last_ready_for_query: Instant,
+
     log_settings: LogSettings,
 }
 
@@ -103,6 +113,7 @@ impl PgConnection {
 
         self.inner.pending_ready_for_query_count -= 1;
         self.inner.transaction_status = r.transaction_status;
+        self.inner.last_ready_for_query = Instant::now();
 
         Ok(())
     }
@@ -116,6 +127,7 @@ impl PgConnection {
             .ok_or_else(|| err_protocol!("received more ReadyForQuery messages than expected"))?;
 
         self.inner.transaction_status = message.decode::<ReadyForQuery>()?.transaction_status;
+        self.inner.last_ready_for_query = Instant::now();
 
         Ok(())
     }
@@ -179,9 +191,21 @@ impl Connection for PgConnection {
         // self.execute("/* SQLx ping */").map_ok(|_| ()).boxed()
 
         Box::pin(async move {
-            // The simplest call-and-response that's possible.
-            self.write_sync();
-            self.wait_until_ready().await?;
+            // docflow patch (issue 27): the pool pings every connection it is handed back,
+            // so a statement run on `&PgPool` cost two round trips. When nothing is in
+            // flight or queued (no ReadyForQuery expected, nothing buffered: a dropped
+            // future's ROLLBACK always is) and the server answered less than
+            // `PING_FRESH` ago, that answer is the ping's answer, and the transaction
+            // status it carried is current. Otherwise, and always for a connection that
+            // sat idle longer (the pool's idle check before handing one out), the
+            // simplest call-and-response that's possible.
+            let answered_just_now = self.inner.pending_ready_for_query_count == 0
+                && self.inner.stream.write_buffer_mut().is_empty()
+                && self.inner.last_ready_for_query.elapsed() < PING_FRESH;
+            if !answered_just_now {
+                self.write_sync();
+                self.wait_until_ready().await?;
+            }
             // docflow patch (upstream #4409): the pool pings a connection when it is
             // returned and before it is handed out. A session still inside a
             // transaction that sqlx does not track (depth 0) would run the next
