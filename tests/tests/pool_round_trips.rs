@@ -117,6 +117,16 @@ async fn settled(pool: &PgPool) {
     panic!("the pool never got its connection back");
 }
 
+/// The counting proxy and docflow's pool through it, connected, the statement of
+/// [`one_statement`] prepared, the connection back in the pool: a warm instance.
+async fn warm(connect: &PgConnectOptions) -> (Arc<CountingProxy>, PgPool) {
+    let proxy = CountingProxy::start((connect.get_host().to_owned(), connect.get_port())).await;
+    let pool = pool_through(&proxy, connect);
+    one_statement(&pool, 0).await;
+    settled(&pool).await;
+    (proxy, pool)
+}
+
 async fn one_statement(pool: &PgPool, n: i32) {
     let got: i32 = sqlx::query_scalar("SELECT $1::int4 + 1")
         .bind(n)
@@ -131,11 +141,7 @@ async fn a_statement_on_the_pool_costs_one_round_trip_not_two(
     _: PgPoolOptions,
     connect: PgConnectOptions,
 ) {
-    let proxy = CountingProxy::start((connect.get_host().to_owned(), connect.get_port())).await;
-    let pool = pool_through(&proxy, &connect);
-    // Connect and prepare the statement once (a warm instance).
-    one_statement(&pool, 0).await;
-    settled(&pool).await;
+    let (proxy, pool) = warm(&connect).await;
 
     let before = proxy.count();
     for n in 1..=20 {
@@ -158,10 +164,7 @@ async fn a_connection_idle_past_the_threshold_is_pinged_on_the_wire(
     _: PgPoolOptions,
     connect: PgConnectOptions,
 ) {
-    let proxy = CountingProxy::start((connect.get_host().to_owned(), connect.get_port())).await;
-    let pool = pool_through(&proxy, &connect);
-    one_statement(&pool, 0).await;
-    settled(&pool).await;
+    let (proxy, pool) = warm(&connect).await;
 
     tokio::time::sleep(docflow::db::PING_AFTER_IDLE + Duration::from_millis(50)).await;
     let before = proxy.count();
