@@ -30,38 +30,12 @@ impl Log {
     }
 }
 
-pub struct Proxy {
-    pub port: u16,
-    pub log: Log,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
+pub type Proxy = crate::proxy::Proxy<Log>;
 
 impl Proxy {
     /// Listens on `port` and forwards every connection to `upstream` (`host:port`).
     pub async fn start(port: u16, upstream: String) -> anyhow::Result<Self> {
-        let listener = crate::rapi::bind(port).await?;
-        let log = Log::default();
-        let task = {
-            let log = log.clone();
-            tokio::spawn(async move {
-                while let Ok((client, _)) = listener.accept().await {
-                    let log = log.clone();
-                    let upstream = upstream.clone();
-                    tokio::spawn(async move {
-                        if let Ok(server) = TcpStream::connect(&upstream).await {
-                            let _ = pipe(client, server, log).await;
-                        }
-                    });
-                }
-            })
-        };
-        Ok(Proxy { port, log, task })
+        crate::proxy::Proxy::listen(port, upstream, Log::default(), pipe).await
     }
 
     /// `url` (`http://host:port…`) with its authority replaced by this proxy's.

@@ -10,6 +10,7 @@
 mod httpcount;
 mod pgcount;
 mod pipeline;
+mod proxy;
 mod rapi;
 mod trips;
 
@@ -1069,7 +1070,7 @@ async fn per_message(
     // Statements per message: through the counting proxy.
     let upstream = host_port(&stack.database_url)
         .ok_or_else(|| anyhow::anyhow!("no host:port in DATABASE_URL {}", stack.database_url))?;
-    let proxy = pgcount::Proxy::start(PG_PROXY_PORT, upstream.to_owned()).await?;
+    let proxy = pgcount::start(PG_PROXY_PORT, upstream.to_owned()).await?;
     let proxied = stack
         .database_url
         .replacen(upstream, &format!("127.0.0.1:{}", proxy.port), 1);

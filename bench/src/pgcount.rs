@@ -26,38 +26,10 @@ impl Log {
     }
 }
 
-pub struct Proxy {
-    pub port: u16,
-    pub log: Log,
-    task: tokio::task::JoinHandle<()>,
-}
+pub type Proxy = crate::proxy::Proxy<Log>;
 
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-impl Proxy {
-    pub async fn start(port: u16, upstream: String) -> anyhow::Result<Self> {
-        let listener = crate::rapi::bind(port).await?;
-        let log = Log::default();
-        let task = {
-            let log = log.clone();
-            tokio::spawn(async move {
-                while let Ok((client, _)) = listener.accept().await {
-                    let log = log.clone();
-                    let upstream = upstream.clone();
-                    tokio::spawn(async move {
-                        if let Ok(server) = TcpStream::connect(&upstream).await {
-                            let _ = pipe(client, server, log).await;
-                        }
-                    });
-                }
-            })
-        };
-        Ok(Proxy { port, log, task })
-    }
+pub async fn start(port: u16, upstream: String) -> anyhow::Result<Proxy> {
+    crate::proxy::Proxy::listen(port, upstream, Log::default(), pipe).await
 }
 
 async fn pipe(client: TcpStream, server: TcpStream, log: Log) -> std::io::Result<()> {

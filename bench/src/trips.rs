@@ -98,7 +98,7 @@ impl Counters {
         .await?;
         let upstream = host_port(&stack.database_url)
             .with_context(|| format!("no host:port in DATABASE_URL {}", stack.database_url))?;
-        let pg = pgcount::Proxy::start(PG_PROXY_PORT, upstream.to_owned()).await?;
+        let pg = pgcount::start(PG_PROXY_PORT, upstream.to_owned()).await?;
         let proxied = stack
             .database_url
             .replacen(upstream, &format!("127.0.0.1:{}", pg.port), 1);
