@@ -384,15 +384,20 @@ fn decode(stream: &lopdf::Stream, cap: usize, keep: bool) -> Result<(Vec<u8>, us
     if filters == [b"FlateDecode"] && stream.dict.get(b"DecodeParms").is_err() {
         return inflate(&stream.content, cap, keep);
     }
-    match stream.decompressed_content_with_limit(cap) {
+    // docflow: lopdf 0.36 has no `decompressed_content_with_limit`; the vendored copy's
+    // `inflation::with_limits` bounds every filter layer to `cap` in the same way.
+    let cap64 = u64::try_from(cap).unwrap_or(u64::MAX);
+    let (decoded, inflation) =
+        lopdf::inflation::with_limits(u64::MAX, cap64, || stream.decompressed_content());
+    if inflation.exceeded {
+        return Err(Decode::TooLarge);
+    }
+    match decoded {
         Ok(bytes) if bytes.len() <= cap => {
             let len = bytes.len();
             Ok((bytes, len))
         }
-        Ok(_)
-        | Err(lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { .. })) => {
-            Err(Decode::TooLarge)
-        }
+        Ok(_) => Err(Decode::TooLarge),
         Err(e) => Err(Decode::Broken(e.to_string())),
     }
 }
@@ -496,21 +501,29 @@ pub(super) fn load(pdf: &[u8], budget: &mut Budget) -> Result<lopdf::Document, E
     }
 
     let per_stream = budget.limits.stream_bytes;
-    let load = |filter| {
-        let options = lopdf::LoadOptions {
-            filter,
-            max_decompressed_size: Some(per_stream),
-            ..lopdf::LoadOptions::default()
-        };
-        lopdf::Document::load_mem_with_options(pdf, options).map_err(|e| match e {
-            lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { .. }) => {
-                Error::LimitExceeded {
-                    stream: PdfStream::Structure,
-                    limit: Limit::StreamBytes(per_stream),
-                }
+    // docflow: lopdf 0.36 has no `LoadOptions`. The parser runs under the vendored
+    // copy's `inflation::with_limits`, each stream it inflates (xref and object
+    // streams) bounded to `per_stream`, not summed — as `max_decompressed_size` did.
+    // A stream over it fails to decode, which the parser may swallow; the flag it
+    // leaves is what refuses the load.
+    type Filter =
+        fn(lopdf::ObjectId, &mut lopdf::Object) -> Option<(lopdf::ObjectId, lopdf::Object)>;
+    let load = |filter: Option<Filter>| {
+        let per_stream64 = u64::try_from(per_stream).unwrap_or(u64::MAX);
+        let (loaded, inflation) = lopdf::inflation::with_limits(u64::MAX, per_stream64, || {
+            lopdf::Reader {
+                buffer: pdf,
+                document: lopdf::Document::new(),
             }
-            e => Error::Pdf(e.to_string()),
-        })
+            .read(filter)
+        });
+        if inflation.exceeded {
+            return Err(Error::LimitExceeded {
+                stream: PdfStream::Structure,
+                limit: Limit::StreamBytes(per_stream),
+            });
+        }
+        loaded.map_err(|e| Error::Pdf(e.to_string()))
     };
 
     xref_streams_are_bounded(pdf)?;
