@@ -776,7 +776,9 @@ mod tests {
             "Type" => "Filespec", "F" => name(), "UF" => name(),
             "EF" => dictionary! { "F" => file },
         });
-        let pages = doc.add_object(dictionary! { "Type" => "Pages", "Kids" => Vec::<Object>::new(), "Count" => 0 });
+        let pages = doc.add_object(
+            dictionary! { "Type" => "Pages", "Kids" => Vec::<Object>::new(), "Count" => 0 },
+        );
         let catalog = doc.add_object(dictionary! {
             "Type" => "Catalog", "Pages" => pages,
             "Names" => dictionary! {
@@ -820,7 +822,9 @@ mod tests {
             .as_bytes(),
         );
         pdf.extend_from_slice(&data);
-        pdf.extend_from_slice(format!("\nendstream\nendobj\nstartxref\n{xref_at}\n%%EOF\n").as_bytes());
+        pdf.extend_from_slice(
+            format!("\nendstream\nendobj\nstartxref\n{xref_at}\n%%EOF\n").as_bytes(),
+        );
         pdf
     }
 
