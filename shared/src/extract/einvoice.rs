@@ -751,6 +751,96 @@ mod tests {
         assert_eq!(findings.len(), MAX_FINDINGS + 1, "{findings:?}");
     }
 
+    fn deflated(bytes: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        z.write_all(bytes).unwrap();
+        z.finish().unwrap()
+    }
+
+    /// A PDF whose `factur-x.xml` is stored as `FlateDecode` with `/DecodeParms`: not the
+    /// lone-Flate fast path of the reader, so lopdf's bounded decoder inflates it.
+    fn hybrid_with_predictor_attachment(payload: &[u8]) -> Vec<u8> {
+        use lopdf::{Document, Object, Stream, StringFormat, dictionary};
+        let name = || Object::String(b"factur-x.xml".to_vec(), StringFormat::Literal);
+        let mut doc = Document::with_version("1.7");
+        let file = doc.add_object(Stream::new(
+            dictionary! {
+                "Type" => "EmbeddedFile",
+                "Filter" => "FlateDecode",
+                "DecodeParms" => dictionary! { "Predictor" => 1 },
+            },
+            deflated(payload),
+        ));
+        let spec = doc.add_object(dictionary! {
+            "Type" => "Filespec", "F" => name(), "UF" => name(),
+            "EF" => dictionary! { "F" => file },
+        });
+        let pages = doc.add_object(
+            dictionary! { "Type" => "Pages", "Kids" => Vec::<Object>::new(), "Count" => 0 },
+        );
+        let catalog = doc.add_object(dictionary! {
+            "Type" => "Catalog", "Pages" => pages,
+            "Names" => dictionary! {
+                "EmbeddedFiles" => dictionary! { "Names" => vec![name(), spec.into()] },
+            },
+        });
+        doc.trailer.set("Root", catalog);
+        let mut out = Vec::new();
+        doc.save_to(&mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn an_attachment_that_inflates_past_the_stream_limit_is_refused() {
+        let bomb = hybrid_with_predictor_attachment(&vec![b' '; MAX_PDF_STREAM_BYTES + 1]);
+        assert!(bomb.len() < 200_000, "{} bytes", bomb.len());
+        let err = read(&bomb).unwrap_err();
+        assert!(matches!(err, EInvoiceError::TooLarge(_)), "{err}");
+        assert!(err.to_string().contains("factur-x.xml"), "{err}");
+
+        // The same attachment within the limit is inflated and read (and is no invoice).
+        let small = hybrid_with_predictor_attachment(b"<Order xmlns=\"urn:x\"><ID>1</ID></Order>");
+        let err = read(&small).unwrap_err();
+        assert!(matches!(err, EInvoiceError::NotAnInvoice(_)), "{err}");
+    }
+
+    /// A PDF whose only cross-reference section is a `FlateDecode` xref stream of
+    /// `inflated` bytes (zeros: free entries).
+    fn pdf_with_xref_stream(inflated: usize) -> Vec<u8> {
+        let mut pdf = b"%PDF-1.5\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n\
+                        2 0 obj\n<< /Type /Pages /Kids [] /Count 0 >>\nendobj\n"
+            .to_vec();
+        let xref_at = pdf.len();
+        let data = deflated(&vec![0; inflated]);
+        pdf.extend_from_slice(
+            format!(
+                "3 0 obj\n<< /Type /XRef /Size 4 /W [1 4 2] /Root 1 0 R /Filter /FlateDecode \
+                 /Length {} >>\nstream\n",
+                data.len()
+            )
+            .as_bytes(),
+        );
+        pdf.extend_from_slice(&data);
+        pdf.extend_from_slice(
+            format!("\nendstream\nendobj\nstartxref\n{xref_at}\n%%EOF\n").as_bytes(),
+        );
+        pdf
+    }
+
+    #[test]
+    fn a_cross_reference_stream_that_inflates_past_the_stream_limit_is_refused() {
+        let bomb = pdf_with_xref_stream(MAX_PDF_STREAM_BYTES + 1);
+        assert!(bomb.len() < 200_000, "{} bytes", bomb.len());
+        let err = read(&bomb).unwrap_err();
+        assert!(matches!(err, EInvoiceError::TooLarge(_)), "{err}");
+        assert!(err.to_string().contains("structure"), "{err}");
+
+        // A small one is parsed, not refused for its size.
+        let err = read(&pdf_with_xref_stream(28)).unwrap_err();
+        assert!(!matches!(err, EInvoiceError::TooLarge(_)), "{err}");
+    }
+
     #[test]
     fn xml_file_names() {
         assert!(is_xml_name("documents/x.XML") && !is_xml_name("a.pdf"));
