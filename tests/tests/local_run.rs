@@ -583,3 +583,69 @@ async fn no_more_batches_run_at_once_than_the_maximum_concurrency() {
         "two pollers, never more batches at once"
     );
 }
+
+/// The race `--until-idle` once lost (a `make bench` pipeline run that never ended with
+/// every queue empty): a function releases a record (visibility 0, as
+/// `Outcome::Release` does) before its batch ends; the queue's second poller receives it
+/// and finishes with it; only then does the first batch's completion note it as failed.
+/// A record already received again must not be awaited, or the run waits for a delivery
+/// that never comes.
+#[tokio::test]
+async fn a_record_received_again_before_its_first_batch_ends_is_not_awaited() {
+    let sqs = sqs().await;
+    let queue = queue_with(&sqs, "run-release-race", spec(30, 3), &["flip"]).await;
+    let second_done = Arc::new(tokio::sync::Notify::new());
+    let receives = Arc::new(AtomicUsize::new(0));
+    let function: Arc<dyn Invoke> = {
+        let (sqs, url) = (sqs.clone(), queue.url.clone());
+        let (second_done, receives) = (second_done.clone(), receives.clone());
+        Arc::new(InProcess(move |event: LambdaEvent<SqsEvent>| {
+            let (sqs, url) = (sqs.clone(), url.clone());
+            let (second_done, receives) = (second_done.clone(), receives.clone());
+            async move {
+                let record = &event.payload.records[0];
+                if receives.fetch_add(1, Ordering::SeqCst) > 0 {
+                    // The second receive, on the other poller: done.
+                    second_done.notify_one();
+                    return Ok::<_, lambda_runtime::Error>(SqsBatchResponse::default());
+                }
+                // The first: release the record, wait until the other poller has
+                // received it and finished, then report it failed.
+                sqs.change_message_visibility()
+                    .queue_url(&url)
+                    .receipt_handle(record.receipt_handle.clone().unwrap())
+                    .visibility_timeout(0)
+                    .send()
+                    .await
+                    .unwrap();
+                tokio::time::timeout(Duration::from_secs(8), second_done.notified())
+                    .await
+                    .expect("the other poller never received the released record");
+                Ok(failures(&[record.message_id.clone().unwrap()]))
+            }
+        }))
+    };
+    let runner = Runner::new(
+        vec![source(
+            "release-race",
+            mapping_of(&sqs, &queue.url).await,
+            Some(queue.dlq_url.clone()),
+            function,
+            2,
+        )],
+        RunOptions {
+            max_duration: Some(Duration::from_secs(25)),
+            ..options()
+        },
+    );
+
+    let report = runner.run(std::future::pending()).await.unwrap();
+
+    assert!(
+        report.idle,
+        "the run waited for a record that had already come back: {report:?}"
+    );
+    assert_eq!(receives.load(Ordering::SeqCst), 2);
+    let stats = &report.queues[0];
+    assert_eq!((stats.done, stats.retried), (1, 1), "{stats:?}");
+}

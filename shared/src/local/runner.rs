@@ -167,10 +167,9 @@ struct Shared {
     /// Bumped whenever a batch starts or ends: an idle check that saw it change is void.
     generation: AtomicU64,
     stop: AtomicBool,
-    /// Records this run left on a queue that will be delivered again (message id →
-    /// source index): reported as failed below the queue's `maxReceiveCount`. Removed
-    /// when the record is received again. The run is not idle while any is here.
-    awaited: Mutex<HashMap<String, usize>>,
+    /// Records this run left on a queue that will be delivered again. The run is not
+    /// idle while any is awaited.
+    awaited: Mutex<Awaited>,
     /// Each source queue's `maxReceiveCount` (its redrive policy); `None` without one,
     /// and then every record left on the queue comes back.
     max_receive: Vec<Option<u32>>,
@@ -245,7 +244,7 @@ impl Runner {
             in_flight: AtomicUsize::new(0),
             generation: AtomicU64::new(0),
             stop: AtomicBool::new(false),
-            awaited: Mutex::new(HashMap::new()),
+            awaited: Mutex::new(Awaited::default()),
             max_receive,
         });
 
@@ -285,7 +284,12 @@ impl Runner {
             let quiet = quiet_before
                 && shared.in_flight.load(Ordering::SeqCst) == 0
                 && shared.generation.load(Ordering::SeqCst) == generation;
-            let awaiting = !shared.awaited.lock().expect("awaited lock").is_empty();
+            let awaiting = !shared
+                .awaited
+                .lock()
+                .expect("awaited lock")
+                .waiting
+                .is_empty();
 
             let scheduled_due = Instant::now() >= next_schedule;
             let idle_candidate = if self.options.until_idle && empty && quiet && !awaiting {
@@ -386,12 +390,11 @@ async fn poll_loop(
         };
         shared.in_flight.fetch_add(1, Ordering::SeqCst);
         shared.generation.fetch_add(1, Ordering::SeqCst);
-        {
-            let mut awaited = shared.awaited.lock().expect("awaited lock");
-            for id in event.records.iter().filter_map(|r| r.message_id.as_deref()) {
-                awaited.remove(id);
-            }
-        }
+        shared
+            .awaited
+            .lock()
+            .expect("awaited lock")
+            .received(&event);
         let records = event.records.len() as u64;
         stats(&mut |s| s.received += records);
 
@@ -406,7 +409,12 @@ async fn poll_loop(
             .await;
         match source.mapping.apply(&event, &invocation).await {
             Ok(completion) => {
-                await_kept(&shared, index, &event, &completion.kept);
+                shared.awaited.lock().expect("awaited lock").kept(
+                    index,
+                    shared.max_receive[index],
+                    &event,
+                    &completion.kept,
+                );
                 let snapshot = stats(&mut |s| {
                     s.batches += 1;
                     if completion.whole_batch_failed {
@@ -429,34 +437,97 @@ async fn poll_loop(
                 observer.error(&source.name, &text);
             }
         }
+        shared
+            .awaited
+            .lock()
+            .expect("awaited lock")
+            .finished(&event);
         shared.generation.fetch_add(1, Ordering::SeqCst);
         shared.in_flight.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
-/// Notes the records left on the queue that will be delivered again: those below the
-/// queue's `maxReceiveCount`. A record at its last receive goes to the DLQ instead (on a
-/// receive after its visibility expires), which the two-check rule covers.
-fn await_kept(shared: &Shared, index: usize, event: &SqsEvent, kept: &[String]) {
-    if kept.is_empty() {
-        return;
-    }
-    let max = shared.max_receive[index];
-    let mut awaited = shared.awaited.lock().expect("awaited lock");
-    for record in &event.records {
-        let Some(id) = record.message_id.as_deref() else {
-            continue;
-        };
-        if !kept.iter().any(|k| k == id) {
-            continue;
+/// The records left on a queue that will be delivered again, by message id.
+///
+/// A record is awaited once its batch reported it failed below the queue's
+/// `maxReceiveCount`, and no longer once it is received again. The two can happen in
+/// either order: the function itself may make a record visible before its batch ends
+/// (a release or a short retry sets its visibility), and another poller of the same
+/// queue may receive it and finish with it before the first batch's completion is
+/// applied. Noting it as awaited after that receive would wait for a delivery that
+/// never comes, and `--until-idle` would never end. So a receive of a record some batch
+/// still holds is remembered (its `ApproximateReceiveCount`), and a completion does not
+/// await a record already received again with a higher count.
+#[derive(Default)]
+struct Awaited {
+    /// Message id → source index.
+    waiting: HashMap<String, usize>,
+    /// Message id → how many running batches hold it.
+    held: HashMap<String, usize>,
+    /// Message id → the highest receive count seen while a batch held it.
+    received_while_held: HashMap<String, u32>,
+}
+
+fn receive_count(record: &aws_lambda_events::event::sqs::SqsMessage) -> u32 {
+    record
+        .attributes
+        .get("ApproximateReceiveCount")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+}
+
+impl Awaited {
+    /// A batch was received: its records have come back, and it now holds them.
+    fn received(&mut self, event: &SqsEvent) {
+        for record in &event.records {
+            let Some(id) = record.message_id.as_deref() else {
+                continue;
+            };
+            self.waiting.remove(id);
+            if self.held.contains_key(id) {
+                let seen = self.received_while_held.entry(id.to_owned()).or_insert(0);
+                *seen = (*seen).max(receive_count(record));
+            }
+            *self.held.entry(id.to_owned()).or_insert(0) += 1;
         }
-        let receives: u32 = record
-            .attributes
-            .get("ApproximateReceiveCount")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(1);
-        if max.is_none_or(|max| receives < max) {
-            awaited.insert(id.to_owned(), index);
+    }
+
+    /// The batch's completion was applied: `kept` stayed on the queue.
+    fn kept(&mut self, index: usize, max: Option<u32>, event: &SqsEvent, kept: &[String]) {
+        if kept.is_empty() {
+            return;
+        }
+        for record in &event.records {
+            let Some(id) = record.message_id.as_deref() else {
+                continue;
+            };
+            if !kept.iter().any(|k| k == id) {
+                continue;
+            }
+            let receives = receive_count(record);
+            // A record at its last receive goes to the DLQ instead (on a receive after
+            // its visibility expires), which the two-check rule covers.
+            let comes_back = max.is_none_or(|max| receives < max);
+            let already_back = self
+                .received_while_held
+                .get(id)
+                .is_some_and(|later| *later > receives);
+            if comes_back && !already_back {
+                self.waiting.insert(id.to_owned(), index);
+            }
+        }
+    }
+
+    /// The batch ended (whatever its outcome): it no longer holds its records.
+    fn finished(&mut self, event: &SqsEvent) {
+        for id in event.records.iter().filter_map(|r| r.message_id.as_deref()) {
+            if let Some(n) = self.held.get_mut(id) {
+                *n -= 1;
+                if *n == 0 {
+                    self.held.remove(id);
+                    self.received_while_held.remove(id);
+                }
+            }
         }
     }
 }
