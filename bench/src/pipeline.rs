@@ -237,7 +237,7 @@ pub async fn pipeline(report: &mut Report, bins: &Path, pairs: usize) -> anyhow:
         docflow.display()
     );
     let endpoint = docflow_tests::endpoint();
-    let aws = docflow::aws::local(&endpoint).await;
+    let aws = docflow::aws::local(&endpoint);
     let sqs = aws_sdk_sqs::Client::new(&aws);
     let queues = docflow_cli::wiring::Queues::resolve(&sqs, "").await?;
     // Work other runs left on the local stack's queues would be measured as ours.

@@ -208,7 +208,7 @@ async fn evaluate_in(
         .await
         .context("failed to migrate the evaluation database")?;
     let config = MatchingConfig::from_env(&process_env()).context("invalid MATCH_* settings")?;
-    let sqs = aws_sdk_sqs::Client::new(&docflow::aws::local(&args.endpoint).await);
+    let sqs = aws_sdk_sqs::Client::new(&docflow::aws::local(&args.endpoint));
     // Kept alive until the run is done.
     let (llm, _llm_stand_in) = if args.no_llm {
         (None, None)

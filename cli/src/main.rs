@@ -389,7 +389,7 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
         Command::Status { document_id, json } => {
             init_logs("warn", None);
             let id = parse_id(&document_id, "document")?;
-            let local = local_env(docflow::aws::load().await, 1).await?;
+            let local = local_env(docflow_cli::wiring::sdk_config().await, 1).await?;
             let pool = local.database().await?;
             let status = status::load(&pool, id)
                 .await?
@@ -403,7 +403,7 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
         }
         Command::Dlq { command } => {
             init_logs("warn", None);
-            let sqs = aws_sdk_sqs::Client::new(&docflow::aws::load().await);
+            let sqs = aws_sdk_sqs::Client::new(&docflow_cli::wiring::sdk_config().await);
             match command {
                 DlqCommand::List { queue, max, json } => {
                     let (_, dlq_url) = dlq::urls(&sqs, &queue, &queue_prefix()).await?;
@@ -474,7 +474,7 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             } else {
                 export::Decision::Present
             };
-            let local = local_env(docflow::aws::load().await, 1).await?;
+            let local = local_env(docflow_cli::wiring::sdk_config().await, 1).await?;
             let pool = local.database().await?;
             let resolved = export::resolve(&pool, id, decision, &by, &note).await?;
             println!("{resolved}");
@@ -490,7 +490,7 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
                 anyhow::bail!("usage: docflow export <document-id> --by <identity>");
             };
             let id = parse_id(&document_id, "document")?;
-            let local = local_env(docflow::aws::load().await, 1).await?;
+            let local = local_env(docflow_cli::wiring::sdk_config().await, 1).await?;
             let pool = local.database().await?;
             println!(
                 "{}",
@@ -510,7 +510,7 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
                     .unwrap_or_else(|| file.display().to_string());
                 contents.push((name, bytes));
             }
-            let local = local_env(docflow::aws::load().await, 1).await?;
+            let local = local_env(docflow_cli::wiring::sdk_config().await, 1).await?;
             let pool = local.database().await?;
             let tenant = tenants::resolve_tenant(&pool, tenant.as_deref()).await?;
             let target = ingest::Target {
@@ -544,7 +544,7 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
         }
         Command::Seed { fixtures_only } => {
             init_logs("warn", None);
-            let aws = docflow::aws::load().await;
+            let aws = docflow_cli::wiring::sdk_config().await;
             let local = local_env(aws.clone(), 1).await?;
             let pool = local.database().await?;
             let target = ingest::Target {
@@ -600,7 +600,7 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
         }
         Command::Sweep { json } => {
             init_logs("warn", None);
-            let local = local_env(docflow::aws::load().await, 1).await?;
+            let local = local_env(docflow_cli::wiring::sdk_config().await, 1).await?;
             let deps = local.sweeper().await?;
             let report = sweeper::sweep(&deps, None).await?;
             if json {
@@ -619,7 +619,7 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
         }
         Command::Demo { command } => {
             init_logs("warn", None);
-            let local = local_env(docflow::aws::load().await, 1).await?;
+            let local = local_env(docflow_cli::wiring::sdk_config().await, 1).await?;
             let pool = local.database().await?;
             match command {
                 DemoCommand::Approve { tenant } => {
@@ -668,7 +668,7 @@ async fn local(command: LocalCommand) -> anyhow::Result<()> {
         } => {
             let database_url = database_url();
             migrate(&database_url).await?;
-            let config = docflow::aws::local(&endpoint.endpoint).await;
+            let config = docflow::aws::local(&endpoint.endpoint);
             let mut secret = serde_json::Map::new();
             secret.insert("database_url".into(), database_url.clone().into());
             secret.insert(
@@ -733,7 +733,7 @@ async fn local_run(args: RunArgs) -> anyhow::Result<()> {
     if args.batch_size > 10 && args.batching_window == 0 {
         anyhow::bail!("--batch-size above 10 needs --batching-window (as in Lambda)");
     }
-    let aws = docflow::aws::local(&args.endpoint.endpoint).await;
+    let aws = docflow::aws::local(&args.endpoint.endpoint);
     let local = local_env(aws, args.concurrency).await?;
     eprintln!("local run: {}", local.describe());
     let options = run::Options {

@@ -23,6 +23,22 @@ use docflow::sqs::BatchRuntime;
 use docflow::telemetry::metrics::{Captured, MetricsSink};
 use sqlx::PgPool;
 
+/// The SDK configuration of the CLI: from the environment, as the functions build it
+/// (`docflow::aws::load`), when it has a region and keys; otherwise the SDK's default
+/// chains, which the functions do not link: a profile, SSO, web identity, ECS or IMDS
+/// credentials on an engineer's machine or a build container.
+pub async fn sdk_config() -> SdkConfig {
+    match docflow::aws::load() {
+        Ok(config) => config,
+        Err(_) => {
+            aws_config::defaults(aws_config::BehaviorVersion::latest())
+                .http_client(docflow::aws::http_client())
+                .load()
+                .await
+        }
+    }
+}
+
 /// The three work queues with their DLQs.
 #[derive(Debug, Clone)]
 pub struct Queues {

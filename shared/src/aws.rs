@@ -1,22 +1,36 @@
-//! AWS SDK configuration, loaded once per cold start.
+//! AWS SDK configuration, built once per cold start, straight from the environment.
 //!
 //! In Lambda the region and the role's credentials are environment variables
-//! (`AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), and
-//! the SDK's default chains would find them there first. Building those chains (region:
-//! environment, profile, IMDS; credentials: environment, profile, web identity, ECS,
-//! IMDS) is what made `aws_config` the largest phase of a cold start (4.6-6.0 ms in
-//! `make bench`, issue 14), so when the environment has them they are given directly,
-//! and the chains are only built when it has not (a laptop with a profile, a container
-//! with ECS credentials). Locally `AWS_ENDPOINT_URL` points every client at the moto
-//! server, with static `test`/`test` keys.
+//! (`AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), set
+//! for the life of the execution environment. The SDK's default chains (region:
+//! environment, profile, IMDS; credentials: environment, profile, web identity with its
+//! STS client, ECS, IMDS) would find them there first, and building those chains was
+//! the largest phase of a cold start (4.6-6.0 ms in `make bench`, issue 14). So the
+//! functions do not link `aws-config` at all (issue 27: its chains and the STS client
+//! were ~0.3 MB of every binary): [`load`] builds the [`SdkConfig`] from the variables
+//! and fails, naming the missing one, where they are not set. The SDK clients add their
+//! own defaults (standard retries, the 3.1 s connect timeout, the identity cache, the
+//! Tokio sleep) as they do under `aws-config`. A machine with a profile or ECS
+//! credentials (the CLI on a laptop) uses the CLI's loader, which keeps the chains.
+//!
+//! Read: `AWS_REGION` (else `AWS_DEFAULT_REGION`), the three credential variables,
+//! `AWS_ENDPOINT_URL` (every client at one endpoint: locally, the moto server) and the
+//! SDK's service-specific `AWS_ENDPOINT_URL_<SERVICE>` (e.g. `AWS_ENDPOINT_URL_TEXTRACT`,
+//! a stand-in where the emulator has none), which wins over the first. Not read:
+//! `AWS_USE_FIPS_ENDPOINT`, `AWS_MAX_ATTEMPTS`, `AWS_IGNORE_CONFIGURED_ENDPOINT_URLS`,
+//! profiles; infra/ sets none of them.
 
 use std::sync::LazyLock;
 
-use aws_config::environment::EnvironmentVariableCredentialsProvider;
-use aws_config::{BehaviorVersion, ConfigLoader, Region, SdkConfig};
+use aws_credential_types::Credentials;
+use aws_credential_types::provider::SharedCredentialsProvider;
 use aws_smithy_http_client::tls::{self, TlsContext, TrustStore};
 use aws_smithy_http_client::{Connector, ConnectorBuilder};
+use aws_smithy_runtime_api::client::behavior_version::BehaviorVersion;
 use aws_smithy_runtime_api::client::http::SharedHttpClient;
+pub use aws_types::SdkConfig;
+use aws_types::region::Region;
+use aws_types::service_config::{LoadServiceConfig, ServiceConfigKey};
 use base64::Engine as _;
 
 /// The root certificates the SDK's TLS trusts: the Mozilla set compiled into the binary
@@ -102,64 +116,131 @@ pub fn http_client() -> SharedHttpClient {
     })
 }
 
-/// What [`load`] takes from the environment instead of building the default chains.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What [`load`] takes from the environment.
+#[derive(Clone, PartialEq, Eq)]
 pub struct FromEnvironment {
     /// `AWS_REGION`, else `AWS_DEFAULT_REGION` (the order of the SDK's own region chain).
     pub region: Option<String>,
-    /// Whether the environment holds static credentials (an access key id and a secret
-    /// key): the first provider of the default chain would answer with them.
-    pub credentials: bool,
+    /// `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` (or the older `AWS_SECRET_KEY`),
+    /// with `AWS_SESSION_TOKEN` when set: a role's temporary keys in Lambda.
+    pub credentials: Option<(String, String, Option<String>)>,
+    /// `AWS_ENDPOINT_URL`: every client at one endpoint (the local emulator).
+    pub endpoint_url: Option<String>,
+}
+
+impl std::fmt::Debug for FromEnvironment {
+    // Never the keys, not even in a test's failure message.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FromEnvironment")
+            .field("region", &self.region)
+            .field(
+                "credentials",
+                &self.credentials.as_ref().map(|(id, _, token)| {
+                    (id.as_str(), "<secret>", token.as_ref().map(|_| "<token>"))
+                }),
+            )
+            .field("endpoint_url", &self.endpoint_url)
+            .finish()
+    }
+}
+
+/// Why [`load`] cannot build a configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error(
+        "AWS_REGION (or AWS_DEFAULT_REGION) is not set: Lambda sets it; elsewhere set it, or use the CLI, which also reads profiles"
+    )]
+    NoRegion,
+    #[error(
+        "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set: Lambda sets them from the function's role; elsewhere set them, or use the CLI, which also reads profiles and ECS/IMDS credentials"
+    )]
+    NoCredentials,
 }
 
 impl FromEnvironment {
-    /// Reads the variables through `var` (the process environment in [`load`]).
+    /// Reads the variables through `var` (the process environment in [`load`]); blank
+    /// values count as unset.
     pub fn read(var: impl Fn(&str) -> Option<String>) -> Self {
         let set = |name: &str| var(name).filter(|v| !v.trim().is_empty());
+        let credentials = set("AWS_ACCESS_KEY_ID").and_then(|id| {
+            let secret = set("AWS_SECRET_ACCESS_KEY").or_else(|| set("AWS_SECRET_KEY"))?;
+            Some((id, secret, set("AWS_SESSION_TOKEN")))
+        });
         FromEnvironment {
             region: set("AWS_REGION").or_else(|| set("AWS_DEFAULT_REGION")),
-            credentials: set("AWS_ACCESS_KEY_ID").is_some()
-                && (set("AWS_SECRET_ACCESS_KEY").is_some() || set("AWS_SECRET_KEY").is_some()),
+            credentials,
+            endpoint_url: set("AWS_ENDPOINT_URL"),
         }
     }
 
-    fn apply(&self, mut loader: ConfigLoader) -> ConfigLoader {
-        if let Some(region) = &self.region {
-            loader = loader.region(Region::new(region.clone()));
-        }
-        if self.credentials {
-            // Reads the variables on every call, as the chain's first provider does; the
-            // SDK's identity cache sits in front of it either way.
-            loader = loader.credentials_provider(EnvironmentVariableCredentialsProvider::new());
-        }
-        loader
+    /// Whether [`FromEnvironment::config`] can build a configuration from these.
+    pub fn is_complete(&self) -> bool {
+        self.region.is_some() && self.credentials.is_some()
+    }
+
+    /// The SDK configuration of these variables, with docflow's HTTPS client.
+    pub fn config(&self) -> Result<SdkConfig, LoadError> {
+        let region = self.region.clone().ok_or(LoadError::NoRegion)?;
+        let (id, secret, token) = self.credentials.clone().ok_or(LoadError::NoCredentials)?;
+        let credentials = Credentials::new(id, secret, token, None, "Environment");
+        let mut builder = base()
+            .region(Region::new(region))
+            .credentials_provider(SharedCredentialsProvider::new(credentials))
+            .service_config(ServiceEndpoints);
+        builder.set_endpoint_url(self.endpoint_url.clone());
+        Ok(builder.build())
     }
 }
 
-/// Loads the SDK configuration from the environment (see the module docs).
-pub async fn load() -> SdkConfig {
-    let env = FromEnvironment::read(|name| std::env::var(name).ok());
-    env.apply(defaults()).load().await
+/// The service-specific endpoint variables, which each SDK client asks for when it is
+/// built (`AWS_ENDPOINT_URL_<SERVICE>`, the service id upper-cased with spaces as
+/// underscores, as aws-config names them). The only key the clients ask for is the
+/// endpoint; without such a variable the configuration's endpoint applies.
+#[derive(Debug)]
+struct ServiceEndpoints;
+
+impl LoadServiceConfig for ServiceEndpoints {
+    fn load_config(&self, key: ServiceConfigKey<'_>) -> Option<String> {
+        service_variable(key, |name| std::env::var(name).ok())
+    }
 }
 
-fn defaults() -> ConfigLoader {
-    aws_config::defaults(BehaviorVersion::latest()).http_client(http_client())
+fn service_variable(
+    key: ServiceConfigKey<'_>,
+    var: impl Fn(&str) -> Option<String>,
+) -> Option<String> {
+    let name = format!(
+        "{}_{}",
+        key.env(),
+        key.service_id().to_uppercase().replace(' ', "_")
+    );
+    var(&name).filter(|v| !v.trim().is_empty())
+}
+
+/// Loads the SDK configuration from the process environment (see the module docs).
+pub fn load() -> Result<SdkConfig, LoadError> {
+    FromEnvironment::read(|name| std::env::var(name).ok()).config()
+}
+
+fn base() -> aws_types::sdk_config::Builder {
+    SdkConfig::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .http_client(http_client())
 }
 
 /// A configuration for the local emulator at `endpoint` (tests and the CLI's local stack).
-pub async fn local(endpoint: &str) -> SdkConfig {
-    defaults()
+pub fn local(endpoint: &str) -> SdkConfig {
+    base()
         .endpoint_url(endpoint)
         .region(Region::new("eu-central-1"))
-        .credentials_provider(aws_sdk_sqs::config::Credentials::new(
+        .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
             "test",
             "test",
             None,
             None,
             "docflow-local",
-        ))
-        .load()
-        .await
+        )))
+        .build()
 }
 
 /// An S3 client; path-style addressing when a custom endpoint is set, since
@@ -184,7 +265,7 @@ mod tests {
     }
 
     #[test]
-    fn lambda_environment_gives_region_and_credentials_directly() {
+    fn lambda_environment_gives_region_credentials_and_endpoint() {
         let lambda = [
             ("AWS_REGION", "eu-central-1"),
             ("AWS_DEFAULT_REGION", "us-east-1"),
@@ -192,37 +273,79 @@ mod tests {
             ("AWS_SECRET_ACCESS_KEY", "secret"),
             ("AWS_SESSION_TOKEN", "token"),
         ];
+        let read = FromEnvironment::read(env(&lambda));
         assert_eq!(
-            FromEnvironment::read(env(&lambda)),
+            read,
             FromEnvironment {
                 region: Some("eu-central-1".into()),
-                credentials: true
+                credentials: Some(("ASIAEXAMPLE".into(), "secret".into(), Some("token".into()))),
+                endpoint_url: None,
             }
         );
+        assert!(read.is_complete());
+        // The keys never reach a log line through Debug.
+        let debug = format!("{read:?}");
+        assert!(
+            !debug.contains("secret\"") && !debug.contains("token\""),
+            "{debug}"
+        );
+        let local = FromEnvironment::read(env(&[
+            ("AWS_DEFAULT_REGION", "eu-west-1"),
+            ("AWS_ACCESS_KEY_ID", "test"),
+            ("AWS_SECRET_KEY", "test"),
+            ("AWS_ENDPOINT_URL", "http://127.0.0.1:4566"),
+        ]));
+        assert_eq!(local.region.as_deref(), Some("eu-west-1"));
+        assert_eq!(
+            local.credentials,
+            Some(("test".into(), "test".into(), None))
+        );
+        assert_eq!(local.endpoint_url.as_deref(), Some("http://127.0.0.1:4566"));
     }
 
     #[test]
-    fn without_the_variables_the_default_chains_are_kept() {
+    fn a_service_s_own_endpoint_variable_is_found_by_the_sdk_s_name_for_it() {
+        let key = |service| {
+            ServiceConfigKey::builder()
+                .service_id(service)
+                .env("AWS_ENDPOINT_URL")
+                .profile("endpoint_url")
+                .build()
+                .unwrap()
+        };
+        let vars = env(&[
+            ("AWS_ENDPOINT_URL_TEXTRACT", "http://127.0.0.1:9000"),
+            ("AWS_ENDPOINT_URL_SECRETS_MANAGER", "http://127.0.0.1:9001"),
+            ("AWS_ENDPOINT_URL_S3", " "),
+        ]);
         assert_eq!(
-            FromEnvironment::read(env(&[("AWS_DEFAULT_REGION", "us-east-1")])),
-            FromEnvironment {
-                region: Some("us-east-1".into()),
-                credentials: false
-            }
+            service_variable(key("Textract"), &vars).as_deref(),
+            Some("http://127.0.0.1:9000")
         );
-        // A key id without its secret (or blank values) is not static credentials: the
-        // chain decides, as it would have.
         assert_eq!(
-            FromEnvironment::read(env(&[
-                ("AWS_REGION", " "),
-                ("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE"),
-                ("AWS_SECRET_ACCESS_KEY", "")
-            ])),
-            FromEnvironment {
-                region: None,
-                credentials: false
-            }
+            service_variable(key("Secrets Manager"), &vars).as_deref(),
+            Some("http://127.0.0.1:9001")
         );
+        assert_eq!(service_variable(key("S3"), &vars), None, "blank is unset");
+        assert_eq!(service_variable(key("SQS"), &vars), None);
+    }
+
+    #[test]
+    fn without_region_or_keys_loading_fails_and_says_which() {
+        let no_keys = FromEnvironment::read(env(&[("AWS_DEFAULT_REGION", "us-east-1")]));
+        assert!(!no_keys.is_complete());
+        assert!(matches!(no_keys.config(), Err(LoadError::NoCredentials)));
+        // A key id without its secret, or blank values, are not credentials.
+        let blank = FromEnvironment::read(env(&[
+            ("AWS_REGION", " "),
+            ("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE"),
+            ("AWS_SECRET_ACCESS_KEY", ""),
+        ]));
+        assert_eq!(blank.region, None);
+        assert_eq!(blank.credentials, None);
+        assert!(matches!(blank.config(), Err(LoadError::NoRegion)));
+        let message = LoadError::NoCredentials.to_string();
+        assert!(message.contains("AWS_ACCESS_KEY_ID"), "{message}");
     }
 
     #[test]
@@ -247,7 +370,7 @@ mod tests {
     async fn the_loaded_configuration_carries_the_environment_s_region_and_keys() {
         // The process environment of `cargo test` (.cargo/config.toml, the Makefile):
         // the local stack's region and static keys.
-        let config = load().await;
+        let config = load().expect("the local stack's variables");
         assert_eq!(
             config.region().map(|r| r.as_ref().to_owned()),
             std::env::var("AWS_REGION").ok()
@@ -263,5 +386,60 @@ mod tests {
             std::env::var("AWS_ACCESS_KEY_ID").ok()
         );
         assert!(config.http_client().is_some());
+        assert_eq!(
+            config.endpoint_url().map(str::to_owned),
+            std::env::var("AWS_ENDPOINT_URL").ok()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_client_of_the_environment_s_configuration_reaches_the_endpoint_and_signs() {
+        // Without aws-config the client's own defaults must fill in what the loader
+        // did: the sleep for retries and timeouts, the identity cache, the retry
+        // policy. A request against a local listener proves the client is usable and
+        // signs with the environment's keys.
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut buf = vec![0u8; 16384];
+            let mut head = Vec::new();
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = socket.read(&mut buf).await.unwrap();
+                assert!(n > 0, "the client closed before a whole request");
+                head.extend_from_slice(&buf[..n]);
+            }
+            let body = r#"{"QueueUrls":[]}"#;
+            let response = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/x-amz-json-1.0\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            socket.write_all(response.as_bytes()).await.unwrap();
+            String::from_utf8_lossy(&head).into_owned()
+        });
+        let config = FromEnvironment::read(env(&[
+            ("AWS_REGION", "eu-central-1"),
+            ("AWS_ACCESS_KEY_ID", "ASIAEXAMPLE"),
+            ("AWS_SECRET_ACCESS_KEY", "secret"),
+            ("AWS_SESSION_TOKEN", "session-token"),
+            ("AWS_ENDPOINT_URL", &format!("http://127.0.0.1:{port}")),
+        ]))
+        .config()
+        .unwrap();
+        let sqs = aws_sdk_sqs::Client::new(&config);
+        sqs.list_queues()
+            .send()
+            .await
+            .expect("a signed request answered");
+        let head = server.await.unwrap().to_ascii_lowercase();
+        assert!(
+            head.contains("credential=asiaexample/") && head.contains("/eu-central-1/sqs/"),
+            "{head}"
+        );
+        assert!(
+            head.contains("x-amz-security-token: session-token"),
+            "{head}"
+        );
     }
 }

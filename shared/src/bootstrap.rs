@@ -2,8 +2,8 @@
 //! configuration, the secret, the lazy pool and the batch runtime, built once and
 //! borrowed by the handler for the life of the Lambda instance.
 
+use crate::aws::SdkConfig;
 use anyhow::Context as _;
-use aws_config::SdkConfig;
 use sqlx::PgPool;
 
 use crate::secrets::SecretStore;
@@ -28,7 +28,7 @@ impl Common {
     pub async fn from_env() -> anyhow::Result<Self> {
         let settings = Settings::from_process_env().context("invalid settings")?;
         crate::coldstart::mark("settings");
-        let aws = crate::aws::load().await;
+        let aws = crate::aws::load()?;
         crate::coldstart::mark("aws_config");
         let sqs = aws_sdk_sqs::Client::new(&aws);
         let secrets = SecretStore::new(

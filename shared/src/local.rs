@@ -201,7 +201,7 @@ pub struct Stack {
 /// Creates every queue with its DLQ, the documents bucket and the secret (only if it
 /// does not exist yet: an operator's edits to the local secret are kept).
 pub async fn provision(
-    config: &aws_config::SdkConfig,
+    config: &crate::aws::SdkConfig,
     max_receive_count: u32,
     secret_json: &serde_json::Value,
 ) -> anyhow::Result<Stack> {

@@ -442,7 +442,7 @@ impl Notifier {
     pub async fn from_settings(
         settings: &NotifySettings,
         secrets: &SecretStore,
-        aws: &aws_config::SdkConfig,
+        aws: &crate::aws::SdkConfig,
     ) -> Result<Self, NotifySetupError> {
         let mut notifier = Notifier::new(settings.admin_base_url.clone(), settings.timeout)
             .with_retry(settings.retry);

@@ -24,7 +24,7 @@ pub fn endpoint() -> String {
 }
 
 pub async fn aws() -> SdkConfig {
-    docflow::aws::local(&endpoint()).await
+    docflow::aws::local(&endpoint())
 }
 
 pub async fn sqs() -> aws_sdk_sqs::Client {

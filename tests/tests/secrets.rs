@@ -153,7 +153,7 @@ async fn a_secrets_manager_that_never_answers_is_a_transient_error_after_the_tim
             held.push(stream);
         }
     });
-    let client = aws_sdk_secretsmanager::Client::new(&docflow::aws::local(&endpoint).await);
+    let client = aws_sdk_secretsmanager::Client::new(&docflow::aws::local(&endpoint));
     let store = SecretStore::new(client, "docflow-test/black-hole", Duration::from_secs(60))
         .with_fetch_timeout(Duration::from_secs(1));
 
@@ -168,7 +168,7 @@ async fn a_secrets_manager_that_never_answers_is_a_transient_error_after_the_tim
     );
     assert!(docflow::retry::Classify::is_transient(&e), "{e:?}");
     let family = SecretStore::new(
-        aws_sdk_secretsmanager::Client::new(&docflow::aws::local(&endpoint).await),
+        aws_sdk_secretsmanager::Client::new(&docflow::aws::local(&endpoint)),
         "docflow-test/black-hole",
         Duration::from_secs(60),
     )

@@ -101,7 +101,7 @@ async fn server(ca: &Ca) -> (u16, Arc<Mutex<Vec<String>>>) {
 }
 
 async fn get_secret(port: u16) -> Result<Option<String>, String> {
-    let config = docflow::aws::load().await;
+    let config = docflow::aws::load().expect("the test environment's region and keys");
     let client = aws_sdk_secretsmanager::Client::from_conf(
         aws_sdk_secretsmanager::config::Builder::from(&config)
             .endpoint_url(format!("https://localhost:{port}"))

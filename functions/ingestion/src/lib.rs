@@ -225,7 +225,7 @@ impl Deps {
     pub async fn build<F: Fn(&str) -> Option<String>>(
         env: &Env<F>,
         settings: &Settings,
-        aws: &aws_config::SdkConfig,
+        aws: &docflow::aws::SdkConfig,
         pool: PgPool,
         sqs: aws_sdk_sqs::Client,
         s3: aws_sdk_s3::Client,
