@@ -61,7 +61,6 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use crate::http::LazyClient;
 use crate::retry::{Classify, RetryClass, classify_http_status};
 
 /// How long a task poll (GET) may reuse an idle connection: long enough for the polls
@@ -441,10 +440,10 @@ impl MaesnConfig {
 #[derive(Debug, Clone)]
 pub struct MaesnClient {
     /// Task polls (GET): reuses connections idle for at most [`GET_POOL_IDLE`].
-    http: LazyClient,
+    http: reqwest::Client,
     /// Booking proposals (POST): keeps no idle connection, so every POST goes out on a
     /// connection just made (module docs, "Connections").
-    post: LazyClient,
+    post: reqwest::Client,
     base_url: String,
     secrets: Arc<SecretStore>,
     credentials: Arc<SecretFamily>,
@@ -477,21 +476,18 @@ const CREATE: &str = "POST /accounting/bookingProposals/async";
 const TASK: &str = "GET /accounting/asyncTask";
 
 impl MaesnClient {
-    /// The clients are built at their first request ([`LazyClient`]: a cold start whose
-    /// batch never reaches Maesn does not pay for them); building fails only if the TLS
-    /// backend cannot be initialised, and that fails the request before anything is
-    /// sent. Redirects are not followed: a 3xx is reported as an answer, never turned
-    /// into a second request.
+    /// Builds the clients once per cold start; fails only if the TLS backend cannot be
+    /// initialised. Redirects are not followed: a 3xx is reported as an answer, never
+    /// turned into a second request.
     pub fn new(config: &MaesnConfig, secrets: Arc<SecretStore>) -> Result<Self, reqwest::Error> {
-        let (connect_timeout, timeout) = (config.connect_timeout, config.timeout);
-        let builder = move || {
+        let builder = || {
             reqwest::Client::builder()
-                .connect_timeout(connect_timeout)
-                .timeout(timeout)
+                .connect_timeout(config.connect_timeout)
+                .timeout(config.timeout)
                 .redirect(reqwest::redirect::Policy::none())
         };
-        let http = LazyClient::new(move || builder().pool_idle_timeout(GET_POOL_IDLE));
-        let post = LazyClient::new(move || builder().pool_max_idle_per_host(0));
+        let http = builder().pool_idle_timeout(GET_POOL_IDLE).build()?;
+        let post = builder().pool_max_idle_per_host(0).build()?;
         Ok(MaesnClient {
             http,
             post,
@@ -826,11 +822,7 @@ impl DatevConnector for MaesnClient {
             .part("folderManagement", json_part(&p.folder_management))
             .part("files", file);
         let url = format!("{}/accounting/bookingProposals/async", self.base_url);
-        let client = self.post.get().map_err(|source| DatevError::Transport {
-            operation: CREATE,
-            source,
-        })?;
-        let request = client.post(url).multipart(form);
+        let request = self.post.post(url).multipart(form);
         let answer = self.send_with(CREATE, request, &p.account, keys).await?;
         read_created_task_from(
             answer.status,
@@ -856,11 +848,7 @@ impl DatevConnector for MaesnClient {
             self.base_url,
             path_segment(task_id)
         );
-        let client = self.http.get().map_err(|source| DatevError::Transport {
-            operation: TASK,
-            source,
-        })?;
-        let answer = self.send(TASK, || Ok(client.get(&url)), account).await?;
+        let answer = self.send(TASK, || Ok(self.http.get(&url)), account).await?;
         read_task_state(answer.status, &answer.body, answer.retry_after)
     }
 }

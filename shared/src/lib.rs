@@ -16,7 +16,6 @@ pub mod db;
 pub mod document;
 pub mod embeddings;
 pub mod extract;
-pub mod http;
 pub mod ids;
 pub mod llm;
 pub mod local;

@@ -14,7 +14,6 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::http::LazyClient;
 use crate::retry::{
     Classify, RetryClass, RetryPolicy, classify_http_status, is_context_window_exceeded,
 };
@@ -152,8 +151,7 @@ pub struct Completion {
 /// A client for one provider and model. Cheap to clone; build once per cold start.
 #[derive(Debug, Clone)]
 pub struct LlmClient {
-    /// Built at the first call ([`LazyClient`]): rules-first extraction may never ask.
-    http: LazyClient,
+    http: reqwest::Client,
     provider: Provider,
     base_url: String,
     model: String,
@@ -185,12 +183,10 @@ impl LlmClient {
         let Some(provider) = settings.provider else {
             return Ok(None);
         };
-        let timeout = settings.timeout;
-        let http = LazyClient::new(move || {
-            reqwest::Client::builder()
-                .timeout(timeout)
-                .connect_timeout(Duration::from_secs(10))
-        });
+        let http = reqwest::Client::builder()
+            .timeout(settings.timeout)
+            .connect_timeout(Duration::from_secs(10))
+            .build()?;
         Ok(Some(LlmClient {
             http,
             provider,
@@ -354,11 +350,7 @@ impl LlmClient {
                 }),
             ),
         };
-        let transport = |source| LlmError::Transport {
-            url: url.clone(),
-            source,
-        };
-        let mut request = self.http.get().map_err(transport)?.post(&url).json(&body);
+        let mut request = self.http.post(&url).json(&body);
         request = match (self.provider, api_key) {
             (Provider::Anthropic, Some(key)) => request
                 .header("x-api-key", key.expose_secret())
@@ -366,6 +358,10 @@ impl LlmClient {
             (Provider::Anthropic, None) => request.header("anthropic-version", "2023-06-01"),
             (Provider::OpenAi, Some(key)) => request.bearer_auth(key.expose_secret()),
             (Provider::OpenAi, None) => request,
+        };
+        let transport = |source| LlmError::Transport {
+            url: url.clone(),
+            source,
         };
         let response = request.send().await.map_err(transport)?;
         let status = response.status().as_u16();
