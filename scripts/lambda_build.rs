@@ -12,7 +12,7 @@
 //! object, e.g. crc-fast under the S3 SDK).
 //!
 //! The cost: the executable's own code and data sit at a fixed address; the C library,
-//! the stack, the heap and every mapping stay randomised. tests/tests/lambda_binaries.rs
+//! the stack, the heap and every mapping stay randomised. scripts/lambda_build_check.rs
 //! checks the result, and scripts/package.sh checks every zip it builds.
 fn main() {
     println!("cargo::rustc-link-arg-bins=-no-pie");
