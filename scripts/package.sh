@@ -58,7 +58,7 @@ for dir in functions/*/; do
   # ELF e_type (bytes 16-17, little-endian): 2 is a fixed-address executable, 3 a PIE.
   # A toolchain that dropped the flags would ship the slower cold start silently.
   e_type="$(unzip -p "$zip" bootstrap | { head -c 18; cat >/dev/null; } | od -An -tu1 -j16 | tr -s ' ' | sed 's/^ //')"
-  [[ "$e_type" == "2 0" ]] || { echo "package: $zip's bootstrap is not a non-PIE executable (ELF e_type bytes: $e_type); see functions/$f/build.rs" >&2; exit 1; }
+  [[ "$e_type" == "2 0" ]] || { echo "package: $zip's bootstrap is not a non-PIE executable (ELF e_type bytes: $e_type); see scripts/lambda_build.rs" >&2; exit 1; }
   echo "   $zip  $(du -h "$zip" | cut -f1)"
 done
 python3 scripts/package_manifest.py "$package_dir" "$arch" "${functions[@]}"
