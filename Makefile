@@ -84,11 +84,13 @@ deploy-local: venv
 ## bench: performance against anchors measured in the same run (docs/performance.md):
 ## release builds of the functions, of the CLI (the pipeline through `docflow local run`)
 ## and of a hello-world lambda_runtime anchor, the Python peer in .venv, then a markdown
-## table on stdout and bench/results.json.
+## table on stdout and bench/results.json. The functions are built without the CLI, as
+## `make package` builds them: the CLI's features (EnvFilter) would otherwise unify into theirs.
 ## Never part of `make test`; never fails on a number.
 BENCH_TARGET = $${CARGO_TARGET_DIR:-target}
 bench: up $(VENV)/.bench-installed
-	cargo build --release -p ingestion -p matching -p document-output -p sweeper -p bench-hello -p docflow-cli
+	cargo build --release -p ingestion -p matching -p document-output -p sweeper -p bench-hello
+	cargo build --release -p docflow-cli
 	cargo build --quiet -p docflow-bench
 	$(BENCH_TARGET)/debug/docflow-bench --bins $(BENCH_TARGET)/release --python $(VENV)/bin/python --out bench/results.json
 

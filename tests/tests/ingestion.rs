@@ -261,7 +261,7 @@ impl Logs {
     fn capture(&self) -> tracing::subscriber::DefaultGuard {
         let logs = self.clone();
         tracing::subscriber::set_default(docflow::telemetry::subscriber(
-            tracing_subscriber::EnvFilter::new("info"),
+            docflow::telemetry::filter(Some("info")).unwrap(),
             move || logs.clone(),
         ))
     }
