@@ -27,7 +27,7 @@
 //! moved to the DLQ by a receive in between (really gone). Messages in the DLQs do not
 //! count: they wait for a person.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -409,12 +409,11 @@ async fn poll_loop(
             .await;
         match source.mapping.apply(&event, &invocation).await {
             Ok(completion) => {
-                shared.awaited.lock().expect("awaited lock").kept(
-                    index,
-                    shared.max_receive[index],
-                    &event,
-                    &completion.kept,
-                );
+                {
+                    let mut awaited = shared.awaited.lock().expect("awaited lock");
+                    awaited.deleted(&completion.deleted);
+                    awaited.kept(index, shared.max_receive[index], &event, &completion.kept);
+                }
                 let snapshot = stats(&mut |s| {
                     s.batches += 1;
                     if completion.whole_batch_failed {
@@ -466,6 +465,8 @@ struct Awaited {
     held: HashMap<String, usize>,
     /// Message id → the highest receive count seen while a batch held it.
     received_while_held: HashMap<String, u32>,
+    /// Message ids one batch's completion deleted while another batch still held them.
+    deleted_while_held: HashSet<String>,
 }
 
 fn receive_count(record: &aws_lambda_events::event::sqs::SqsMessage) -> u32 {
@@ -512,8 +513,27 @@ impl Awaited {
                 .received_while_held
                 .get(id)
                 .is_some_and(|later| *later > receives);
-            if comes_back && !already_back {
+            let deleted_by_another = self.deleted_while_held.contains(id);
+            if comes_back && !already_back && !deleted_by_another {
                 self.waiting.insert(id.to_owned(), index);
+            }
+        }
+    }
+
+    /// The batch's completion was applied: `deleted` are gone from the queue.
+    ///
+    /// One message can be in two batches at once: SQS delivers at least once, and moto
+    /// hands one message to two concurrent receives. When the second batch keeps it (it
+    /// met the first one's lease: a retry minutes away) and the first deletes it, no
+    /// delivery is coming, in either order of the two completions: a record deleted here
+    /// is no longer awaited, nor will it be by a batch that still holds it. Whether a
+    /// deletion with the older receipt handle really removed it (AWS does not promise
+    /// it) is then left to the two-check rule, which counts it while it is in flight.
+    fn deleted(&mut self, deleted: &[String]) {
+        for id in deleted {
+            self.waiting.remove(id);
+            if self.held.get(id).is_some_and(|n| *n > 1) {
+                self.deleted_while_held.insert(id.clone());
             }
         }
     }
@@ -526,6 +546,7 @@ impl Awaited {
                 if *n == 0 {
                     self.held.remove(id);
                     self.received_while_held.remove(id);
+                    self.deleted_while_held.remove(id);
                 }
             }
         }
@@ -619,4 +640,90 @@ pub async fn depth(sqs: &aws_sdk_sqs::Client, url: &str) -> anyhow::Result<u64> 
     .iter()
     .filter_map(|name| attrs.get(name).and_then(|v| v.parse::<u64>().ok()))
     .sum())
+}
+
+#[cfg(test)]
+mod tests {
+    use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+
+    use super::Awaited;
+
+    fn batch(records: &[(&str, u32)]) -> SqsEvent {
+        let mut event = SqsEvent::default();
+        for (id, count) in records {
+            let mut record = SqsMessage::default();
+            record.message_id = Some((*id).to_owned());
+            record
+                .attributes
+                .insert("ApproximateReceiveCount".to_owned(), count.to_string());
+            event.records.push(record);
+        }
+        event
+    }
+
+    fn ids(ids: &[&str]) -> Vec<String> {
+        ids.iter().map(|id| (*id).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_kept_record_is_awaited_until_it_is_received_again() {
+        let mut awaited = Awaited::default();
+        let first = batch(&[("m", 1), ("n", 1)]);
+        awaited.received(&first);
+        awaited.deleted(&ids(&["n"]));
+        awaited.kept(0, Some(3), &first, &ids(&["m"]));
+        awaited.finished(&first);
+        assert!(awaited.waiting.contains_key("m"));
+
+        awaited.received(&batch(&[("m", 2)]));
+        assert!(awaited.waiting.is_empty());
+    }
+
+    #[test]
+    fn a_record_at_its_last_receive_is_not_awaited() {
+        let mut awaited = Awaited::default();
+        let last = batch(&[("m", 3)]);
+        awaited.received(&last);
+        awaited.kept(0, Some(3), &last, &ids(&["m"]));
+        awaited.finished(&last);
+        assert!(awaited.waiting.is_empty());
+    }
+
+    /// The bench's pipeline hung on this for its whole 900 s (2026-11-27): moto gave one
+    /// ingestion message to two pollers; the second met the first's lease and kept it
+    /// for a 360 s retry, the first completed and deleted it, and the run awaited a
+    /// delivery that never came.
+    #[test]
+    fn a_duplicate_kept_by_one_batch_and_deleted_by_the_other_is_not_awaited() {
+        for deleted_first in [false, true] {
+            let mut awaited = Awaited::default();
+            let first = batch(&[("m", 1)]);
+            let second = batch(&[("m", 2)]);
+            awaited.received(&first);
+            awaited.received(&second);
+            if deleted_first {
+                awaited.deleted(&ids(&["m"]));
+                awaited.finished(&first);
+                awaited.kept(0, Some(3), &second, &ids(&["m"]));
+                awaited.finished(&second);
+            } else {
+                awaited.kept(0, Some(3), &second, &ids(&["m"]));
+                awaited.finished(&second);
+                awaited.deleted(&ids(&["m"]));
+                awaited.finished(&first);
+            }
+            assert!(awaited.waiting.is_empty(), "deleted first: {deleted_first}");
+            assert!(awaited.held.is_empty() && awaited.deleted_while_held.is_empty());
+        }
+    }
+
+    #[test]
+    fn a_deletion_by_the_only_holder_does_not_mark_the_record_for_a_later_batch() {
+        let mut awaited = Awaited::default();
+        let first = batch(&[("m", 1)]);
+        awaited.received(&first);
+        awaited.deleted(&ids(&["m"]));
+        awaited.finished(&first);
+        assert!(awaited.deleted_while_held.is_empty());
+    }
 }
