@@ -40,7 +40,7 @@ variable "lambda_architecture" {
 }
 
 variable "log_level" {
-  description = "RUST_LOG of every function."
+  description = "RUST_LOG of every function: level and target=level directives, e.g. \"info\" or \"info,docflow=debug\" (no span or field directives; no trace level in release builds)."
   type        = string
   default     = "info"
 }

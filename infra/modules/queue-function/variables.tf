@@ -124,7 +124,7 @@ variable "settings" {
 }
 
 variable "log_level" {
-  description = "RUST_LOG filter, e.g. \"info\" or \"info,docflow=debug\"."
+  description = "RUST_LOG filter: level and target=level directives, e.g. \"info\" or \"info,docflow=debug\" (no span or field directives; no trace level in release builds)."
   type        = string
   default     = "info"
 
