@@ -25,8 +25,8 @@ processor = BatchProcessor(event_type=EventType.SQS)
 
 # Built once per cold start, like docflow's Deps.
 _session = boto3.session.Session()
-_s3 = _session.client("s3", endpoint_url=os.environ.get("AWS_ENDPOINT_URL"))
-_secrets = _session.client("secretsmanager", endpoint_url=os.environ.get("AWS_ENDPOINT_URL"))
+_s3 = _session.client("s3")
+_secrets = _session.client("secretsmanager")
 _http = urllib3.PoolManager(timeout=urllib3.Timeout(connect=2.0, read=10.0))
 _db = psycopg.connect(os.environ["DATABASE_URL"], autocommit=True)
 _bucket = os.environ["DOCUMENTS_BUCKET"]

@@ -31,9 +31,9 @@ processor = BatchProcessor(event_type=EventType.SQS)
 
 # Built once per cold start, like docflow's Deps.
 _session = boto3.session.Session()
-_s3 = _session.client("s3", endpoint_url=os.environ.get("AWS_ENDPOINT_URL"))
-_sqs = _session.client("sqs", endpoint_url=os.environ.get("AWS_ENDPOINT_URL"))
-_secrets = _session.client("secretsmanager", endpoint_url=os.environ.get("AWS_ENDPOINT_URL"))
+_s3 = _session.client("s3")
+_sqs = _session.client("sqs")
+_secrets = _session.client("secretsmanager")
 _database_url = os.environ.get("DATABASE_URL") or json.loads(
     _secrets.get_secret_value(SecretId=os.environ["DOCFLOW_SECRET_ID"])["SecretString"]
 )["database_url"]
