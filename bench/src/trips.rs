@@ -511,30 +511,15 @@ pub async fn section(
         )
         .await?;
         s3.check_hits(stack.s3mem.take().0, batches * 10)?;
-        let peer_ms = result["per_message_ms"].as_f64().unwrap_or(f64::NAN);
-        report.against(
+        crate::report_peer(
+            report,
             PEER_SECTION,
-            &format!(
-                "peer ÷ docflow, per record in batches of 10 (ingestion, one-page text PDF, rules extraction, {})",
-                s3.label()
-            ),
-            peer_ms,
-            "ms",
-            "docflow",
-            ours_ms,
-            s3.per_record_target(),
+            "per record in batches of 10 (ingestion, one-page text PDF, rules extraction",
+            ("peer ÷ docflow, peak RSS (ingestion)", None),
+            s3,
+            &result,
+            (ours_ms, hwm),
         );
-        if s3 == S3::Moto {
-            report.against(
-                PEER_SECTION,
-                "peer ÷ docflow, peak RSS (ingestion)",
-                result["peak_rss_mb"].as_f64().unwrap_or(f64::NAN),
-                "MB",
-                "docflow",
-                hwm,
-                None,
-            );
-        }
         timing.insert(
             s3.key().into(),
             json!({ "docflow_batch_walls_ms": walls, "docflow_per_record_ms": ours_ms, "docflow_peak_rss_mb": hwm, "peer": result }),
