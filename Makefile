@@ -49,16 +49,15 @@ down:
 	scripts/moto-down.sh
 	scripts/postgres-down.sh
 
-## test: bring the stack up, then run every test (unit, integration, infra checks, and
-## the Terraform apply against moto where Terraform and its AWS provider are installed).
+## test: every test: unit, integration (cargo nextest), infra checks, and the Terraform
+## apply against moto where Terraform and its AWS provider are installed
+## (scripts/test.sh; docs/testing.md). It starts the stack itself, as `make up` does.
 ## The soak inside runs the fault schedule of a fixed SOAK_SEED (TEST_SOAK_SEED), so
 ## that `make test` does the same on every run; SOAK_SEED=N picks another.
 TEST_SOAK_SEED := 76221153
-test: up
+test:
 	@echo "make test: SOAK_SEED=$${SOAK_SEED:-$(TEST_SOAK_SEED)}"
-	SOAK_SEED="$${SOAK_SEED:-$(TEST_SOAK_SEED)}" cargo test --workspace --all-targets
-	infra/check.sh
-	scripts/deploy-local.sh --if-available
+	SOAK_SEED="$${SOAK_SEED:-$(TEST_SOAK_SEED)}" scripts/test.sh
 
 ## demo: the whole pipeline on the sample documents, offline, with a summary table
 demo: up

@@ -8,7 +8,7 @@
 #      downloaded here. Skipped with a note otherwise, except in CI (CI=true), where a
 #      missing one fails the check.
 # The invariants docflow's code relies on are checked by the Rust contract tests
-# (cargo test -p docflow-tests --test infra_contract).
+# (cargo test -p docflow-tests --test it infra_contract::).
 set -euo pipefail
 
 CHECKOV_VERSION="3.3.30"
@@ -19,13 +19,19 @@ repo_dir="$(dirname "$infra_dir")"
 venv="$repo_dir/.venv-checkov"
 checkov="$venv/bin/checkov"
 
-if [[ ! -x "$venv/bin/pip" ]]; then
-  echo "infra/check.sh: creating the project virtualenv at $venv" >&2
-  python3 -m venv "$venv"
-fi
-if [[ ! -x "$checkov" ]] || [[ "$("$checkov" --version 2>/dev/null)" != "$CHECKOV_VERSION" ]]; then
+# Kept between runs, as `make up` keeps .venv: a stamp names the installed version, so a
+# run with the venv in place starts checkov at once (asking `checkov --version` costs
+# seconds of imports).
+stamp="$venv/.installed-checkov-$CHECKOV_VERSION"
+if [[ ! -f "$stamp" || ! -x "$checkov" ]]; then
+  if [[ ! -x "$venv/bin/pip" ]]; then
+    echo "infra/check.sh: creating the project virtualenv at $venv" >&2
+    python3 -m venv "$venv"
+  fi
   echo "infra/check.sh: installing checkov $CHECKOV_VERSION into $venv" >&2
+  rm -f "$venv"/.installed-checkov-*
   "$venv/bin/pip" install --quiet --disable-pip-version-check "checkov==$CHECKOV_VERSION"
+  touch "$stamp"
 fi
 
 echo "== checkov $CHECKOV_VERSION on infra/"

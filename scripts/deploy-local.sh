@@ -24,8 +24,13 @@
 # machine's, and the zips and their architecture.json go to .local/deploy-local/lambda,
 # never to target/lambda: that is where a real (arm64) apply reads its zips.
 #
-# Two applies, as a first deploy does them (infra/README.md): consumers_enabled=false
-# (mappings and schedule created disabled), then consumers_enabled=true; each is checked.
+# One apply of the deployed state (consumers_enabled=true), checked against the
+# emulator's API; then two plans that cost no apply:
+#   - the same variables again: the plan must be empty (no drift: nothing the provider
+#     reads back differs from what it wrote);
+#   - consumers_enabled=false, the first phase of a first deploy (infra/README.md): the
+#     plan must only switch the event source mappings, the sweeper's schedule and its
+#     alarm actions, each updated in place (scripts/check_flip_plan.py).
 #
 # What moto (5.2) cannot take is left out in the scratch copy and reported:
 # aws_sqs_queue_redrive_allow_policy — moto accepts RedriveAllowPolicy but never returns
@@ -177,32 +182,48 @@ color=()
 echo "== terraform init (providers from $plugin_dir)"
 tf init -input=false -plugin-dir="$plugin_dir" >"$work/init.log" 2>&1 || { cat "$work/init.log" >&2; exit 1; }
 
-apply() {
-  local consumers=$1 log="$work/apply-consumers-$1.log"
-  echo "== terraform apply: environment $environment on $endpoint, consumers_enabled=$consumers"
-  local apply_started
-  apply_started=$(date +%s)
-  if ! tf apply -auto-approve -input=false "${color[@]}" "${vars[@]}" -var "consumers_enabled=$consumers" >"$log" 2>&1; then
-    grep -E "^(│ )?Error" -A8 "$log" >&2 || tail -n 40 "$log" >&2
-    echo "deploy-local: terraform apply failed (full log: $log)" >&2
-    exit 1
-  fi
-  apply_seconds=$(( $(date +%s) - apply_started ))
-  grep -E "^Apply complete" "$log" || true
+echo "== terraform apply: environment $environment on $endpoint, consumers_enabled=true"
+apply_started=$(date +%s)
+log="$work/apply.log"
+if ! tf apply -auto-approve -input=false "${color[@]}" "${vars[@]}" -var consumers_enabled=true >"$log" 2>&1; then
+  grep -E "^(│ )?Error" -A8 "$log" >&2 || tail -n 40 "$log" >&2
+  echo "deploy-local: terraform apply failed (full log: $log)" >&2
+  exit 1
+fi
+apply_seconds=$(( $(date +%s) - apply_started ))
+grep -E "^Apply complete" "$log" || true
 
-  echo "== checking what exists against what Terraform declared (consumers_enabled=$consumers)"
-  tf show -json >"$work/state.json"
-  .venv/bin/python scripts/check_deploy.py "$work/state.json" "$endpoint" "$AWS_REGION" x86_64 "$consumers"
-}
-# A first deploy: everything but the consumers, then (secret filled, schema migrated)
-# the consumers switched on.
-apply false
-first_apply_seconds=$apply_seconds
-apply true
+echo "== checking what exists against what Terraform declared (consumers_enabled=true)"
+tf show -json >"$work/state.json"
+.venv/bin/python scripts/check_deploy.py "$work/state.json" "$endpoint" "$AWS_REGION" x86_64 true
+
+echo "== terraform plan with the same variables: must be empty (no drift)"
+plan_started=$(date +%s)
+set +e
+tf plan -detailed-exitcode -input=false "${color[@]}" "${vars[@]}" -var consumers_enabled=true >"$work/plan-drift.log" 2>&1
+drift=$?
+set -e
+case $drift in
+  0) echo "   no changes" ;;
+  2) grep -E "^  # |will be|must be" "$work/plan-drift.log" >&2 || cat "$work/plan-drift.log" >&2
+     echo "deploy-local: the plan after the apply is not empty: drift (full plan: $work/plan-drift.log)" >&2
+     exit 1 ;;
+  *) tail -n 40 "$work/plan-drift.log" >&2
+     echo "deploy-local: terraform plan failed (full log: $work/plan-drift.log)" >&2
+     exit 1 ;;
+esac
+
+echo "== terraform plan with consumers_enabled=false: only the consumers switch, in place"
+# The state was refreshed by the plan above; this one only compares configuration.
+tf plan -refresh=false -input=false "${color[@]}" "${vars[@]}" -var consumers_enabled=false -out="$work/flip.plan" >"$work/plan-flip.log" 2>&1 \
+  || { tail -n 40 "$work/plan-flip.log" >&2; echo "deploy-local: terraform plan failed (full log: $work/plan-flip.log)" >&2; exit 1; }
+tf show -json "$work/flip.plan" >"$work/flip.json"
+.venv/bin/python scripts/check_flip_plan.py "$work/flip.json"
+plan_seconds=$(( $(date +%s) - plan_started ))
 
 echo "== not applied against moto:"
 for line in "${not_applied[@]}"; do echo "   - $line"; done
-echo "== deploy-local: applied in ${first_apply_seconds} s + ${apply_seconds} s, all done in $(( $(date +%s) - started )) s"
+echo "== deploy-local: applied in ${apply_seconds} s, planned in ${plan_seconds} s, all done in $(( $(date +%s) - started )) s"
 if $keep; then
   echo "   the emulator keeps running on $endpoint (state: $work/infra); 'make down' stops it"
 fi

@@ -2,6 +2,7 @@
 //! proves. Real Postgres, S3 and SQS on the local emulator, wiremock for the LLM, Textract
 //! and Slack, each function driven through its Lambda handler.
 
+#[path = "it/matching_support/mod.rs"]
 mod matching_support;
 
 use std::io::Write;

@@ -2,7 +2,7 @@
 //! candidates, scores, the LLM decision on wiremock, the one-transaction write phase and
 //! the clusters it leaves.
 
-mod matching_support;
+use crate::matching_support;
 
 use docflow::matching::{
     self, DecidedBy, Document, DocumentType, MatchingConfig, MatchingError, status,

@@ -2,7 +2,7 @@
 //! pages, generated into text PDFs and text files, and checked against what the offline
 //! `rules` extractor must read from them — the demo's clusters and exports depend on it.
 //!
-//! After changing a document: `cargo test -p docflow-cli --test samples -- --ignored`
+//! After changing a document: `DOCFLOW_WRITE_SAMPLES=1 cargo test -p docflow-cli --test it samples::`
 //! writes the files again; `the_committed_samples_are_what_this_file_generates` keeps
 //! them from drifting.
 
@@ -234,7 +234,7 @@ fn generate(sample: &Sample) -> Vec<u8> {
         "meier-xrechnung-RE-2026-1207.xml" => meier_xrechnung(),
         "lieferant-bestellung-2018-471331.pdf" => text_pdf(&[LIEFERANT_PO]),
         "lieferant-zugferd-teilrechnung-471102.pdf" => {
-            include_bytes!("../../tests/fixtures/einvoice/zugferd-EN16931_1_Teilrechnung.pdf")
+            include_bytes!("../../../tests/fixtures/einvoice/zugferd-EN16931_1_Teilrechnung.pdf")
                 .to_vec()
         }
         other => panic!("no generator for sample {other}"),
@@ -289,7 +289,7 @@ const LIEFERANT_PO: &[&str] = &[
 /// (tests/fixtures/einvoice/, Apache-2.0) with Meier's name, number, date and the order
 /// it answers. Nothing the business rules check is touched: the totals stay valid.
 fn meier_xrechnung() -> Vec<u8> {
-    let xml = include_str!("../../tests/fixtures/einvoice/xrechnung-01.01a-INVOICE_ubl.xml");
+    let xml = include_str!("../../../tests/fixtures/einvoice/xrechnung-01.01a-INVOICE_ubl.xml");
     let replaced = [
         ("<cbc:ID>123456XX</cbc:ID>", "<cbc:ID>RE-2026-1207</cbc:ID>"),
         (
@@ -312,7 +312,7 @@ fn meier_xrechnung() -> Vec<u8> {
 }
 
 /// With `DOCFLOW_WRITE_SAMPLES=1` it writes the samples instead (run it after changing
-/// a generator): `DOCFLOW_WRITE_SAMPLES=1 cargo test -p docflow-cli --test samples`.
+/// a generator): `DOCFLOW_WRITE_SAMPLES=1 cargo test -p docflow-cli --test it samples::`.
 #[test]
 fn the_committed_samples_are_what_this_file_generates() {
     if std::env::var("DOCFLOW_WRITE_SAMPLES").is_ok_and(|v| v == "1") {
@@ -326,7 +326,7 @@ fn the_committed_samples_are_what_this_file_generates() {
     for sample in SAMPLES {
         assert!(
             sample.bytes == generate(sample).as_slice(),
-            "{} differs from its generator; run `DOCFLOW_WRITE_SAMPLES=1 cargo test -p docflow-cli --test samples`",
+            "{} differs from its generator; run `DOCFLOW_WRITE_SAMPLES=1 cargo test -p docflow-cli --test it samples::`",
             sample.file_name
         );
     }

@@ -19,10 +19,10 @@ use uuid::Uuid;
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, ResponseTemplate};
 
-const VALID_EVENT: &str = include_str!("../../events/ingestion/valid.json");
-const BATCH_EVENT: &str = include_str!("../../events/ingestion/batch.json");
-const POISON_EVENT: &str = include_str!("../../events/ingestion/poison.json");
-const DUPLICATE_EVENT: &str = include_str!("../../events/ingestion/duplicate.json");
+const VALID_EVENT: &str = include_str!("../../../events/ingestion/valid.json");
+const BATCH_EVENT: &str = include_str!("../../../events/ingestion/batch.json");
+const POISON_EVENT: &str = include_str!("../../../events/ingestion/poison.json");
+const DUPLICATE_EVENT: &str = include_str!("../../../events/ingestion/duplicate.json");
 
 fn invoice_pdf() -> Vec<u8> {
     text_pdf(&[&[

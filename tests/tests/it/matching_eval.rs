@@ -3,7 +3,7 @@
 //! score-only decisions. A small seed with the quality bar asserted; `docflow eval
 //! matching --documents 3000` gives the figure in docs/matching.md.
 
-mod matching_support;
+use crate::matching_support;
 
 use std::time::Duration;
 

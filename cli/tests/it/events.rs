@@ -108,19 +108,19 @@ async fn the_ingestion_events_do_what_the_readme_says(pool: PgPool) {
     };
 
     no_failures(
-        &invoke(include_str!("../../events/ingestion/valid.json")).await,
+        &invoke(include_str!("../../../events/ingestion/valid.json")).await,
         "valid",
     );
     no_failures(
-        &invoke(include_str!("../../events/ingestion/batch.json")).await,
+        &invoke(include_str!("../../../events/ingestion/batch.json")).await,
         "batch",
     );
     no_failures(
-        &invoke(include_str!("../../events/ingestion/poison.json")).await,
+        &invoke(include_str!("../../../events/ingestion/poison.json")).await,
         "poison",
     );
     no_failures(
-        &invoke(include_str!("../../events/ingestion/duplicate.json")).await,
+        &invoke(include_str!("../../../events/ingestion/duplicate.json")).await,
         "duplicate",
     );
 
@@ -150,7 +150,7 @@ async fn the_ingestion_events_do_what_the_readme_says(pool: PgPool) {
 
     // The e-invoices: read from their XML, no transcription, on to matching.
     no_failures(
-        &invoke(include_str!("../../events/ingestion/einvoices.json")).await,
+        &invoke(include_str!("../../../events/ingestion/einvoices.json")).await,
         "einvoices",
     );
     for id in [
@@ -183,11 +183,11 @@ async fn the_matching_and_document_output_events_do_what_the_readme_says(pool: P
     let local = stack(&pool, &maesn).await;
     let matching = local.matching().await.unwrap();
     for json in [
-        include_str!("../../events/matching/valid.json"),
-        include_str!("../../events/matching/batch.json"),
-        include_str!("../../events/matching/duplicate.json"),
-        include_str!("../../events/matching/missing-document.json"),
-        include_str!("../../events/matching/poison.json"),
+        include_str!("../../../events/matching/valid.json"),
+        include_str!("../../../events/matching/batch.json"),
+        include_str!("../../../events/matching/duplicate.json"),
+        include_str!("../../../events/matching/missing-document.json"),
+        include_str!("../../../events/matching/poison.json"),
     ] {
         let response = matching::handler(&matching, lambda_event(event(json), None))
             .await
@@ -204,11 +204,11 @@ async fn the_matching_and_document_output_events_do_what_the_readme_says(pool: P
 
     let output = local.document_output().await.unwrap();
     for json in [
-        include_str!("../../events/document-output/valid.json"),
-        include_str!("../../events/document-output/batch.json"),
-        include_str!("../../events/document-output/duplicate-dispatched.json"),
-        include_str!("../../events/document-output/stale-running.json"),
-        include_str!("../../events/document-output/poison.json"),
+        include_str!("../../../events/document-output/valid.json"),
+        include_str!("../../../events/document-output/batch.json"),
+        include_str!("../../../events/document-output/duplicate-dispatched.json"),
+        include_str!("../../../events/document-output/stale-running.json"),
+        include_str!("../../../events/document-output/poison.json"),
     ] {
         let response = document_output::handler(&output, lambda_event(event(json), None))
             .await

@@ -2,7 +2,7 @@
 //! (moto's sent-email dump), channel opt-in from the secret and settings, and a failing
 //! channel that does not stop the others.
 
-mod matching_support;
+use crate::matching_support;
 
 use std::time::Duration;
 

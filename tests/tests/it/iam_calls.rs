@@ -2,7 +2,7 @@
 //!
 //! moto does not enforce IAM, so a call the role lacks would pass every other test and
 //! fail in AWS (the runtime's old `sqs:GetQueueUrl` did). Two links hold code and
-//! Terraform together, each in its own test binary, with no order between them:
+//! Terraform together, with no order between them:
 //!
 //! - each function crate declares the actions it calls, `<function>::aws_actions(env)`,
 //!   for the environment Terraform gives it (ingestion adds Textract only with
@@ -14,12 +14,7 @@
 //!
 //! A new function plugs in with one line in [`declared`].
 
-#[path = "infra_contract/contract.rs"]
-#[allow(dead_code)]
-mod contract;
-#[path = "infra_contract/terraform.rs"]
-#[allow(dead_code)]
-mod terraform;
+use crate::infra_contract::{contract, terraform};
 
 use std::path::PathBuf;
 

@@ -25,10 +25,10 @@ use uuid::Uuid;
 use wiremock::matchers::{header, method, path, query_param};
 use wiremock::{Match, Mock, ResponseTemplate};
 
-const VALID: &str = include_str!("../../events/document-output/valid.json");
-const DUPLICATE: &str = include_str!("../../events/document-output/duplicate-dispatched.json");
-const POISON: &str = include_str!("../../events/document-output/poison.json");
-const STALE: &str = include_str!("../../events/document-output/stale-running.json");
+const VALID: &str = include_str!("../../../events/document-output/valid.json");
+const DUPLICATE: &str = include_str!("../../../events/document-output/duplicate-dispatched.json");
+const POISON: &str = include_str!("../../../events/document-output/poison.json");
+const STALE: &str = include_str!("../../../events/document-output/stale-running.json");
 const CREATE: &str = "/accounting/bookingProposals/async";
 
 /// Maesn accepting booking proposals (only with the right keys) and answering with a task id.

@@ -17,7 +17,7 @@ use proptest::test_runner::Config;
 use serde_json::{Value, json};
 
 /// `cases` per property, or `PROPTEST_CASES` when set (a longer run without cargo fuzz:
-/// `PROPTEST_CASES=20000 cargo test --release -p docflow-tests --test fuzz_properties`).
+/// `PROPTEST_CASES=20000 cargo test --release -p docflow-tests --test it fuzz_properties::`).
 fn config(cases: u32) -> Config {
     Config {
         cases: std::env::var("PROPTEST_CASES")

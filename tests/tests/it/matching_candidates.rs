@@ -5,7 +5,7 @@
 //! reference keys are searched apart, so a number part common among other suppliers'
 //! documents does not crowd out the right candidate (issue 24 item 9).
 
-mod matching_support;
+use crate::matching_support;
 
 use docflow::matching::candidates::{CANDIDATES, NAME_SIMILARITY_FLOOR, Quotas};
 use docflow::matching::normalize::SearchKeys;
@@ -242,7 +242,7 @@ async fn every_path_of_the_candidate_search_is_an_index_scan_in_a_large_tenant(p
 }
 
 /// The figure in docs/matching.md, in `make test` (about 15 s): `cargo test -p
-/// docflow-tests --test matching_candidates -- --nocapture explain_analyze` prints the
+/// docflow-tests --test it matching_candidates:: -- --nocapture explain_analyze` prints the
 /// plan with timings for 100,000 documents of one tenant (and 20,000 of another), and
 /// fails when any path scans the whole document table.
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]

@@ -3,7 +3,7 @@
 //! (hashed bag-of-words vectors, errors as the API sends them), stored with their model,
 //! the nearest documents joining the candidates with their similarity as evidence.
 
-mod matching_support;
+use crate::matching_support;
 
 use docflow::embeddings::{EmbeddingClient, EmbeddingSettings, stand_in_answer};
 use docflow::matching::{self, Document, DocumentType, MatchingConfig, MatchingError, status};

@@ -53,7 +53,7 @@ fn committed_fixture_pdfs_are_generated_from_their_layout_sources() {
         let committed = std::fs::read(&target).unwrap_or_default();
         assert!(
             committed == pdf,
-            "{} is not what {} gives; regenerate with DOCFLOW_WRITE_FIXTURES=1 cargo test -p docflow-tests --test extraction_eval",
+            "{} is not what {} gives; regenerate with DOCFLOW_WRITE_FIXTURES=1 cargo test -p docflow-tests --test it extraction_eval::",
             target.display(),
             source.display()
         );

@@ -2,7 +2,7 @@
 //! policy driven by the local event source mapping, Postgres, a wiremock LLM answering
 //! like Anthropic's Messages API and a wiremock Slack webhook.
 
-mod matching_support;
+use crate::matching_support;
 
 use std::time::Duration;
 
@@ -19,10 +19,10 @@ use wiremock::MockServer;
 
 fn sample(name: &str) -> SqsEvent {
     let json = match name {
-        "valid" => include_str!("../../events/matching/valid.json"),
-        "batch" => include_str!("../../events/matching/batch.json"),
-        "poison" => include_str!("../../events/matching/poison.json"),
-        "missing-document" => include_str!("../../events/matching/missing-document.json"),
+        "valid" => include_str!("../../../events/matching/valid.json"),
+        "batch" => include_str!("../../../events/matching/batch.json"),
+        "poison" => include_str!("../../../events/matching/poison.json"),
+        "missing-document" => include_str!("../../../events/matching/missing-document.json"),
         other => panic!("no sample event {other}"),
     };
     serde_json::from_str(json).expect("sample event is a Lambda SQS event")

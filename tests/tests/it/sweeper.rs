@@ -5,7 +5,7 @@
 //! Ages are set by moving timestamps back in the database (the Arrange step), never by
 //! sleeping.
 
-mod matching_support;
+use crate::matching_support;
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -31,7 +31,7 @@ use uuid::Uuid;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-const SCHEDULED: &str = include_str!("../../events/sweeper/scheduled.json");
+const SCHEDULED: &str = include_str!("../../../events/sweeper/scheduled.json");
 
 /// Thresholds as the defaults derive them for queues with a 60 s visibility timeout.
 fn config() -> SweepConfig {
@@ -832,7 +832,7 @@ async fn a_matching_give_up_meeting_a_late_delivery_tells_the_admins_once(pool: 
     .unwrap();
     // The sweeper's last re-send, delivered late: sent before the give-up.
     let mut late: SqsEvent =
-        serde_json::from_str(include_str!("../../events/matching/valid.json")).unwrap();
+        serde_json::from_str(include_str!("../../../events/matching/valid.json")).unwrap();
     late.records[0].body = Some(document.to_string());
     late.records[0].attributes.insert(
         "SentTimestamp".into(),

@@ -6,11 +6,8 @@
 //! against the invariants the Lambda code relies on. Every negative test breaks a copy of
 //! the real files in one way and asserts that the checker names exactly that fault.
 
-// A test crate's root resolves `mod x;` beside itself; the helpers live in infra_contract/.
-#[path = "infra_contract/contract.rs"]
-mod contract;
-#[path = "infra_contract/terraform.rs"]
-mod terraform;
+pub mod contract;
+pub mod terraform;
 
 use std::path::PathBuf;
 
