@@ -38,7 +38,7 @@ use crate::retry::{Classify, RetryClass};
 pub use preprocess::{
     ENHANCE_MAX_PIXELS, MAX_IMAGE_ALLOC, MAX_IMAGE_SIDE, PDF_IMAGE_MAX_PIXELS, PreprocessedImage,
     TEXTRACT_MAX_SIDE, TEXTRACT_SYNC_MAX_BYTES, image_job_bytes, pdf_preprocess_job_bytes,
-    preprocess_image, preprocess_pdf,
+    preprocess_image, preprocess_pdf, textract_takes_image,
 };
 pub use textract::{TEXTRACT_AWS_ACTIONS, Textract};
 

@@ -123,6 +123,129 @@ pub fn textract_error(status: u16, kind: &str, message: &str) -> ResponseTemplat
         .set_body_json(json!({"__type": kind, "Message": message}))
 }
 
+/// What Textract refuses of a document before reading it, as Textract answers it, or
+/// `None`. The object is the one a `DetectDocumentText` request body names
+/// (`Document.S3Object`), read from the local emulator as Textract reads it from S3.
+/// AWS's documented limits (docs.aws.amazon.com/textract/latest/dg/limits-document.html):
+/// "The maximum document image (JPEG/PNG) size is 10 MB" for synchronous operations
+/// (`DocumentTooLargeException`), and "Amazon Textract supports images with a resolution
+/// less than or equal to 10000 pixels on all sides" (`BadDocumentException`: "Amazon
+/// Textract isn't able to read the document. For more information on the document
+/// limits in Amazon Textract, see limits"). Every Textract stand-in asks this first.
+pub fn textract_refusal(request_body: &[u8]) -> Option<ResponseTemplate> {
+    let body: Value = serde_json::from_slice(request_body).ok()?;
+    let object = &body["Document"]["S3Object"];
+    let (bucket, key) = (object["Bucket"].as_str()?, object["Name"].as_str()?);
+    let bytes = get_object_blocking(bucket, key)?;
+    if bytes.len() > docflow::ocr::TEXTRACT_SYNC_MAX_BYTES {
+        return Some(textract_error(
+            400,
+            "DocumentTooLargeException",
+            "Document size exceeds the maximum allowed size",
+        ));
+    }
+    let side = image::ImageReader::new(std::io::Cursor::new(&bytes))
+        .with_guessed_format()
+        .ok()
+        .and_then(|reader| reader.into_dimensions().ok())
+        .map(|(width, height)| width.max(height));
+    if side.is_some_and(|side| side > docflow::ocr::TEXTRACT_MAX_SIDE) {
+        return Some(textract_error(
+            400,
+            "BadDocumentException",
+            "Amazon Textract isn't able to read the document: an image over 10000 pixels on a side",
+        ));
+    }
+    None
+}
+
+/// Matches a Textract request whose document Textract would refuse ([`textract_refusal`]).
+pub struct OverTextractLimits;
+
+impl wiremock::Match for OverTextractLimits {
+    fn matches(&self, request: &wiremock::Request) -> bool {
+        textract_refusal(&request.body).is_some()
+    }
+}
+
+/// Answers with Textract's refusal ([`textract_refusal`]).
+pub struct TextractRefusal;
+
+impl wiremock::Respond for TextractRefusal {
+    fn respond(&self, request: &wiremock::Request) -> ResponseTemplate {
+        textract_refusal(&request.body).unwrap_or_else(|| {
+            textract_error(
+                500,
+                "InternalServerError",
+                "the document changed under the stand-in",
+            )
+        })
+    }
+}
+
+/// Makes a Textract stand-in refuse what Textract refuses, before any of its other
+/// answers (wiremock priority 1).
+pub async fn mount_textract_limits(textract: &MockServer) {
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .and(OverTextractLimits)
+        .respond_with(TextractRefusal)
+        .with_priority(1)
+        .mount(textract)
+        .await;
+}
+
+/// An object of the local emulator's S3, read over plain HTTP (path style, which moto
+/// serves without a signature) on the caller's thread: wiremock's responders are
+/// synchronous. `None` when it cannot be read.
+fn get_object_blocking(bucket: &str, key: &str) -> Option<Vec<u8>> {
+    use std::io::{Read as _, Write as _};
+    let endpoint = crate::endpoint();
+    let authority = endpoint
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let mut stream = std::net::TcpStream::connect(&authority).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .ok()?;
+    write!(
+        stream,
+        "GET /{bucket}/{key} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).ok()?;
+    let split = response.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&response[..split]);
+    if !head.starts_with("HTTP/1.1 200") && !head.starts_with("HTTP/1.0 200") {
+        return None;
+    }
+    let body = response[split + 4..].to_vec();
+    let chunked = head.lines().any(|l| {
+        l.to_ascii_lowercase()
+            .starts_with("transfer-encoding: chunked")
+    });
+    if chunked {
+        return dechunk(&body);
+    }
+    Some(body)
+}
+
+fn dechunk(mut body: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let line_end = body.windows(2).position(|w| w == b"\r\n")?;
+        let size_text = std::str::from_utf8(&body[..line_end]).ok()?;
+        let size = usize::from_str_radix(size_text.split(';').next()?.trim(), 16).ok()?;
+        body = &body[line_end + 2..];
+        if size == 0 {
+            return Some(out);
+        }
+        out.extend_from_slice(body.get(..size)?);
+        body = body.get(size + 2..)?;
+    }
+}
+
 pub struct Harness {
     pub pool: PgPool,
     pub deps: Deps,

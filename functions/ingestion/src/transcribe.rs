@@ -13,7 +13,7 @@ use docflow::Failure;
 use docflow::ids::IngestionId;
 use docflow::ocr::{
     FileKind, OcrError, PageText, TEXTRACT_SYNC_MAX_BYTES, Textract, Transcription,
-    has_usable_text, preprocess_image, preprocess_pdf, text_layer,
+    has_usable_text, preprocess_image, preprocess_pdf, text_layer, textract_takes_image,
 };
 use docflow::retry::Classify as _;
 
@@ -65,18 +65,37 @@ async fn image(
 ) -> Result<Transcription, Failure> {
     let ocr = &ocr_engine(deps, "an image")?;
     let bucket = &deps.config.bucket;
-    let first = Transcription::from_pages(
-        "textract",
-        ocr.detect(bucket, key).await.map_err(classified)?,
-    );
-    if first.quality >= deps.config.quality_threshold {
-        return Ok(first);
-    }
-    tracing::info!(
-        quality = first.quality,
-        "low OCR quality; preprocessing the image once"
-    );
+    // Textract refuses an image over 10,000 px a side or 10 MB: such an image is scaled
+    // down (preprocessed) before its first reading, or refused here when it is too
+    // large to decode. Its header says which, before any call is paid for.
+    let first = if textract_takes_image(&bytes) {
+        let first = Transcription::from_pages(
+            "textract",
+            ocr.detect(bucket, key).await.map_err(classified)?,
+        );
+        if first.quality >= deps.config.quality_threshold {
+            return Ok(first);
+        }
+        tracing::info!(
+            quality = first.quality,
+            "low OCR quality; preprocessing the image once"
+        );
+        Some(first)
+    } else {
+        tracing::info!(
+            bytes = bytes.len(),
+            "the image exceeds what Textract reads; scaling it down before its first reading"
+        );
+        None
+    };
     let Some(improved) = preprocess_image(bytes).await.map_err(classified)? else {
+        let Some(first) = first else {
+            return Err(classified(OcrError::TooLarge {
+                what: "an image that exceeds what Textract reads even scaled down to \
+                       10,000 px a side and encoded as JPEG"
+                    .to_owned(),
+            }));
+        };
         tracing::warn!(
             "the preprocessed image would exceed what Textract reads synchronously; keeping the first reading"
         );
@@ -94,6 +113,9 @@ async fn image(
         // The first reading stands: a refusal of the second (a limit, a format Textract
         // rejects) must not fail a document that was read once already.
         Err(e) if !e.is_transient() => {
+            let Some(first) = first else {
+                return Err(classified(e));
+            };
             tracing::warn!(
                 error.message = %e,
                 "Textract refused the preprocessed image; keeping the first reading"

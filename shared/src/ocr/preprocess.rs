@@ -229,6 +229,27 @@ fn enhance(gray: GrayImage, max_side: u32) -> GrayImage {
 pub const TEXTRACT_SYNC_MAX_BYTES: usize = 10 * 1000 * 1000;
 pub const TEXTRACT_MAX_SIDE: u32 = 10_000;
 
+/// Whether Textract's synchronous `DetectDocumentText` takes this image as it is: at
+/// most [`TEXTRACT_SYNC_MAX_BYTES`], and at most [`TEXTRACT_MAX_SIDE`] on each side as its
+/// header declares it (no pixel is decoded). AWS: "Amazon Textract supports images with
+/// a resolution less than or equal to 10000 pixels on all sides", and synchronous
+/// operations take files of up to 10 MB (docs.aws.amazon.com/textract/latest/dg/
+/// limits-document.html). An image whose header cannot be read is left to Textract,
+/// which answers for it.
+pub fn textract_takes_image(bytes: &[u8]) -> bool {
+    if bytes.len() > TEXTRACT_SYNC_MAX_BYTES {
+        return false;
+    }
+    let dimensions = ImageReader::new(Cursor::new(bytes))
+        .with_guessed_format()
+        .ok()
+        .and_then(|reader| reader.into_dimensions().ok());
+    match dimensions {
+        Some((width, height)) => width <= TEXTRACT_MAX_SIDE && height <= TEXTRACT_MAX_SIDE,
+        None => true,
+    }
+}
+
 /// A preprocessed image, encoded so Textract's synchronous API takes it.
 #[derive(Debug, Clone)]
 pub struct PreprocessedImage {
@@ -408,6 +429,20 @@ mod tests {
             .pixels()
             .fold((255u8, 0u8), |(lo, hi), p| (lo.min(p.0[0]), hi.max(p.0[0])));
         assert!(lo <= 10 && hi >= 245, "stretched to {lo}..{hi}");
+    }
+
+    #[test]
+    fn textract_takes_an_image_within_its_limits_as_the_header_declares_them() {
+        assert!(textract_takes_image(&png(&GrayImage::new(10_000, 8))));
+        assert!(textract_takes_image(&png_header_only(10_000, 10_000)));
+        assert!(!textract_takes_image(&png_header_only(10_001, 8)));
+        assert!(!textract_takes_image(&png_header_only(8, 11_000)));
+        // Over 10 MB, whatever its size in pixels.
+        let mut big = png(&GrayImage::new(8, 8)).to_vec();
+        big.resize(TEXTRACT_SYNC_MAX_BYTES + 1, 0);
+        assert!(!textract_takes_image(&big));
+        // An unreadable header is Textract's to judge.
+        assert!(textract_takes_image(b"not an image"));
     }
 
     /// A PNG whose header declares `width` x `height` gray pixels, followed by almost no

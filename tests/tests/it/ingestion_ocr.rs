@@ -259,6 +259,64 @@ async fn a_preprocessed_image_textract_refuses_keeps_the_first_reading(pool: PgP
     );
 }
 
+/// A PNG of `width` x `height` gray pixels with a faint pattern (a few KB when long and
+/// thin).
+fn png_of(width: u32, height: u32) -> Vec<u8> {
+    let mut img = image::GrayImage::new(width, height);
+    for (x, y, p) in img.enumerate_pixels_mut() {
+        p.0[0] = if (x / 7 + y) % 5 == 0 { 90 } else { 180 };
+    }
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png).unwrap();
+    out.into_inner()
+}
+
+/// Textract refuses an image over 10,000 px on a side (its stand-in too, as AWS
+/// documents it): such an image is scaled down before its first reading, so the one
+/// `DetectDocumentText` paid for reads the preprocessed image and nothing is refused.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn an_image_over_textracts_side_limit_is_scaled_down_before_its_first_reading(pool: PgPool) {
+    let textract = MockServer::start().await;
+    mount_textract_limits(&textract).await;
+    let h = harness(pool, Ocr::Textract(textract.uri())).await;
+    let id = Uuid::new_v4();
+    h.seed(id, "png", Some(png_of(10_240, 48))).await;
+    textract_call(DETECT)
+        .respond_with(textract_ok(
+            &["Rechnung Nr RE-1", "Gesamtbetrag 119,00"],
+            97.0,
+        ))
+        .mount(&textract)
+        .await;
+    llm_answers_with_an_invoice(&h).await;
+
+    let (_, response) = h.deliver(id).await;
+
+    assert!(response.batch_item_failures.is_empty());
+    let row = h.ingestion(id).await;
+    assert_eq!(row.status, "completed", "{:?}", row.last_error);
+    let preprocessed = format!("ingestions/{id}/preprocessed.png");
+    let detect = bodies(&textract, DETECT).await;
+    let read: Vec<&Value> = detect
+        .iter()
+        .map(|body| &body["Document"]["S3Object"]["Name"])
+        .collect();
+    assert_eq!(
+        read,
+        [&json!(preprocessed)],
+        "one reading, of the scaled image, and none of the original Textract refuses"
+    );
+    let stored = h
+        .object(&preprocessed)
+        .await
+        .expect("the scaled image stored");
+    let (width, height) = image::load_from_memory(&stored)
+        .unwrap()
+        .to_luma8()
+        .dimensions();
+    assert!(width <= 10_000 && height <= 10_000, "{width} x {height}");
+}
+
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn an_image_without_an_ocr_engine_fails_permanently_saying_what_is_missing(pool: PgPool) {
     let h = harness(pool, Ocr::Native).await;
