@@ -20,7 +20,8 @@
 //! | Postgres outage | [`TcpProxy`]: the functions reach Postgres only through it; for a window it closes every connection and refuses new ones |
 //!
 //! Time is scaled down: queue visibility 5 s, heartbeats 1 s, stale thresholds of a few
-//! seconds, the sweeper's thresholds to match. The functions' hard-coded SQS backoffs
+//! seconds, matching's claim lease 35 s (invocations time out after 30 s), the sweeper's
+//! thresholds to match. The functions' hard-coded SQS backoffs
 //! (ingestion 30 s·2ⁿ, matching 300 s / 1800 s) are scaled by [`TimeWarp`], an SDK
 //! interceptor on the functions' SQS client: a `ChangeMessageVisibility` of 30 s or more
 //! is divided by 120 (at least 1 s); shorter ones (heartbeats, the output worker's
@@ -654,6 +655,9 @@ pub struct OcrCounts {
     pub unknown_object: AtomicU64,
     /// Calls of another operation than `DetectDocumentText` (single pages only here).
     pub other_operation: AtomicU64,
+    /// Calls naming a document Textract refuses for its size (over 10,000 px a side or
+    /// 10 MB), refused as Textract does: docflow must scale such an image down first.
+    pub over_limits: AtomicU64,
 }
 
 /// Textract's JSON API (`DetectDocumentText`) with seeded faults. Like Textract it reads
@@ -740,6 +744,12 @@ impl Respond for Ocr {
                 "InvalidParameterException",
                 &format!("the soak's Textract stand-in does not answer {operation:?}"),
             );
+        }
+        // What Textract refuses before reading it, refused first, whatever else is
+        // drawn (docflow_tests::ingestion_harness::textract_refusal).
+        if let Some(refusal) = docflow_tests::ingestion_harness::textract_refusal(&request.body) {
+            c.over_limits.fetch_add(1, Ordering::SeqCst);
+            return refusal;
         }
         let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
         let key = body["Document"]["S3Object"]["Name"]
@@ -1116,6 +1126,9 @@ async fn approve_ready(
     approved
 }
 
+/// The runner's timeout of one invocation (a Lambda function's timeout).
+const INVOCATION_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// The soak's `SWEEP_MAX_TASK_AGE_SECONDS`.
 const MAX_TASK_AGE_SECONDS: u64 = 60;
 
@@ -1281,6 +1294,13 @@ pub async fn run(profile: Profile) -> Soak {
         ("HEARTBEAT_EXTEND_SECONDS", "6".into()),
         ("STALE_INGESTION_SECONDS", "4".into()),
         ("STALE_RUNNING_SECONDS", "12".into()),
+        // Matching's claim lease outlasts an invocation, as production's 150 s outlasts
+        // the function's 120 s timeout: here the runner's 30 s (`run::Options`). A claim
+        // left by a crash or by the Postgres outage goes stale after this long.
+        (
+            "MATCHING_CLAIM_LEASE_SECONDS",
+            (INVOCATION_TIMEOUT.as_secs() + 5).to_string(),
+        ),
         ("DEADLINE_MARGIN_MS", "500".into()),
         ("NOTIFY_RETRY_BASE_MS", "50".into()),
         ("NOTIFY_TIMEOUT_SECONDS", "2".into()),
@@ -1354,7 +1374,7 @@ pub async fn run(profile: Profile) -> Soak {
     };
     let options = run::Options {
         concurrency: profile.concurrency,
-        timeout: Some(Duration::from_secs(30)),
+        timeout: Some(INVOCATION_TIMEOUT),
         sweeper: true,
         run: RunOptions {
             until_idle: false,
@@ -1945,6 +1965,11 @@ pub async fn verify(soak: &Soak) -> Verdict {
         "  naming an object not uploaded as a scan, or another API",
         n(&o.unknown_object) + n(&o.other_operation),
         n(&o.unknown_object) + n(&o.other_operation) == 0,
+    );
+    v.check(
+        "  naming a document over Textract's limits (refused)",
+        n(&o.over_limits),
+        n(&o.over_limits) == 0,
     );
     let d = &soak.deliveries;
     let delivered: u32 = d.per_body.lock().unwrap().values().sum();

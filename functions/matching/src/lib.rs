@@ -13,7 +13,7 @@
 //! | transient, final receive       | `failed`, error, failed_at  | notified | `Release` (→ DLQ)    |
 //!
 //! A delivery that meets another delivery's live claim on the document (`in-progress`,
-//! claimed less than `status::CLAIM_LEASE` ago) does not run: its message comes back
+//! claimed less than `MatchingConfig::claim_lease` ago, 150 s by default) does not run: its message comes back
 //! after the lease (`Retry`). A delivered notice is recorded in `matching_notified_at`. Poison messages (not a UUID,
 //! unknown document, no structured data) are discarded, and so are messages for work
 //! that finished after they were sent (duplicates, late sweeper re-sends, redriven
@@ -117,7 +117,7 @@ pub async fn process(deps: &Deps, msg: Message) -> Outcome {
 
     let doc = match metrics::stage(
         metrics::stages::CLAIM,
-        status::claim(&deps.pool, id.0, msg.sent_at),
+        status::claim(&deps.pool, id.0, msg.sent_at, deps.config.claim_lease),
     )
     .await
     {

@@ -91,6 +91,8 @@ pub struct MatchingConfig {
     pub max_candidates: i64,
     /// With embeddings: at most this many nearest neighbours join the candidates.
     pub semantic_candidates: i64,
+    /// How long a delivery's claim on a document is live ([`status::claim`]).
+    pub claim_lease: std::time::Duration,
 }
 
 impl Default for MatchingConfig {
@@ -100,16 +102,21 @@ impl Default for MatchingConfig {
             weights: score::Weights::default(),
             max_candidates: 50,
             semantic_candidates: 10,
+            claim_lease: status::DEFAULT_CLAIM_LEASE,
         }
     }
 }
 
 impl MatchingConfig {
     /// Reads `MATCH_THRESHOLD`, `MATCH_AMBIGUOUS_THRESHOLD`, `MATCH_SCORE_ONLY_THRESHOLD`,
-    /// `MATCH_MAX_CANDIDATES` and the `MATCH_WEIGHT_*` / `MATCH_PENALTY_*` weights, each
-    /// defaulting to [`MatchingConfig::default`]. Fails, naming the variable, when a value
-    /// is not a number, a threshold is outside 0–1 or out of order (ambiguous ≤ score-only
-    /// ≤ matched), a weight is negative, a penalty positive, or the limit below 1.
+    /// `MATCH_MAX_CANDIDATES`, the `MATCH_WEIGHT_*` / `MATCH_PENALTY_*` weights and
+    /// `MATCHING_CLAIM_LEASE_SECONDS`, each defaulting to [`MatchingConfig::default`].
+    /// Fails, naming the variable, when a value is not a number, a threshold is outside
+    /// 0–1 or out of order (ambiguous ≤ score-only ≤ matched), a weight is negative, a
+    /// penalty positive, the limit or the lease below 1.
+    ///
+    /// The lease is production's 150 s unless set: only the local soak, whose invocations
+    /// time out after 30 s, shortens it (with the rest of its clock; docs/soak.md).
     pub fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, SettingsError> {
         let d = MatchingConfig::default();
         let invalid = |var: &'static str, reason: &str| SettingsError::Invalid {
@@ -184,11 +191,19 @@ impl MatchingConfig {
         if semantic_candidates < 0 {
             return Err(invalid("MATCH_SEMANTIC_CANDIDATES", "must be at least 0"));
         }
+        let lease: u64 = env.parse_or("MATCHING_CLAIM_LEASE_SECONDS", d.claim_lease.as_secs())?;
+        if lease < 1 {
+            return Err(invalid(
+                "MATCHING_CLAIM_LEASE_SECONDS",
+                "must be at least 1",
+            ));
+        }
         Ok(MatchingConfig {
             thresholds,
             weights,
             max_candidates,
             semantic_candidates,
+            claim_lease: std::time::Duration::from_secs(lease),
         })
     }
 }
@@ -559,6 +574,24 @@ mod tests {
         );
         assert_eq!(config.max_candidates, 50);
         assert_eq!(config.weights.reference, 0.5);
+        // Production's lease: longer than the function's 120 s timeout. Only the soak
+        // shortens it, with the rest of its clock.
+        assert_eq!(config.claim_lease, std::time::Duration::from_secs(150));
+    }
+
+    #[test]
+    fn the_claim_lease_is_read_in_seconds_and_never_zero() {
+        let config =
+            MatchingConfig::from_env(&env(&[("MATCHING_CLAIM_LEASE_SECONDS", "35")])).unwrap();
+        assert_eq!(config.claim_lease, std::time::Duration::from_secs(35));
+        for value in ["0", "-5", "soon"] {
+            let err = MatchingConfig::from_env(&env(&[("MATCHING_CLAIM_LEASE_SECONDS", value)]))
+                .unwrap_err();
+            assert!(
+                err.to_string().contains("MATCHING_CLAIM_LEASE_SECONDS"),
+                "{value}: {err}"
+            );
+        }
     }
 
     #[test]

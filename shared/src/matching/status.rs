@@ -27,15 +27,16 @@ pub enum Claim {
     /// Claimed (`in-progress`, attempts incremented), but its `type` is an enum label this
     /// version does not know: it cannot be matched, and retrying will not change that.
     UnknownType { label: String, attempt: i32 },
-    /// Another delivery holds a live claim (`in-progress`, claimed less than
-    /// [`CLAIM_LEASE`] ago): this one does not run; the claim goes stale in `stale_in`.
+    /// Another delivery holds a live claim (`in-progress`, claimed less than the lease
+    /// ago): this one does not run; the claim goes stale in `stale_in`.
     Busy { stale_in: std::time::Duration },
 }
 
-/// How long a claim is live: longer than any run (bounded by its invocation, at most the
-/// function's 120 s timeout), so only the claim of a delivery that died goes stale. A run
-/// that ends releases its claim at once.
-pub const CLAIM_LEASE: std::time::Duration = std::time::Duration::from_secs(150);
+/// How long a claim is live unless `MATCHING_CLAIM_LEASE_SECONDS` says otherwise
+/// ([`super::MatchingConfig::claim_lease`]): longer than any run (bounded by its
+/// invocation, at most the function's 120 s timeout), so only the claim of a delivery
+/// that died goes stale. A run that ends releases its claim at once.
+pub const DEFAULT_CLAIM_LEASE: std::time::Duration = std::time::Duration::from_secs(150);
 
 /// A document whose matching finished after the message was sent.
 #[derive(Debug, Clone)]
@@ -51,11 +52,13 @@ pub struct Finished {
 /// document with structured data is claimed, and not when its matching finished
 /// (`succeeded` / `failed`) at or after `sent_at`, the time the message was sent: that
 /// message is a duplicate of finished work. A message sent after the finish (or with no
-/// send time) claims it again. Fails with the database error.
+/// send time) claims it again. Another delivery's claim younger than `lease` is live
+/// ([`Claim::Busy`]). Fails with the database error.
 pub async fn claim(
     pool: &PgPool,
     id: Uuid,
     sent_at: Option<DateTime<Utc>>,
+    lease: std::time::Duration,
 ) -> Result<Claim, sqlx::Error> {
     /// The claimed row, its type as text: an enum label added after this version was
     /// built must not make the row unreadable (a decode error, retried until the DLQ).
@@ -90,7 +93,7 @@ pub async fn claim(
     )
     .bind(id)
     .bind(sent_at)
-    .bind(CLAIM_LEASE.as_secs_f64())
+    .bind(lease.as_secs_f64())
     .fetch_optional(pool)
     .await?;
     if let Some(row) = claimed {
@@ -149,7 +152,7 @@ pub async fn claim(
     )
     .bind(id)
     .bind(NOTICE_CLAIM_GRACE.as_secs_f64())
-    .bind(CLAIM_LEASE.as_secs_f64())
+    .bind(lease.as_secs_f64())
     .fetch_optional(pool)
     .await?;
     Ok(match row {
@@ -337,7 +340,7 @@ pub async fn succeed(conn: &mut PgConnection, owner: &Owner) -> Result<bool, sql
 
 /// Gives up the claim of attempt `attempt` when its run ended without recording an
 /// outcome that releases it (the failure could not be recorded): the next delivery may
-/// claim at once instead of waiting out [`CLAIM_LEASE`]. A no-op when the claim is no
+/// claim at once instead of waiting out its lease. A no-op when the claim is no
 /// longer that attempt's. Returns whether it released.
 pub async fn release_claim(pool: &PgPool, id: Uuid, attempt: i32) -> Result<bool, sqlx::Error> {
     let released = sqlx::query(

@@ -317,6 +317,33 @@ fn a_hard_coded_max_receive_count_in_the_environment_is_reported() {
 }
 
 #[test]
+fn a_matching_claim_lease_shorter_than_the_function_timeout_is_reported() {
+    let lease = |seconds: &str| {
+        real_infra().replace(
+            "main.tf",
+            r#"settings = merge(local.llm_settings, { LLM_TIMEOUT_SECONDS = "30" }, local.notify_settings)"#,
+            &format!(
+                r#"settings = merge(local.llm_settings, {{ LLM_TIMEOUT_SECONDS = "30" }}, local.notify_settings, {{ MATCHING_CLAIM_LEASE_SECONDS = "{seconds}" }})"#
+            ),
+        )
+    };
+    assert_reported(
+        &violations(&lease("35")),
+        &[
+            "aws_lambda_function.this",
+            "MATCHING_CLAIM_LEASE_SECONDS = 35 does not outlast the function's timeout of 120 s",
+        ],
+    );
+    // A lease longer than the timeout is production's kind of value.
+    assert!(
+        !violations(&lease("180"))
+            .iter()
+            .any(|v| v.contains("MATCHING_CLAIM_LEASE_SECONDS")),
+        "a 180 s lease outlasts the 120 s timeout"
+    );
+}
+
+#[test]
 fn a_redrive_policy_with_its_own_receive_count_is_reported() {
     let broken = real_infra().replace(
         MODULE_MAIN,

@@ -284,7 +284,10 @@ async fn explain_analyze_the_candidate_search_at_100k_documents(pool: PgPool) {
 
 /// Claims and matches a document as the function does (no LLM).
 async fn run(pool: &PgPool, id: Uuid) -> matching::MatchReport {
-    let doc: Document = match status::claim(pool, id, None).await.unwrap() {
+    let doc: Document = match status::claim(pool, id, None, status::DEFAULT_CLAIM_LEASE)
+        .await
+        .unwrap()
+    {
         status::Claim::Claimed(doc) => doc,
         other => panic!("document {id} not claimable: {other:?}"),
     };

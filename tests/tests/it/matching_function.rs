@@ -1010,11 +1010,15 @@ async fn a_run_that_lost_its_claim_writes_neither_its_normalised_fields_nor_its_
     // A delivery claims the invoice and stalls past its lease; a newer delivery takes
     // the claim over.
     let (inv, _) = ambiguous_invoice(&pool).await;
-    let Ok(Claim::Claimed(older)) = status::claim(&pool, inv, None).await else {
+    let Ok(Claim::Claimed(older)) =
+        status::claim(&pool, inv, None, status::DEFAULT_CLAIM_LEASE).await
+    else {
         panic!("claimable");
     };
     let_claim_go_stale(&pool, inv).await;
-    let Ok(Claim::Claimed(_newer)) = status::claim(&pool, inv, None).await else {
+    let Ok(Claim::Claimed(_newer)) =
+        status::claim(&pool, inv, None, status::DEFAULT_CLAIM_LEASE).await
+    else {
         panic!("claimable again");
     };
 
@@ -1263,7 +1267,9 @@ async fn a_permanent_error_of_an_older_delivery_never_overwrites_a_newer_deliver
     // stalled past the lease), as attempt 2 and succeeds.
     let failures = older_delivery_around(&deps, &gate, inv, async {
         let_claim_go_stale(&pool, inv).await;
-        let Ok(Claim::Claimed(doc)) = status::claim(&pool, inv, None).await else {
+        let Ok(Claim::Claimed(doc)) =
+            status::claim(&pool, inv, None, status::DEFAULT_CLAIM_LEASE).await
+        else {
             panic!("the newer delivery claims the document");
         };
         assert_eq!(doc.matching_attempts, 2);
@@ -1298,7 +1304,9 @@ async fn an_older_delivery_s_error_never_lands_on_the_attempt_a_newer_delivery_h
     // still working.
     older_delivery_around(&deps, &gate, inv, async {
         let_claim_go_stale(&pool, inv).await;
-        let claim = status::claim(&pool, inv, None).await.unwrap();
+        let claim = status::claim(&pool, inv, None, status::DEFAULT_CLAIM_LEASE)
+            .await
+            .unwrap();
         assert!(matches!(claim, Claim::Claimed(_)), "{claim:?}");
     })
     .await;
@@ -1314,7 +1322,9 @@ async fn an_older_delivery_s_error_never_lands_on_the_attempt_a_newer_delivery_h
     // The newer delivery's own error is recorded: it owns the document (a third
     // delivery took over its claim once stale, the same way).
     let_claim_go_stale(&pool, inv).await;
-    let Ok(Claim::Claimed(doc)) = status::claim(&pool, inv, None).await else {
+    let Ok(Claim::Claimed(doc)) =
+        status::claim(&pool, inv, None, status::DEFAULT_CLAIM_LEASE).await
+    else {
         panic!("claimed again");
     };
     let failed = status::fail(&pool, inv, Attempt::Claimed(doc.matching_attempts), "boom")
@@ -1345,7 +1355,9 @@ async fn a_duplicate_meeting_a_failure_whose_notice_is_being_sent_does_not_tell_
     let deps = deps(&pool, Some(llm_client(&llm)), slack_notifier(&slack)).await;
     // The message, sent before the failure: its duplicates are duplicates of finished work.
     let event = valid_event_for(inv);
-    let Ok(Claim::Claimed(doc)) = status::claim(&pool, inv, None).await else {
+    let Ok(Claim::Claimed(doc)) =
+        status::claim(&pool, inv, None, status::DEFAULT_CLAIM_LEASE).await
+    else {
         panic!("claimed");
     };
     let failed = status::fail(&pool, inv, Attempt::Claimed(doc.matching_attempts), "boom")

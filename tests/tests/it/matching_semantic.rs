@@ -82,7 +82,10 @@ async fn run_with_llm(
     config: &MatchingConfig,
     id: Uuid,
 ) -> Result<matching::MatchReport, MatchingError> {
-    let doc: Document = match status::claim(pool, id, None).await.unwrap() {
+    let doc: Document = match status::claim(pool, id, None, status::DEFAULT_CLAIM_LEASE)
+        .await
+        .unwrap()
+    {
         status::Claim::Claimed(doc) => doc,
         other => panic!("document {id} not claimable: {other:?}"),
     };

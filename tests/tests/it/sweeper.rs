@@ -362,9 +362,14 @@ async fn a_document_left_in_matching_by_a_dead_worker_is_resent_and_matched(pool
     )
     .await;
     // The worker claimed it (in-progress, one attempt) and died on its final receive.
-    docflow::matching::status::claim(&env.pool, po, None)
-        .await
-        .unwrap();
+    docflow::matching::status::claim(
+        &env.pool,
+        po,
+        None,
+        docflow::matching::status::DEFAULT_CLAIM_LEASE,
+    )
+    .await
+    .unwrap();
     assert_eq!(
         env.matching_status(po).await.0.as_deref(),
         Some("in-progress")

@@ -647,6 +647,7 @@ fn check_function(infra: &Infra, module: &Module, function: &Resource, found: &m
 
     let env = environment(function);
     check_environment_holds_no_secret(module, function, &env, found);
+    check_claim_lease(module, function, &env, found);
 
     let Some(contract) = contract_for(function) else {
         return found.add(
@@ -670,6 +671,34 @@ fn check_function(infra: &Infra, module: &Module, function: &Resource, found: &m
             check_permissions(infra, module, function, contract, &env, &statements, found)
         }
         Err(why) => found.add(module, function, why),
+    }
+}
+
+/// Production runs matching's claim lease at its default (150 s), longer than the
+/// function's 120 s timeout. Terraform may set `MATCHING_CLAIM_LEASE_SECONDS`, but
+/// never to a lease the function outlives: a second delivery would then run a document
+/// whose first run is still writing. The local soak alone shortens it, with its
+/// invocations' timeout.
+fn check_claim_lease(
+    module: &Module,
+    function: &Resource,
+    env: &Map<String, Value>,
+    found: &mut Violations,
+) {
+    const VAR: &str = "MATCHING_CLAIM_LEASE_SECONDS";
+    let Some(value) = env.get(VAR) else { return };
+    let lease = text(Some(value)).trim_matches('"').parse::<f64>().ok();
+    let timeout = number_or(function.attr("timeout"), 3.0);
+    match lease {
+        Some(lease) if lease > timeout => {}
+        _ => found.add(
+            module,
+            function,
+            format!(
+                "{VAR} = {} does not outlast the function's timeout of {timeout} s",
+                text(Some(value))
+            ),
+        ),
     }
 }
 

@@ -466,13 +466,13 @@ impl wiremock::Respond for ObedientLlm {
 }
 
 /// Makes the live claim on a document stale, as if the delivery holding it had died (or
-/// stalled past `status::CLAIM_LEASE`): the next delivery may take it over.
+/// stalled past `status::DEFAULT_CLAIM_LEASE`): the next delivery may take it over.
 pub async fn let_claim_go_stale(pool: &PgPool, id: Uuid) {
     sqlx::query(
         "UPDATE document SET matching_claimed_at = now() - make_interval(secs => $2) WHERE id = $1",
     )
     .bind(id)
-    .bind(status::CLAIM_LEASE.as_secs_f64() + 1.0)
+    .bind(status::DEFAULT_CLAIM_LEASE.as_secs_f64() + 1.0)
     .execute(pool)
     .await
     .unwrap();
