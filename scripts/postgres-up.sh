@@ -111,8 +111,10 @@ if [ ! -f "${data}/PG_VERSION" ]; then
 fi
 # A throwaway development cluster: durability traded for the speed of the tests, which
 # create a database each. No Unix socket (its path could exceed the kernel's limit).
+# 300 connections: `make test` runs several test processes at once, each with its own
+# pools (docs/testing.md).
 as_owner "${bindir}/pg_ctl" -D "${data}" -l "${data}/server.log" -w -t 60 \
-  -o "-c listen_addresses=127.0.0.1 -c port=${port} -c unix_socket_directories= -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+  -o "-c listen_addresses=127.0.0.1 -c port=${port} -c max_connections=300 -c unix_socket_directories= -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
   start >/dev/null
 printf '%s\n%s\n' "${data}" "${bindir}" >".local/pgserver-${port}.started"
 echo "postgres: started PostgreSQL $("${bindir}/postgres" --version | awk '{print $3}') with pgvector on 127.0.0.1:${port} (data ${data})"

@@ -167,7 +167,19 @@ async fn test_context(args: &TestArgs) -> Result<TestContext<Postgres>, Error> {
     .execute(&mut *conn)
     .await?;
 
-    let create_command = format!("create database {db_name:?}");
+    // docflow: a test that runs migrations gets a copy of a database migrated once per
+    // set of migrations (PATCH.md, fix 4); `setup_test_db` then finds them all applied.
+    let template = match args.migrator {
+        Some(migrator) => {
+            let options = master_pool.connect_options();
+            Some(migrated_template(&mut conn, &options, migrator).await?)
+        }
+        None => None,
+    };
+    let create_command = match &template {
+        Some(template) => format!("create database {db_name:?} template {template:?}"),
+        None => format!("create database {db_name:?}"),
+    };
     debug_assert!(create_command.starts_with("create database \""));
     conn.execute(&(create_command)[..]).await?;
 
@@ -187,6 +199,61 @@ async fn test_context(args: &TestArgs) -> Result<TestContext<Postgres>, Error> {
             .database(&db_name),
         db_name,
     })
+}
+
+/// docflow (PATCH.md, fix 4): the name of a template database holding `migrator`'s
+/// migrations, made by the first test process that needs it and kept for every later one
+/// and run. The name is derived from the migrations' versions and checksums, so a changed
+/// or added migration gets a template of its own. Made under a session advisory lock (the
+/// server releases it if this process dies), and marked `is_template` only once complete:
+/// a template left half-made by a crash is dropped and made again.
+async fn migrated_template(
+    conn: &mut PgConnection,
+    master_opts: &PgConnectOptions,
+    migrator: &sqlx_core::migrate::Migrator,
+) -> Result<String, Error> {
+    use std::hash::{Hash, Hasher};
+    // SipHash with fixed keys: the same name in every process built by this toolchain.
+    let mut hasher = std::hash::DefaultHasher::new();
+    for migration in migrator.iter() {
+        migration.version.hash(&mut hasher);
+        migration.checksum.hash(&mut hasher);
+    }
+    let key = hasher.finish();
+    let name = format!("_sqlx_template_{key:016x}");
+    query("select pg_advisory_lock($1)")
+        .bind(key as i64)
+        .execute(&mut *conn)
+        .await?;
+    let made = async {
+        let ready: bool = query_scalar(
+            "select exists (select 1 from pg_database where datname = $1 and datistemplate)",
+        )
+        .bind(&name)
+        .fetch_one(&mut *conn)
+        .await?;
+        if !ready {
+            conn.execute(&*format!("drop database if exists {name:?}"))
+                .await?;
+            conn.execute(&*format!("create database {name:?}")).await?;
+            let mut template =
+                PgConnection::connect_with(&master_opts.clone().database(&name)).await?;
+            migrator
+                .run_direct(&mut template)
+                .await
+                .map_err(|e| Error::Migrate(Box::new(e)))?;
+            template.close().await?;
+            conn.execute(&*format!("alter database {name:?} with is_template true"))
+                .await?;
+        }
+        Ok::<(), Error>(())
+    }
+    .await;
+    query("select pg_advisory_unlock($1)")
+        .bind(key as i64)
+        .execute(&mut *conn)
+        .await?;
+    made.map(|()| name)
 }
 
 async fn do_cleanup(conn: &mut PgConnection, db_name: &str) -> Result<(), Error> {
