@@ -366,13 +366,15 @@ async fn in_a_real_process_metrics_and_logs_are_separate_stdout_lines() {
     for body in &documents {
         send(&sqs, &queue.url, body).await;
     }
+    // The name the test harness knows this test by: its module path without the crate.
+    let name = match module_path!().split_once("::") {
+        Some((_, module)) => {
+            format!("{module}::in_a_real_process_metrics_and_logs_are_separate_stdout_lines")
+        }
+        None => "in_a_real_process_metrics_and_logs_are_separate_stdout_lines".to_owned(),
+    };
     let output = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "in_a_real_process_metrics_and_logs_are_separate_stdout_lines",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+        .args(["--exact", &name, "--nocapture", "--test-threads=1"])
         .env(CHILD, &queue.url)
         .env("RUST_LOG", "info")
         .output()
