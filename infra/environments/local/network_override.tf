@@ -1,0 +1,16 @@
+# Used only by scripts/deploy-local.sh, added to the root of the scratch copy. moto (5.2)
+# answers a security-group rule that references another group with the id as
+# "<account>/<sg-id>" and without the rule's description; AWS returns the id as written
+# ("sg-…") and keeps the description. Without this, the plan after the apply (it must
+# be empty) would show both rules changing though nothing did.
+resource "aws_vpc_security_group_egress_rule" "functions_database" {
+  lifecycle {
+    ignore_changes = [description, referenced_security_group_id]
+  }
+}
+
+resource "aws_vpc_security_group_ingress_rule" "database_from_functions" {
+  lifecycle {
+    ignore_changes = [description, referenced_security_group_id]
+  }
+}
