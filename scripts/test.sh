@@ -50,13 +50,32 @@ t=$(date +%s)
 phase "local up" "$t"
 
 # The infra checks and the deploy to a moto of its own need no test and no other
-# service: they run beside the tests, on the CPU the tests leave idle while they wait,
-# their output kept in a log and printed after the tests' own.
+# service: they run beside the tests, their output kept in a log and printed after the
+# tests' own. What they check is a function of infra/, their scripts and the tools'
+# versions alone (moto stores the function zips but never runs them): once they passed
+# for one such set of inputs, a run with the same inputs says so and skips them. A fresh
+# clone (CI) has no record and always runs them; `rm -r .local/infra-passed` forces them.
+infra_key=$(
+  {
+    find infra scripts/deploy-local.sh scripts/check_deploy.py scripts/check_flip_plan.py \
+      scripts/moto-deploy-down.sh requirements-dev.txt -type f -not -path '*/.terraform/*' \
+      -print0 | sort -z | xargs -0 sha256sum
+    terraform version 2>/dev/null | head -n 1 || true
+    ls -R "${TF_PLUGIN_DIR:-/opt/tf-plugins}" 2>/dev/null || true
+    .venv/bin/python -c 'import moto; print(moto.__version__)'
+    echo "CI=${CI:-}"
+  } | sha256sum | cut -c1-16
+)
+infra_passed=".local/infra-passed/$infra_key"
 infra_log="$(mktemp)"
 trap 'rm -f "$infra_log"' EXIT
 t=$(date +%s)
 (
   set -e
+  if [[ -f "$infra_passed" ]]; then
+    echo "== make test: infra/check.sh and deploy-local SKIPPED: infra/, their scripts and tools unchanged since they passed ($(cat "$infra_passed")); rm -r .local/infra-passed to run them anyway"
+    exit 0
+  fi
   s=$(date +%s)
   infra/check.sh
   echo "== make test: infra/check.sh took $(($(date +%s) - s)) s"
@@ -74,6 +93,11 @@ infra_ok=true
 wait "$infra" || infra_ok=false
 echo "== make test: infra/check.sh and deploy-local (beside the tests):"
 cat "$infra_log"
+# Remembered only when both really ran and passed (not skipped for a missing Terraform).
+if $infra_ok && ! grep -q "SKIPPED" "$infra_log"; then
+  mkdir -p .local/infra-passed
+  date -u +"%Y-%m-%d %H:%M UTC" >"$infra_passed"
+fi
 phase "tests + infra" "$t"
 
 $tests_ok || { echo "== make test: FAILED: tests (above)" >&2; exit 1; }
