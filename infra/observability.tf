@@ -1,6 +1,6 @@
 # Metrics, alarms and the dashboard over the EMF lines docflow writes (one per batch and
 # function, docflow::telemetry::metrics; docs/operations.md is the runbook). The metric
-# names and the `function` dimension are the Rust constants; tests/tests/infra_contract.rs
+# names and the `function` dimension are the Rust constants; tests/tests/it/infra_contract.rs
 # reads them from the code and checks every alarm and widget here against them.
 
 locals {

@@ -11,7 +11,7 @@
 //!    when the action is not in the function's declared list (`<function>::aws_actions`),
 //!    and [`AwsCalls::assert_declared`] fails the test afterwards (a failed call may have
 //!    been logged and swallowed, as a heartbeat's is);
-//! 2. `tests/tests/iam_calls.rs`: every declared list is granted by the function's role
+//! 2. `tests/tests/it/iam_calls.rs`: every declared list is granted by the function's role
 //!    in Terraform (parsed with hcl-rs, as the infra contract tests do).
 //!
 //! Recording lives in the test's own clients, never in the emulator: several agents run

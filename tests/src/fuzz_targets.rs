@@ -1,7 +1,7 @@
 //! The fuzz targets: one function per kind of outside input docflow reads, each feeding
 //! arbitrary bytes to the real code and asserting what must hold for *any* input (above
 //! all: no panic escapes). Two drivers call them: the property tests of
-//! `tests/tests/fuzz_properties.rs` (proptest, a short run inside `cargo test`) and the
+//! `tests/tests/it/fuzz_properties.rs` (proptest, a short run inside `cargo test`) and the
 //! coverage-guided `fuzz/` crate (`cargo fuzz`, the long run; see docs/reliability.md).
 //!
 //! A target panics only when docflow would: a panic here is a bug to fix, with the input

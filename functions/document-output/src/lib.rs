@@ -431,7 +431,7 @@ fn still_running(
 }
 
 /// Every AWS API action document output calls (IAM names): what Terraform must grant its
-/// role (`tests/tests/iam_calls.rs` holds the two together). Tests that give it AWS
+/// role (`tests/tests/it/iam_calls.rs` holds the two together). Tests that give it AWS
 /// clients from `docflow_tests::aws_calls` refuse any call outside this list.
 pub fn aws_actions<F: Fn(&str) -> Option<String>>(
     env: &docflow::settings::Env<F>,

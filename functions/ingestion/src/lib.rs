@@ -172,7 +172,7 @@ pub fn batch_config(
 }
 
 /// Every AWS API action ingestion calls (IAM names), for the environment it runs in:
-/// what Terraform must grant its role. `tests/tests/iam_calls.rs` checks the grants;
+/// what Terraform must grant its role. `tests/tests/it/iam_calls.rs` checks the grants;
 /// the ingestion tests refuse any call outside this list.
 pub fn aws_actions<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Vec<&'static str> {
     let mut actions = vec!["secretsmanager:GetSecretValue"]; // cold start: the secret

@@ -387,7 +387,7 @@ async fn tell_admins(
 }
 
 /// Every AWS API action matching calls (IAM names) in the environment it runs in: what
-/// Terraform must grant its role (`tests/tests/iam_calls.rs` holds the two together).
+/// Terraform must grant its role (`tests/tests/it/iam_calls.rs` holds the two together).
 /// Tests that give matching AWS clients from `docflow_tests::aws_calls` refuse any call
 /// outside this list.
 pub fn aws_actions<F: Fn(&str) -> Option<String>>(

@@ -104,7 +104,7 @@ impl Deps {
 }
 
 /// Every AWS API action the sweeper calls (IAM names): what Terraform must grant its
-/// role (`tests/tests/iam_calls.rs` holds the two together).
+/// role (`tests/tests/it/iam_calls.rs` holds the two together).
 pub fn aws_actions<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Vec<&'static str> {
     // The app secret at cold start and the tenants' DATEV secrets; the re-sends
     // (SendMessageBatch is authorised as sqs:SendMessage).

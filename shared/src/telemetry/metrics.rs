@@ -10,7 +10,7 @@
 //!   adds to it with [`count`] / [`count_by`] without passing a handle around. Work
 //!   moved to another task (`spawn_blocking`, `tokio::spawn`) counts after it returns.
 //! - Names, units and dimension names are the constants below: the Terraform alarms and
-//!   the dashboard are checked against them (`tests/tests/infra_contract.rs`).
+//!   the dashboard are checked against them (`tests/tests/it/infra_contract.rs`).
 //!
 //! Dimensions are low-cardinality only: the function, and per group one of
 //! [`dimension::REASON`], [`dimension::PROVIDER`], [`dimension::OUTCOME`],

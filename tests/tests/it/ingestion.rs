@@ -614,7 +614,7 @@ async fn a_failed_send_to_matching_leaves_the_document_pending_and_retries_the_m
     let (_, response) = h.deliver(id).await;
 
     // Issue 27: the hand-off's failure fails its record, so that the redelivery sends
-    // it again (tests/tests/ingestion_batch.rs); the ingestion itself succeeded, and the
+    // it again (tests/tests/it/ingestion_batch.rs); the ingestion itself succeeded, and the
     // document stays pending where the sweeper finds it too.
     assert_eq!(response.batch_item_failures.len(), 1);
     assert_eq!(
