@@ -108,9 +108,14 @@ pub struct Row {
     pub document_id: Uuid,
     pub file_name: Option<String>,
     pub doc_type: String,
+    /// From the document's extraction (`structured_data`).
+    #[sqlx(skip)]
     pub supplier: Option<String>,
+    #[sqlx(skip)]
     pub number: Option<String>,
+    #[sqlx(skip)]
     pub total: Option<f64>,
+    #[sqlx(skip)]
     pub currency: Option<String>,
     pub ingestion: Option<String>,
     pub ingestion_error: Option<String>,
@@ -128,6 +133,29 @@ pub struct Row {
     pub audit_error: Option<String>,
     #[sqlx(skip)]
     pub cluster: Option<String>,
+    /// What DATEV received for the document's newest booking proposal (amount,
+    /// currency), from the Maesn stand-in's record; `None`: nothing booked, or no
+    /// stand-in to ask.
+    #[sqlx(skip)]
+    pub datev: Option<Received>,
+}
+
+/// The amount and currency of a booking proposal, as DATEV received it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Received {
+    pub total: Option<f64>,
+    pub currency: Option<String>,
+}
+
+impl Received {
+    fn show(&self) -> String {
+        match (self.total, &self.currency) {
+            (Some(t), Some(c)) => format!("{t:.2} {c}"),
+            (Some(t), None) => format!("{t:.2} (no currency)"),
+            (None, Some(c)) => format!("no amount ({c})"),
+            (None, None) => "no amount".into(),
+        }
+    }
 }
 
 impl Row {
@@ -170,25 +198,57 @@ pub struct Summary {
 
 impl Summary {
     /// Fails naming every document that is not finished (still in ingestion, matching,
-    /// output or a DATEV task).
+    /// output or a DATEV task), and every booking proposal DATEV received with another
+    /// amount or currency than the document's own.
     pub fn check(&self) -> anyhow::Result<()> {
+        let name = |r: &Row| {
+            r.file_name
+                .clone()
+                .unwrap_or_else(|| r.document_id.to_string())
+        };
         let open: Vec<String> = self
             .rows
             .iter()
             .filter(|r| !r.is_terminal())
-            .map(|r| {
-                r.file_name
-                    .clone()
-                    .unwrap_or_else(|| r.document_id.to_string())
-            })
+            .map(name)
             .collect();
-        if open.is_empty() {
-            Ok(())
-        } else {
+        if !open.is_empty() {
             anyhow::bail!(
                 "{} document(s) not finished: {}",
                 open.len(),
                 open.join(", ")
+            )
+        }
+        let wrong: Vec<String> = self
+            .rows
+            .iter()
+            .filter_map(|r| {
+                let received = r.datev.as_ref()?;
+                let same_total = match (received.total, r.total) {
+                    (Some(a), Some(b)) => (a - b).abs() < 0.005,
+                    _ => false,
+                };
+                (!same_total || received.currency != r.currency).then(|| {
+                    format!(
+                        "{}: DATEV received {}, the document says {}",
+                        name(r),
+                        received.show(),
+                        Received {
+                            total: r.total,
+                            currency: r.currency.clone()
+                        }
+                        .show()
+                    )
+                })
+            })
+            .collect();
+        if wrong.is_empty() {
+            Ok(())
+        } else {
+            anyhow::bail!(
+                "{} booking proposal(s) with another amount or currency than their document: {}",
+                wrong.len(),
+                wrong.join("; ")
             )
         }
     }
@@ -208,20 +268,26 @@ impl Summary {
     }
 }
 
-/// Reads the summary of `tenant_id`'s documents and the DLQs of `queues`.
+/// Reads the summary of `tenant_id`'s documents and the DLQs of `queues`. `datev`: what
+/// the Maesn stand-in booked (`GET /_standin/exports`), `None` where there is none to ask.
 pub async fn summary(
     pool: &PgPool,
     sqs: &aws_sdk_sqs::Client,
     queues: &Queues,
     tenant_id: Uuid,
+    datev: Option<&[crate::maesn::Export]>,
 ) -> anyhow::Result<Summary> {
-    let mut rows: Vec<Row> = sqlx::query_as(
+    /// A row with the document's data, read below as its type.
+    #[derive(sqlx::FromRow)]
+    struct DataRow {
+        #[sqlx(flatten)]
+        row: Row,
+        structured_data: Option<serde_json::Value>,
+    }
+    let mut rows: Vec<(Row, Option<serde_json::Value>)> = sqlx::query_as::<_, DataRow>(
         r#"
         SELECT d.id AS document_id, d.file_name, d.type::text AS doc_type,
-               d.structured_data->>'supplier_name' AS supplier,
-               d.structured_data->>'invoice_number' AS number,
-               (d.structured_data->>'total')::float8 AS total,
-               d.structured_data->>'currency' AS currency,
+               d.structured_data,
                i.status AS ingestion, i.last_error AS ingestion_error,
                i.extraction_model AS source, d.needs_human_review,
                d.matching_status AS matching, d.cluster_id,
@@ -241,7 +307,34 @@ pub async fn summary(
     .bind(tenant_id)
     .fetch_all(pool)
     .await
-    .context("cannot read the documents")?;
+    .context("cannot read the documents")?
+    .into_iter()
+    .map(|r| (r.row, r.structured_data))
+    .collect();
+    for (row, data) in &mut rows {
+        // The extraction contract, read as the type ingestion writes it.
+        if let Some(e) = data
+            .take()
+            .and_then(|v| serde_json::from_value::<docflow::extract::Extraction>(v).ok())
+        {
+            row.supplier = e.supplier_name;
+            row.number = e.invoice_number;
+            row.total = e.total;
+            row.currency = e.currency;
+        }
+        row.datev = datev.and_then(|exports| {
+            let id = row.document_id.to_string();
+            exports
+                .iter()
+                .rev()
+                .find(|x| x.document_id.as_deref() == Some(id.as_str()))
+                .map(|x| Received {
+                    total: x.total_gross_amount,
+                    currency: x.currency.clone(),
+                })
+        });
+    }
+    let mut rows: Vec<Row> = rows.into_iter().map(|(row, _)| row).collect();
     let mut labels: HashMap<Uuid, String> = HashMap::new();
     for row in &mut rows {
         if let Some(cluster_id) = row.cluster_id {
@@ -289,8 +382,9 @@ impl fmt::Display for Summary {
             "matching",
             "cluster",
             "export",
+            "DATEV received",
         ];
-        let mut table: Vec<[String; 9]> = vec![header.map(str::to_owned)];
+        let mut table: Vec<[String; 10]> = vec![header.map(str::to_owned)];
         for row in &self.rows {
             let total = match (row.total, &row.currency) {
                 (Some(t), Some(c)) => format!("{t:.2} {c}"),
@@ -312,9 +406,12 @@ impl fmt::Display for Summary {
                 row.matching.clone().unwrap_or_else(|| "—".into()),
                 row.cluster.clone().unwrap_or_else(|| "—".into()),
                 row.export(),
+                row.datev
+                    .as_ref()
+                    .map_or_else(|| "—".into(), Received::show),
             ]);
         }
-        let widths: Vec<usize> = (0..9)
+        let widths: Vec<usize> = (0..10)
             .map(|c| {
                 table
                     .iter()
@@ -402,6 +499,7 @@ mod tests {
             audit: None,
             audit_error: None,
             cluster: None,
+            datev: None,
         }
     }
 
@@ -425,5 +523,49 @@ mod tests {
         lines.next();
         let cells: Vec<String> = lines.take(3).map(cell).collect();
         assert_eq!(cells, ["einvoice", "rules", "—"]);
+    }
+
+    #[test]
+    fn the_check_fails_when_datev_received_another_amount_or_none() {
+        let exported = |received: Option<Received>| {
+            let mut r = row("invoice.pdf", Some("rules"));
+            r.job = Some("dispatched".into());
+            r.audit = Some("succeeded".into());
+            r.datev = received;
+            Summary {
+                tenant_id: Uuid::nil(),
+                rows: vec![r],
+                dlqs: Vec::new(),
+            }
+        };
+        let eur = |total: Option<f64>| {
+            Some(Received {
+                total,
+                currency: Some("EUR".into()),
+            })
+        };
+
+        exported(eur(Some(529.87)))
+            .check()
+            .expect("the same amount");
+        for wrong in [
+            eur(None),
+            eur(Some(529.0)),
+            Some(Received {
+                total: Some(529.87),
+                currency: Some("USD".into()),
+            }),
+        ] {
+            let error = exported(wrong.clone()).check().unwrap_err().to_string();
+            assert!(
+                error.contains("invoice.pdf") && error.contains("the document says 529.87 EUR"),
+                "{wrong:?}: {error}"
+            );
+        }
+        // Not exported, or no stand-in to ask: nothing to compare.
+        exported(None).check().expect("nothing received");
+        let table = exported(eur(Some(529.87))).to_string();
+        assert!(table.contains("DATEV received"), "{table}");
+        assert!(table.contains("529.87 EUR"), "{table}");
     }
 }

@@ -4,7 +4,9 @@
 //! - `POST /accounting/bookingProposals/async?companyId=…` with `X-API-KEY`,
 //!   `X-ACCOUNT-KEY` and a multipart body (`bookingProposal` JSON, `bookingType`,
 //!   `folderManagement` JSON, `files`): checks all of it (401 for a wrong or missing key,
-//!   400 naming what is missing) and answers `{"meta": …, "data": {"taskId": …}}`.
+//!   400 naming what is missing, 400 with `validationErrors` for a proposal that fails
+//!   Maesn's documented schema: [`proposal_problems`]) and answers
+//!   `{"meta": …, "data": {"taskId": …}}`.
 //! - `GET /accounting/asyncTask/{taskId}?companyId=…`: the asynchronous task. It is
 //!   `IN_PROGRESS` for the first `polls_until_done` polls, then `SUCCESS` — or `FAILED`
 //!   with DATEV's message when the booking proposal repeats a document number already
@@ -81,7 +83,8 @@ pub struct Attempt {
     /// `booked-see-other`, `booked-cut-off` (booked, then an answer that leaves the
     /// caller in doubt), `booked-never-ends` (booked, its task stays `IN_PROGRESS` for
     /// ever), `unavailable` (503), `refused-rotated` (a late 401 for a key revoked by a
-    /// rotation), or `refused` (401/400/429).
+    /// rotation), `refused-invalid` (400: the proposal fails Maesn's documented schema,
+    /// [`proposal_problems`]), or `refused` (401/400/429).
     pub outcome: String,
 }
 
@@ -113,6 +116,14 @@ pub struct Export {
     pub file_bytes: usize,
     /// `SUCCESS` or `FAILED` once polled to the end, else `IN_PROGRESS`.
     pub status: String,
+    /// The proposal's `totalGrossAmount` and `currency`: what DATEV received.
+    #[serde(default)]
+    pub total_gross_amount: Option<f64>,
+    #[serde(default)]
+    pub currency: Option<String>,
+    /// The whole `bookingProposal` part, as received.
+    #[serde(default)]
+    pub proposal: Value,
 }
 
 #[derive(Debug, Default, Serialize, serde::Deserialize)]
@@ -244,6 +255,195 @@ fn error(status: u16, code: &str, message: &str) -> ResponseTemplate {
         .set_body_json(json!({ "meta": meta(), "error": { "code": code, "message": message } }))
 }
 
+/// What the stand-in at `base_url` booked (`GET /_standin/exports`). Fails where the
+/// Maesn there is not the stand-in.
+pub async fn exports_at(base_url: &str) -> anyhow::Result<Vec<Export>> {
+    let url = format!("{}/_standin/exports", base_url.trim_end_matches('/'));
+    let response = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(5))
+        .build()?
+        .get(&url)
+        .send()
+        .await?
+        .error_for_status()?;
+    Ok(response.json().await?)
+}
+
+/// Maesn's 400 for a proposal that fails validation: "Client-side validation failed.
+/// See validationErrors for details." (docs.maesn.com, Error handling v2), one entry per
+/// problem.
+fn invalid_proposal(problems: &[String]) -> ResponseTemplate {
+    ResponseTemplate::new(400).set_body_json(json!({
+        "meta": meta(),
+        "error": {
+            "code": "BAD_REQUEST",
+            "message": "Client-side validation failed. See validationErrors for details.",
+            "validationErrors": problems,
+        }
+    }))
+}
+
+/// The fields a booking proposal for DATEV must carry, as this stand-in enforces them.
+/// Maesn's schema (`CreateBookingProposalRequestDtoV2`) marks every field optional, and
+/// its DATEV field list was not at hand; a DATEV booking proposal of an incoming invoice
+/// cannot be booked without its document number, date, amount and currency (DATEV's
+/// Belegfeld 1, Belegdatum, Umsatz, WKZ), so the stand-in refuses a proposal without
+/// them, as DATEV's validation would after the task started.
+pub const REQUIRED: [&str; 4] = [
+    "number",
+    "bookingProposalDate",
+    "totalGrossAmount",
+    "currency",
+];
+
+/// ISO 4217 alphabetic codes in use ("Maesn enforces international standards for all
+/// input and output data", docs.maesn.com, Standardized Data).
+const ISO_4217: &str = "AED AFN ALL AMD ANG AOA ARS AUD AWG AZN BAM BBD BDT BGN BHD BIF BMD BND BOB BRL \
+BSD BTN BWP BYN BZD CAD CDF CHF CLP CNY COP CRC CUP CVE CZK DJF DKK DOP DZD EGP ERN ETB EUR FJD \
+FKP GBP GEL GHS GIP GMD GNF GTQ GYD HKD HNL HTG HUF IDR ILS INR IQD IRR ISK JMD JOD JPY KES KGS \
+KHR KMF KPW KRW KWD KYD KZT LAK LBP LKR LRD LSL LYD MAD MDL MGA MKD MMK MNT MOP MRU MUR MVR MWK \
+MXN MYR MZN NAD NGN NIO NOK NPR NZD OMR PAB PEN PGK PHP PKR PLN PYG QAR RON RSD RUB RWF SAR SBD \
+SCR SDG SEK SGD SHP SLE SOS SRD SSP STN SVC SYP SZL THB TJS TMT TND TOP TRY TTD TWD TZS UAH UGX \
+USD UYU UZS VES VND VUV WST XAF XCD XOF XPF YER ZAR ZMW ZWL";
+
+/// What Maesn's documented schema refuses in a `bookingProposal` part, one line each
+/// (empty: valid). Types per field as Maesn's SDK declares them (strings, numbers, a
+/// boolean, the `status` and line `type` enums); dates in Maesn's standardized format,
+/// ISO 8601 date-times ("2024-01-01T00:00:00Z"); `currency` an ISO 4217 code; amounts JSON
+/// numbers, never strings; `addresses[].city` at most 30 characters (DATEV); and the
+/// [`REQUIRED`] fields. Fields it does not know are not refused: Maesn answers them
+/// with a warning ("Field not used by target system").
+pub fn proposal_problems(proposal: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    let Some(fields) = proposal.as_object() else {
+        return vec!["bookingProposal must be a JSON object".into()];
+    };
+    for field in REQUIRED {
+        if fields.get(field).is_none_or(Value::is_null) {
+            problems.push(format!("{field} is required"));
+        }
+    }
+    let date = |name: &str, value: &Value, problems: &mut Vec<String>| match value.as_str() {
+        Some(text) if chrono::DateTime::parse_from_rfc3339(text).is_ok() => {}
+        _ => problems.push(format!(
+            "{name} must be an ISO 8601 date-time such as 2024-01-01T00:00:00Z, not {value}"
+        )),
+    };
+    let number = |name: &str, value: &Value, problems: &mut Vec<String>| {
+        if !value.as_f64().is_some_and(f64::is_finite) {
+            problems.push(format!("{name} must be a number, not {value}"));
+        }
+    };
+    let string = |name: &str, value: &Value, problems: &mut Vec<String>| {
+        if !value.is_string() {
+            problems.push(format!("{name} must be a string, not {value}"));
+        }
+    };
+    for (name, value) in fields {
+        if value.is_null() {
+            continue;
+        }
+        match name.as_str() {
+            "bookingProposalDate"
+            | "dueDate"
+            | "deliveryDate"
+            | "discountPaymentDate"
+            | "discountPaymentDate2"
+            | "paidDate" => date(name, value, &mut problems),
+            "totalGrossAmount" => number(name, value, &mut problems),
+            "id" | "number" | "vatId" | "orderId" | "notes" | "journalCode" | "ledgerName"
+            | "generatorName" | "paymentTermId" => string(name, value, &mut problems),
+            "currency"
+                if !value.as_str().is_some_and(|c| {
+                    c.len() == 3 && ISO_4217.split_whitespace().any(|k| k == c)
+                }) =>
+            {
+                problems.push(format!("currency must be an ISO 4217 code, not {value}"));
+            }
+            "isPaymentOrder" if !value.is_boolean() => {
+                problems.push(format!("isPaymentOrder must be a boolean, not {value}"));
+            }
+            "status" => {
+                const STATUS: [&str; 9] = [
+                    "DRAFT",
+                    "SUBMITTED",
+                    "OPEN",
+                    "PARTIALLY_PAID",
+                    "PAID",
+                    "OVERDUE",
+                    "VOIDED",
+                    "DISPUTED",
+                    "CANCELLED",
+                ];
+                if !value.as_str().is_some_and(|v| STATUS.contains(&v)) {
+                    problems.push(format!("status must be one of {STATUS:?}, not {value}"));
+                }
+            }
+            "contact" | "bankAccount" => match value.as_object() {
+                None => problems.push(format!("{name} must be an object, not {value}")),
+                Some(object) => {
+                    for (key, inner) in object {
+                        let path = format!("{name}.{key}");
+                        match key.as_str() {
+                            "accountNumber" | "number" => number(&path, inner, &mut problems),
+                            _ => string(&path, inner, &mut problems),
+                        }
+                    }
+                }
+            },
+            "addresses" => match value.as_array() {
+                None => problems.push(format!("addresses must be an array, not {value}")),
+                Some(addresses) => {
+                    for (i, address) in addresses.iter().enumerate() {
+                        if let Some(city) = address.get("city") {
+                            match city.as_str() {
+                                Some(c) if c.chars().count() <= 30 => {}
+                                _ => problems.push(format!(
+                                    "addresses[{i}].city must be a string of at most 30 characters"
+                                )),
+                            }
+                        }
+                    }
+                }
+            },
+            "lineItems" => match value.as_array() {
+                None => problems.push(format!("lineItems must be an array, not {value}")),
+                Some(lines) => {
+                    for (i, line) in lines.iter().enumerate() {
+                        let Some(line) = line.as_object() else {
+                            problems.push(format!("lineItems[{i}] must be an object"));
+                            continue;
+                        };
+                        for (key, inner) in line {
+                            let path = format!("lineItems[{i}].{key}");
+                            match key.as_str() {
+                                "totalGrossAmount"
+                                | "totalNetAmount"
+                                | "taxRatePercentage"
+                                | "discountAmount"
+                                | "discountAmount2"
+                                | "discountPercentage"
+                                | "discountPercentage2" => number(&path, inner, &mut problems),
+                                "type" => {
+                                    if !matches!(inner.as_str(), Some("PRODUCT" | "SERVICE")) {
+                                        problems.push(format!(
+                                            "{path} must be PRODUCT or SERVICE, not {inner}"
+                                        ));
+                                    }
+                                }
+                                "account" | "dimensions" => {}
+                                _ => string(&path, inner, &mut problems),
+                            }
+                        }
+                    }
+                }
+            },
+            _ => {}
+        }
+    }
+    problems
+}
+
 /// An error answer (boxed: a `ResponseTemplate` is large).
 type Refusal = Box<ResponseTemplate>;
 
@@ -350,6 +550,17 @@ impl Create {
                     "part bookingProposal (a JSON object) is required",
                 )
             })?;
+        let problems = proposal_problems(&proposal);
+        if !problems.is_empty() {
+            state.attempts.push(Attempt {
+                document_id: proposal
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                outcome: "refused-invalid".into(),
+            });
+            return Err(Box::new(invalid_proposal(&problems)));
+        }
         let booking_type = part("bookingType")
             .map(|p| String::from_utf8_lossy(&p.body).trim().to_owned())
             .filter(|t| !t.is_empty())
@@ -451,6 +662,12 @@ impl Create {
             file_name: file.file_name.clone(),
             file_bytes: file.body.len(),
             status: "IN_PROGRESS".into(),
+            total_gross_amount: proposal.get("totalGrossAmount").and_then(Value::as_f64),
+            currency: proposal
+                .get("currency")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            proposal: proposal.clone(),
         });
         let response = ResponseTemplate::new(200)
             .set_body_json(json!({ "meta": meta(), "data": { "taskId": task_id } }));
@@ -600,4 +817,94 @@ fn split<'a>(mut body: &'a [u8], delimiter: &[u8]) -> Vec<&'a [u8]> {
     }
     out.push(body);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn valid() -> Value {
+        json!({
+            "id": "9d0bd8c5-5d3a-4f7e-8d5c-2b1f0b6c1a11",
+            "number": "RE-2026-0042",
+            "bookingProposalDate": "2026-01-15T00:00:00Z",
+            "dueDate": "2026-02-14T00:00:00Z",
+            "currency": "EUR",
+            "totalGrossAmount": 119.0,
+            "vatId": "DE123456789",
+            "orderId": "PO-4711",
+            "contact": { "name": "Lieferant GmbH" },
+            "bankAccount": { "iban": "DE89370400440532013000" },
+            "lineItems": [{ "description": "Druckerpapier A4", "totalNetAmount": 100.0 }],
+        })
+    }
+
+    #[test]
+    fn a_proposal_to_maesns_schema_passes() {
+        assert_eq!(proposal_problems(&valid()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn what_maesns_schema_refuses_is_named_field_by_field() {
+        let cases: [(&str, Value, &str); 9] = [
+            (
+                "totalGrossAmount",
+                Value::Null,
+                "totalGrossAmount is required",
+            ),
+            (
+                "totalGrossAmount",
+                json!("119.00"),
+                "totalGrossAmount must be a number",
+            ),
+            (
+                "bookingProposalDate",
+                json!("15.01.2026"),
+                "bookingProposalDate must be an ISO 8601 date-time",
+            ),
+            (
+                "dueDate",
+                json!("2026-02-14"),
+                "dueDate must be an ISO 8601 date-time",
+            ),
+            (
+                "currency",
+                json!("EURO"),
+                "currency must be an ISO 4217 code",
+            ),
+            (
+                "currency",
+                json!("eur"),
+                "currency must be an ISO 4217 code",
+            ),
+            ("number", json!(42), "number must be a string"),
+            (
+                "lineItems",
+                json!([{ "totalNetAmount": "100" }]),
+                "lineItems[0].totalNetAmount must be a number",
+            ),
+            (
+                "addresses",
+                json!([{ "city": "Garmisch-Partenkirchen im Werdenfelser Land" }]),
+                "addresses[0].city must be a string of at most 30 characters",
+            ),
+        ];
+        for (field, value, expected) in cases {
+            let mut proposal = valid();
+            if value.is_null() {
+                proposal.as_object_mut().unwrap().remove(field);
+            } else {
+                proposal[field] = value.clone();
+            }
+            let problems = proposal_problems(&proposal);
+            assert!(
+                problems.iter().any(|p| p.starts_with(expected)),
+                "{field} = {value}: {problems:?}"
+            );
+        }
+        assert_eq!(
+            proposal_problems(&json!([])),
+            ["bookingProposal must be a JSON object"]
+        );
+    }
 }

@@ -644,7 +644,14 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
                     check,
                 } => {
                     let tenant = tenants::resolve_tenant(&pool, tenant.as_deref()).await?;
-                    let summary = demo::summary(&pool, &local.sqs, &local.queues, tenant).await?;
+                    // What DATEV received, where Maesn is the local stand-in.
+                    let booked = match std::env::var("MAESN_BASE_URL") {
+                        Ok(url) => docflow_cli::maesn::exports_at(&url).await.ok(),
+                        Err(_) => None,
+                    };
+                    let summary =
+                        demo::summary(&pool, &local.sqs, &local.queues, tenant, booked.as_deref())
+                            .await?;
                     if json {
                         println!("{}", serde_json::to_string_pretty(&summary)?);
                     } else {

@@ -263,6 +263,29 @@ async fn tenant(pool: &PgPool) -> Tenant {
     }
 }
 
+/// The extraction of the test invoice, as ingestion stores it in `structured_data`
+/// (`to_value(&Extraction)`): the keys the extractors write, not a guess of them.
+pub fn invoice_extraction() -> docflow::extract::Extraction {
+    serde_json::from_value(serde_json::json!({
+        "extraction_successful": true,
+        "confidence": "high",
+        "document_type": "invoice",
+        "invoice_number": "RE-2026-0042",
+        "invoice_date": "2026-01-15",
+        "due_date": "2026-02-14",
+        "supplier_name": "Lieferant GmbH",
+        "supplier_vat_id": "DE123456789",
+        "supplier_iban": "DE89370400440532013000",
+        "currency": "EUR",
+        "subtotal": 100.0,
+        "vat_amount": 19.0,
+        "total": 119.0,
+        "po_reference": "PO-4711",
+        "line_items": [{"description": "Druckerpapier A4", "quantity": 10, "unit_price": 10.0, "amount": 100.0}]
+    }))
+    .expect("the test invoice's extraction")
+}
+
 /// An invoice with extracted data and one approval step, still pending.
 pub async fn insert_document(pool: &PgPool, tenant_id: Uuid) -> Uuid {
     let id = Uuid::new_v4();
@@ -274,13 +297,7 @@ pub async fn insert_document(pool: &PgPool, tenant_id: Uuid) -> Uuid {
     .bind(tenant_id)
     .bind(format!("documents/{id}.pdf"))
     .bind(FILE_NAME)
-    .bind(serde_json::json!({
-        "invoice_number": "RE-2026-0042",
-        "invoice_date": "2026-01-15",
-        "vendor_name": "Lieferant GmbH",
-        "total_gross_amount": 119.0,
-        "currency": "EUR"
-    }))
+    .bind(serde_json::to_value(invoice_extraction()).unwrap())
     .execute(pool)
     .await
     .unwrap();
@@ -540,4 +557,56 @@ pub fn hanging_listener() -> HangingListener {
         }
     }
     panic!("the listen backlog never filled; connects to it would not hang");
+}
+
+/// The parts of a `multipart/form-data` request, by name (the boundary from its
+/// `content-type`).
+pub fn multipart_parts(request: &wiremock::Request) -> Vec<(String, Vec<u8>)> {
+    let content_type = request
+        .headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let Some(boundary) = content_type.split("boundary=").nth(1) else {
+        return Vec::new();
+    };
+    let delimiter = format!("--{}", boundary.trim_matches('"'));
+    let body = &request.body;
+    let mut parts = Vec::new();
+    let positions: Vec<usize> = body
+        .windows(delimiter.len())
+        .enumerate()
+        .filter(|(_, w)| *w == delimiter.as_bytes())
+        .map(|(i, _)| i)
+        .collect();
+    for pair in positions.windows(2) {
+        let part = &body[pair[0] + delimiter.len()..pair[1]];
+        let Some(split) = part.windows(4).position(|w| w == b"\r\n\r\n") else {
+            continue;
+        };
+        let head = String::from_utf8_lossy(&part[..split]);
+        let Some(name) = head
+            .split("name=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+        else {
+            continue;
+        };
+        let mut content = &part[split + 4..];
+        if content.ends_with(b"\r\n") {
+            content = &content[..content.len() - 2];
+        }
+        parts.push((name.to_owned(), content.to_vec()));
+    }
+    parts
+}
+
+/// The `bookingProposal` part of a Maesn create request, as JSON.
+pub fn booking_proposal_part(request: &wiremock::Request) -> serde_json::Value {
+    let parts = multipart_parts(request);
+    let (_, bytes) = parts
+        .iter()
+        .find(|(name, _)| name == "bookingProposal")
+        .expect("a bookingProposal part");
+    serde_json::from_slice(bytes).expect("the bookingProposal part is JSON")
 }

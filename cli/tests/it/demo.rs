@@ -114,10 +114,28 @@ async fn the_demo_ends_with_every_document_terminal_clustered_and_each_approved_
         .await
         .expect("approve");
     run_until_idle(&local).await;
-    let summary = demo::summary(&pool, &local.sqs, &local.queues, seeded.tenant_id)
-        .await
-        .expect("summary");
+    let booked = maesn.exports();
+    let summary = demo::summary(
+        &pool,
+        &local.sqs,
+        &local.queues,
+        seeded.tenant_id,
+        Some(&booked),
+    )
+    .await
+    .expect("summary");
     println!("{summary}");
+    // Every export reached DATEV with its document's amount and currency (what `docflow
+    // demo summary --check` holds the demo to).
+    summary.check().expect("the demo's summary check");
+    for row in summary.rows.iter().filter(|r| r.datev.is_some()) {
+        let received = row.datev.as_ref().unwrap();
+        assert!(
+            received.total.is_some() && received.total == row.total,
+            "{row:?}"
+        );
+        assert_eq!(received.currency, row.currency, "{row:?}");
+    }
 
     assert_eq!(summary.rows.len(), SAMPLES.len());
     for row in &summary.rows {

@@ -351,7 +351,13 @@ async fn a_task_that_never_ends_is_ended_in_doubt_after_the_maximum_age_and_reso
         .create_booking_proposal(
             &BookingProposal {
                 account,
-                proposal: json!({ "id": document, "number": "RE-NEVER-1" }),
+                proposal: json!({
+                    "id": document,
+                    "number": "RE-NEVER-1",
+                    "bookingProposalDate": "2026-01-15T00:00:00Z",
+                    "totalGrossAmount": 119.0,
+                    "currency": "EUR",
+                }),
                 booking_type: "BILL".into(),
                 folder_management: json!({}),
                 file: DocumentFile {

@@ -14,6 +14,7 @@ mod events;
 mod export_resolve;
 mod extract;
 mod metrics_out;
+mod proposal_contract;
 mod samples;
 mod wiring;
 mod wiring_matching;

@@ -30,6 +30,7 @@
 //! export in doubt leaves its audit `failed`, not retryable, until a person records what
 //! DATEV has (`docflow export resolve`).
 
+pub mod proposal;
 pub mod worker;
 
 use chrono::{DateTime, Utc};

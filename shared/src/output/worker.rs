@@ -49,6 +49,7 @@ use crate::datev::{
     BookingProposal, DatevAccount, DatevConnector, DatevError, DocumentFile, Keys, MaesnConfig,
     TaskState, is_duplicate_rejection,
 };
+use crate::extract::Extraction;
 use crate::ids::OutputJobId;
 use crate::retry::{Classify, RetryClass, RetryPolicy, error_chain};
 use crate::settings::{Env, SettingsError};
@@ -807,7 +808,13 @@ pub async fn export<C: DatevConnector>(
         }
     };
 
-    let proposal = booking_proposal(job, &context, bytes);
+    let proposal = match booking_proposal(job, &context, bytes) {
+        Ok(proposal) => proposal,
+        Err(error) => {
+            tracing::error!(%error, "no booking proposal from the document's data");
+            return record_job_only(pool, claim, error, false).await.map_err(db);
+        }
+    };
     // Both keys before the audit: a secret read (a cache miss, bounded by the secret
     // store's timeout) cannot eat into the time of an attempt already recorded as
     // started, and a key that cannot be read is a refusal with no audit to leave.
@@ -1229,47 +1236,41 @@ async fn read_file(
     Ok(bytes)
 }
 
-/// The booking proposal for the document, from its extracted data (fields the
-/// extraction did not find are left out; DATEV's own validation reports what is
-/// missing). `bookingType` and `folderManagement` come from the integration's config
-/// (`booking_type`, default `BILL`; `folder_management`, default Accounting/Invoices).
-fn booking_proposal(job: &OutputJob, c: &ExportContext, bytes: Bytes) -> BookingProposal {
-    let data = c.structured_data.clone().unwrap_or_else(|| json!({}));
-    let pick = |keys: &[&str]| {
-        keys.iter()
-            .find_map(|k| data.get(*k).filter(|v| !v.is_null()).cloned())
+/// The booking proposal for the document, from its extraction
+/// ([`super::proposal::proposal_body`]; fields the extraction did not find are left out,
+/// and DATEV's own validation reports what is missing). `bookingType` and
+/// `folderManagement` come from the integration's config (`booking_type`, default `BILL`;
+/// `folder_management`, default Accounting/Invoices). Fails, saying why, when the
+/// document has no extracted data or data that is not an [`Extraction`]: a booking
+/// without its amount must never leave.
+fn booking_proposal(
+    job: &OutputJob,
+    c: &ExportContext,
+    bytes: Bytes,
+) -> Result<BookingProposal, String> {
+    let Some(data) = c.structured_data.clone() else {
+        return Err(format!(
+            "document {} has no extracted data; nothing was sent to DATEV (ingest it again)",
+            job.document_id
+        ));
     };
-    let mut proposal = serde_json::Map::new();
-    // Maesn uses a UUID `id` to link the uploaded file to the proposal.
-    proposal.insert("id".into(), json!(job.document_id));
-    for (field, keys) in [
-        ("number", &["invoice_number", "number"][..]),
-        ("bookingProposalDate", &["invoice_date", "date"][..]),
-        ("dueDate", &["due_date"][..]),
-        ("deliveryDate", &["delivery_date"][..]),
-        ("currency", &["currency"][..]),
-        (
-            "totalGrossAmount",
-            &["total_gross_amount", "total_amount", "gross_amount"][..],
-        ),
-        ("vatId", &["vendor_vat_id", "vat_id"][..]),
-        ("orderId", &["order_number", "purchase_order_number"][..]),
-        ("notes", &["notes", "description"][..]),
-    ] {
-        if let Some(value) = pick(keys) {
-            proposal.insert(field.into(), value);
-        }
-    }
-    if let Some(name) = pick(&["vendor_name", "counterparty_name", "supplier_name"]) {
-        proposal.insert("contact".into(), json!({ "name": name }));
-    }
+    let extraction: Extraction = serde_json::from_value(data).map_err(|e| {
+        format!(
+            "the extracted data of document {} cannot be read ({e}); nothing was sent to \
+             DATEV (ingest it again)",
+            job.document_id
+        )
+    })?;
+    let proposal =
+        serde_json::to_value(super::proposal::proposal_body(job.document_id, &extraction))
+            .expect("a proposal body is plain JSON");
     let file_name = maesn_file_name(c.file_name.as_deref(), &c.file_path, c.mime_type.as_deref());
-    BookingProposal {
+    Ok(BookingProposal {
         account: DatevAccount {
             tenant_id: job.tenant_id,
             company_id: c.company_id.clone(),
         },
-        proposal: proposal.into(),
+        proposal,
         booking_type: c
             .config
             .get("booking_type")
@@ -1289,7 +1290,7 @@ fn booking_proposal(job: &OutputJob, c: &ExportContext, bytes: Bytes) -> Booking
                 .unwrap_or_else(|| "application/octet-stream".into()),
             bytes,
         },
-    }
+    })
 }
 
 /// The longest file name Maesn takes, in characters.
