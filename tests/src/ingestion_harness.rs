@@ -194,6 +194,15 @@ pub async fn mount_textract_limits(textract: &MockServer) {
         .await;
 }
 
+/// A Textract stand-in (a local server the test gives its answers) that refuses what
+/// Textract refuses first ([`mount_textract_limits`]). Every ingestion test with
+/// Textract starts its stand-in here.
+pub async fn textract_stand_in() -> MockServer {
+    let textract = MockServer::start().await;
+    mount_textract_limits(&textract).await;
+    textract
+}
+
 /// An object of the local emulator's S3, read over plain HTTP (path style, which moto
 /// serves without a signature) on the caller's thread: wiremock's responders are
 /// synchronous. `None` when it cannot be read.

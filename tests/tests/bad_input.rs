@@ -17,8 +17,8 @@ use docflow_tests::pdf::text_pdf;
 use matching_support::*;
 use sqlx::PgPool;
 use uuid::Uuid;
+use wiremock::Mock;
 use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer};
 
 const MATCHING_VALID: &str = include_str!("../../events/matching/valid.json");
 const INGESTION_VALID: &str = include_str!("../../events/ingestion/valid.json");
@@ -339,7 +339,7 @@ fn rss_mib() -> u64 {
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn decompression_bomb_images_are_refused_before_decoding_and_fail_permanently(pool: PgPool) {
-    let textract = MockServer::start().await;
+    let textract = textract_stand_in().await;
     let h = harness(pool, Ocr::Textract(textract.uri())).await;
     // Textract reads each poorly, so ingestion preprocesses (decodes) it.
     textract_call(DETECT)
@@ -389,7 +389,7 @@ async fn decompression_bomb_images_are_refused_before_decoding_and_fail_permanen
 /// the memory budget; the invoices are read. Nothing takes the batch down (issue 28).
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn hostile_images_and_pdfs_in_a_batch_cost_only_their_own_records(pool: PgPool) {
-    let textract = MockServer::start().await;
+    let textract = textract_stand_in().await;
     let h = harness(pool, Ocr::Textract(textract.uri())).await;
     textract_call(DETECT)
         .respond_with(textract_ok(&["Rechnunq"], 30.0))
@@ -454,7 +454,7 @@ async fn hostile_images_and_pdfs_in_a_batch_cost_only_their_own_records(pool: Pg
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_file_whose_content_is_not_its_type_fails_permanently_without_the_llm(pool: PgPool) {
-    let textract = MockServer::start().await;
+    let textract = textract_stand_in().await;
     let h = harness(pool, Ocr::Textract(textract.uri())).await;
     // Textract refuses what it cannot read, as it answers for a format it does not know:
     // the "PNG" that is a PDF (read synchronously), the "PDF" that is a PNG (unreadable
@@ -538,7 +538,7 @@ fn encrypted(pdf: &[u8], user_password: &str) -> Vec<u8> {
 async fn a_password_protected_pdf_fails_permanently_saying_so_and_one_without_a_password_is_read(
     pool: PgPool,
 ) {
-    let textract = MockServer::start().await;
+    let textract = textract_stand_in().await;
     let h = harness(pool, Ocr::Textract(textract.uri())).await;
     Mock::given(method("POST"))
         .and(path("/v1/messages"))

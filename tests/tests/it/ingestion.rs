@@ -872,7 +872,7 @@ fn s3_error(status: u16, code: &str, message: &str) -> ResponseTemplate {
 async fn metadata_lost_after_the_transcription_was_stored_is_recorded_by_the_retry(pool: PgPool) {
     // Only OCR output is stored (a text layer is read again instead): a scanned image,
     // read once by Textract (`expect(1)`, checked when the server drops).
-    let textract = wiremock::MockServer::start().await;
+    let textract = textract_stand_in().await;
     Mock::given(method("POST"))
         .and(header("x-amz-target", "Textract.DetectDocumentText"))
         .respond_with(textract_ok(

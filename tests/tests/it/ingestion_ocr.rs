@@ -94,7 +94,7 @@ fn invoice_pdf() -> Vec<u8> {
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_stored_transcription_is_reused_on_retry_so_ocr_runs_once(pool: PgPool) {
-    let textract = MockServer::start().await;
+    let textract = textract_stand_in().await;
     let h = harness(pool, Ocr::Textract(textract.uri())).await;
     let id = Uuid::new_v4();
     let document_id = h.seed(id, "png", Some(tiny_png(200))).await;
@@ -147,7 +147,7 @@ async fn a_stored_transcription_is_reused_on_retry_so_ocr_runs_once(pool: PgPool
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn low_quality_triggers_exactly_one_preprocessing_pass(pool: PgPool) {
-    let textract = MockServer::start().await;
+    let textract = textract_stand_in().await;
     let h = harness(pool, Ocr::Textract(textract.uri())).await;
     let id = Uuid::new_v4();
     let original = tiny_png(180);
@@ -213,7 +213,7 @@ async fn low_quality_triggers_exactly_one_preprocessing_pass(pool: PgPool) {
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_preprocessed_image_textract_refuses_keeps_the_first_reading(pool: PgPool) {
-    let textract = MockServer::start().await;
+    let textract = textract_stand_in().await;
     let h = harness(pool, Ocr::Textract(textract.uri())).await;
     let id = Uuid::new_v4();
     let document_id = h.seed(id, "png", Some(tiny_png(180))).await;
@@ -276,8 +276,7 @@ fn png_of(width: u32, height: u32) -> Vec<u8> {
 /// `DetectDocumentText` paid for reads the preprocessed image and nothing is refused.
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn an_image_over_textracts_side_limit_is_scaled_down_before_its_first_reading(pool: PgPool) {
-    let textract = MockServer::start().await;
-    mount_textract_limits(&textract).await;
+    let textract = textract_stand_in().await;
     let h = harness(pool, Ocr::Textract(textract.uri())).await;
     let id = Uuid::new_v4();
     h.seed(id, "png", Some(png_of(10_240, 48))).await;
@@ -336,7 +335,7 @@ async fn an_image_without_an_ocr_engine_fails_permanently_saying_what_is_missing
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_text_pdf_is_read_from_its_text_layer_without_ocr(pool: PgPool) {
-    let textract = MockServer::start().await;
+    let textract = textract_stand_in().await;
     let h = harness(pool, Ocr::Textract(textract.uri())).await;
     let id = Uuid::new_v4();
     h.seed(id, "pdf", Some(invoice_pdf())).await;
@@ -355,7 +354,7 @@ async fn a_text_pdf_is_read_from_its_text_layer_without_ocr(pool: PgPool) {
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_single_page_scan_is_read_synchronously_from_s3(pool: PgPool) {
-    let textract = MockServer::start().await;
+    let textract = textract_stand_in().await;
     let h = harness(pool, Ocr::Textract(textract.uri())).await;
     let id = Uuid::new_v4();
     let document_id = h
@@ -384,7 +383,7 @@ async fn a_single_page_scan_is_read_synchronously_from_s3(pool: PgPool) {
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_multi_page_scan_is_read_by_an_asynchronous_textract_job(pool: PgPool) {
-    let textract = MockServer::start().await;
+    let textract = textract_stand_in().await;
     let h = harness(pool, Ocr::Textract(textract.uri())).await;
     let id = Uuid::new_v4();
     let document_id = h
@@ -463,7 +462,7 @@ async fn a_multi_page_scan_is_read_by_an_asynchronous_textract_job(pool: PgPool)
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn only_the_pages_without_a_text_layer_take_their_text_from_ocr(pool: PgPool) {
-    let textract = MockServer::start().await;
+    let textract = textract_stand_in().await;
     let h = harness(pool, Ocr::Textract(textract.uri())).await;
     let id = Uuid::new_v4();
     h.seed(
@@ -514,7 +513,7 @@ async fn only_the_pages_without_a_text_layer_take_their_text_from_ocr(pool: PgPo
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_scan_still_running_when_time_runs_out_is_resumed_by_the_next_attempt(pool: PgPool) {
-    let textract = MockServer::start().await;
+    let textract = textract_stand_in().await;
     let h = harness(pool, Ocr::Textract(textract.uri())).await;
     let id = Uuid::new_v4();
     let document_id = h
@@ -582,7 +581,7 @@ async fn a_scan_still_running_when_time_runs_out_is_resumed_by_the_next_attempt(
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_failed_textract_job_is_forgotten_and_the_next_attempt_starts_a_new_one(pool: PgPool) {
-    let textract = MockServer::start().await;
+    let textract = textract_stand_in().await;
     let h = harness(pool, Ocr::Textract(textract.uri())).await;
     let id = Uuid::new_v4();
     h.seed(
@@ -651,7 +650,7 @@ async fn a_failed_textract_job_is_forgotten_and_the_next_attempt_starts_a_new_on
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_poor_multi_page_scan_is_preprocessed_once_and_read_again(pool: PgPool) {
-    let textract = MockServer::start().await;
+    let textract = textract_stand_in().await;
     let h = harness(pool, Ocr::Textract(textract.uri())).await;
     let id = Uuid::new_v4();
     let original = scan::pdf(&[scanned(faint_scan(60, 80)), scanned(faint_scan(60, 80))]);
