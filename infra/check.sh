@@ -9,6 +9,9 @@
 #      missing one fails the check.
 # The invariants docflow's code relies on are checked by the Rust contract tests
 # (cargo test -p docflow-tests --test it infra_contract::).
+#
+#   infra/check.sh                 install checkov if needed, then check
+#   infra/check.sh --install-only  only install checkov (make test does it while it builds)
 set -euo pipefail
 
 CHECKOV_VERSION="3.3.30"
@@ -32,6 +35,9 @@ if [[ ! -f "$stamp" || ! -x "$checkov" ]]; then
   rm -f "$venv"/.installed-checkov-*
   "$venv/bin/pip" install --quiet --disable-pip-version-check "checkov==$CHECKOV_VERSION"
   touch "$stamp"
+fi
+if [[ "${1:-}" == "--install-only" ]]; then
+  exit 0
 fi
 
 echo "== checkov $CHECKOV_VERSION on infra/"

@@ -38,15 +38,21 @@ if [[ "${CI:-}" == "true" ]]; then
 fi
 
 t=$(date +%s)
+mkdir -p .local
 echo "== make test: building the tests while the local stack comes up"
 "${nextest[@]}" --no-run --cargo-quiet &
 build=$!
+# checkov's virtualenv (infra/check.sh) is installed meanwhile too: mostly downloads.
+infra/check.sh --install-only >.local/checkov-install.log 2>&1 &
+checkov_install=$!
 # The stack's own failures stop the run; the build's are reported by `wait` below.
 if ! { make --no-print-directory venv && scripts/postgres-up.sh && scripts/moto-up.sh; }; then
   kill "$build" 2>/dev/null || true
   exit 1
 fi
 wait "$build"
+# A failed install is reported by infra/check.sh itself, which tries again.
+wait "$checkov_install" || cat .local/checkov-install.log >&2
 phase "build + stack" "$t"
 
 target_dir="${CARGO_TARGET_DIR:-target}"
