@@ -345,13 +345,37 @@ impl Scheduled for ResendOnce {
     }
 }
 
+/// What one function was handed: (message id, body) of every record of every batch.
+type Deliveries = Arc<Mutex<Vec<(String, String)>>>;
+
+fn record_of(r: &aws_lambda_events::event::sqs::SqsMessage) -> (String, String) {
+    (r.message_id.clone().unwrap(), r.body.clone().unwrap())
+}
+
+/// The body of each message a function was handed, once per message id, sorted.
+///
+/// SQS promises every message at least once, and moto, like a standard queue, can hand
+/// one message to two receives at once (two pollers of one queue under load: the same
+/// message id in two batches). Counting per message id keeps every count exact: a
+/// message is either delivered or not, and a repeat is never a record of nothing.
+fn bodies_per_message(deliveries: &[(String, String)]) -> Vec<String> {
+    let mut by_id: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+    for (id, body) in deliveries {
+        let first = by_id.entry(id).or_insert(body);
+        assert_eq!(first, body, "one message id, two bodies: {deliveries:?}");
+    }
+    let mut bodies: Vec<String> = by_id.values().map(|b| b.to_string()).collect();
+    bodies.sort();
+    bodies
+}
+
 #[tokio::test]
 async fn until_idle_waits_for_the_whole_pipeline_and_for_what_the_sweeper_finds() {
     let sqs = sqs().await;
     let first = queue_with(&sqs, "run-first", spec(30, 3), &["d1", "d2", "d3"]).await;
     let second = fresh_queue(&sqs, "run-second", spec(30, 3)).await;
-    let handed_on = Arc::new(Mutex::new(Vec::new()));
-    let finished = Arc::new(Mutex::new(Vec::new()));
+    let handed_on: Deliveries = Arc::default();
+    let finished: Deliveries = Arc::default();
     // The first function hands each body on to the second queue, as ingestion does.
     let forward: Arc<dyn Invoke> = {
         let (sqs, url, log) = (sqs.clone(), second.url.clone(), handed_on.clone());
@@ -359,9 +383,8 @@ async fn until_idle_waits_for_the_whole_pipeline_and_for_what_the_sweeper_finds(
             let (sqs, url, log) = (sqs.clone(), url.clone(), log.clone());
             async move {
                 for r in &e.payload.records {
-                    let body = r.body.clone().unwrap();
-                    send(&sqs, &url, &body).await;
-                    log.lock().unwrap().push(body);
+                    send(&sqs, &url, r.body.as_deref().unwrap()).await;
+                    log.lock().unwrap().push(record_of(r));
                 }
                 Ok::<_, lambda_runtime::Error>(SqsBatchResponse::default())
             }
@@ -372,9 +395,9 @@ async fn until_idle_waits_for_the_whole_pipeline_and_for_what_the_sweeper_finds(
         Arc::new(InProcess(move |e: LambdaEvent<SqsEvent>| {
             let log = log.clone();
             async move {
-                for r in &e.payload.records {
-                    log.lock().unwrap().push(r.body.clone().unwrap());
-                }
+                log.lock()
+                    .unwrap()
+                    .extend(e.payload.records.iter().map(record_of));
                 Ok::<_, lambda_runtime::Error>(SqsBatchResponse::default())
             }
         }))
@@ -408,16 +431,25 @@ async fn until_idle_waits_for_the_whole_pipeline_and_for_what_the_sweeper_finds(
     let report = runner.run(std::future::pending()).await.unwrap();
 
     assert!(report.idle, "{report:?}");
-    let mut done: Vec<String> = finished.lock().unwrap().clone();
-    done.sort();
-    assert_eq!(done, ["d1", "d2", "d3", "resent-by-sweeper"], "{report:?}");
-    assert_eq!(handed_on.lock().unwrap().len(), 4);
+    let handed_on = handed_on.lock().unwrap().clone();
+    let finished = finished.lock().unwrap().clone();
+    assert_eq!(
+        bodies_per_message(&handed_on),
+        ["d1", "d2", "d3", "resent-by-sweeper"],
+        "{report:?}"
+    );
+    // Each delivery to the first function sent one message on (a repeated delivery, one
+    // more), and every message sent on reached the second function.
+    let mut sent_on: Vec<String> = handed_on.iter().map(|(_, b)| b.clone()).collect();
+    sent_on.sort();
+    assert_eq!(bodies_per_message(&finished), sent_on, "{report:?}");
     assert!(
         sweeper.runs.load(Ordering::SeqCst) >= 2,
         "idle only after a sweep that found nothing"
     );
-    assert_eq!(report.queues[0].done, 4);
-    assert_eq!(report.queues[1].done, 4);
+    // The mapping deleted every record it handed over, once per delivery.
+    assert_eq!(report.queues[0].done, handed_on.len() as u64, "{report:?}");
+    assert_eq!(report.queues[1].done, finished.len() as u64, "{report:?}");
     assert_eq!(
         depth(&sqs, &first.url).await.unwrap() + depth(&sqs, &second.url).await.unwrap(),
         0
@@ -556,11 +588,16 @@ async fn no_more_batches_run_at_once_than_the_maximum_concurrency() {
     let queue = queue_with(&sqs, "run-concurrency", spec(30, 3), &refs).await;
     let running = Arc::new(AtomicUsize::new(0));
     let most = Arc::new(AtomicUsize::new(0));
+    let handed: Deliveries = Arc::default();
     let function: Arc<dyn Invoke> = {
-        let (running, most) = (running.clone(), most.clone());
-        Arc::new(InProcess(move |_e: LambdaEvent<SqsEvent>| {
-            let (running, most) = (running.clone(), most.clone());
+        let (running, most, handed) = (running.clone(), most.clone(), handed.clone());
+        Arc::new(InProcess(move |e: LambdaEvent<SqsEvent>| {
+            let (running, most, handed) = (running.clone(), most.clone(), handed.clone());
             async move {
+                handed
+                    .lock()
+                    .unwrap()
+                    .extend(e.payload.records.iter().map(record_of));
                 let now = running.fetch_add(1, Ordering::SeqCst) + 1;
                 most.fetch_max(now, Ordering::SeqCst);
                 tokio::time::sleep(Duration::from_millis(300)).await;
@@ -576,7 +613,10 @@ async fn no_more_batches_run_at_once_than_the_maximum_concurrency() {
     let report = runner.run(std::future::pending()).await.unwrap();
 
     assert!(report.idle);
-    assert_eq!(report.queues[0].done, 6);
+    let handed = handed.lock().unwrap().clone();
+    assert_eq!(bodies_per_message(&handed), bodies);
+    // Once per delivery (see `bodies_per_message` for repeats).
+    assert_eq!(report.queues[0].done, handed.len() as u64);
     assert_eq!(
         most.load(Ordering::SeqCst),
         2,
