@@ -15,13 +15,14 @@
 //!   document twice. Only answers that prove nothing was done are "refusals": no
 //!   connection was made (refused, connect timeout, DNS, TLS handshake — all before a
 //!   byte of the request was written), 4xx (the request was judged and turned down,
-//!   408 and 429 included), 307/308 (the request must be sent elsewhere; redirects are
-//!   not followed) and a 503 **that Maesn itself sent** ("not now"): one with Maesn's
-//!   JSON error envelope or a `Retry-After`, and no mark of a proxy
-//!   ([`said_by_maesn`]). Everything else is **in doubt**: a timeout or a broken
+//!   408 included), 307/308 (the request must be sent elsewhere; redirects are not
+//!   followed) and a 429 or 503 **that Maesn itself sent** ("not now"): one with Maesn's
+//!   JSON error envelope and no mark of a proxy ([`said_by_maesn`]). A `Retry-After`
+//!   alone proves nothing: a proxy or gateway in front of Maesn sends one too, and its
+//!   429 or 503 can come after the origin booked. Everything else is **in doubt**: a timeout or a broken
 //!   connection after the request was written (a reset, a body cut short — also on a
 //!   200), any other 5xx (500, 501, 502, 504, 505–599, CDN 520/524, proxy 598/599), a
-//!   503 from a proxy (a non-JSON body, `server: envoy`/`cloudflare`/`awselb`,
+//!   429 or 503 without Maesn's envelope or from a proxy (a non-JSON body, `server: envoy`/`cloudflare`/`awselb`,
 //!   "upstream connect error": the origin may have booked before the proxy gave up),
 //!   every 3xx but 307/308 (a 303 "see other" answers a request that was processed),
 //!   a 2xx whose body is not the documented envelope.
@@ -223,13 +224,15 @@ impl Classify for DatevError {
 
 /// Whether an HTTP error status leaves open that Maesn acted on the request
 /// (`from_maesn`: the answer bears Maesn's own marks, [`said_by_maesn`]). Refusals:
-/// 4xx, 307/308, and a 503 from Maesn. In doubt: every other 3xx (a 303 answers a
-/// request that was processed), every other 5xx, and a 503 from a proxy.
+/// 4xx but 429, 307/308, and a 429 or 503 from Maesn. In doubt: every other 3xx (a 303
+/// answers a request that was processed), every other 5xx, and a 429 or 503 that Maesn's
+/// envelope does not vouch for (a proxy's "too many" or "unavailable" may follow a
+/// booking at the origin).
 pub fn status_in_doubt(status: u16, from_maesn: bool) -> bool {
     match status {
         307 | 308 => false,
         300..=399 => true,
-        503 => !from_maesn,
+        429 | 503 => !from_maesn,
         s => s >= 500,
     }
 }
@@ -237,9 +240,11 @@ pub fn status_in_doubt(status: u16, from_maesn: bool) -> bool {
 /// Whether an error answer comes from Maesn itself rather than from a proxy or load
 /// balancer in front of it: no proxy's mark (a `server` header naming envoy,
 /// cloudflare or awselb; "upstream connect error", "no healthy upstream" or an HTML
-/// page in the body) and one of Maesn's own — its JSON error envelope (an object with
-/// an `error` member, or with `statusCode` and `message`) or a `Retry-After`.
-pub fn said_by_maesn(body: &str, retry_after: Option<Duration>, server: Option<&str>) -> bool {
+/// page in the body) and Maesn's JSON error envelope: an object with an `error` object,
+/// with `validationErrors` (the 400 of Maesn's error-handling guide, v2: "Client-side
+/// validation failed. See validationErrors for details."), or with `statusCode` and
+/// `message`. A `Retry-After` is not a mark of Maesn's: any proxy or gateway sends one.
+pub fn said_by_maesn(body: &str, server: Option<&str>) -> bool {
     let server = server.unwrap_or_default().to_ascii_lowercase();
     if ["envoy", "cloudflare", "awselb"]
         .iter()
@@ -259,14 +264,14 @@ pub fn said_by_maesn(body: &str, retry_after: Option<Duration>, server: Option<&
     {
         return false;
     }
-    let envelope = serde_json::from_str::<serde_json::Value>(body)
+    serde_json::from_str::<serde_json::Value>(body)
         .ok()
         .and_then(|v| v.as_object().cloned())
         .is_some_and(|o| {
             o.get("error").is_some_and(|e| e.is_object())
+                || o.contains_key("validationErrors")
                 || (o.contains_key("statusCode") && o.contains_key("message"))
-        });
-    envelope || retry_after.is_some()
+        })
 }
 
 impl DatevError {
@@ -298,11 +303,25 @@ impl DatevError {
         match self {
             DatevError::Status {
                 status, from_maesn, ..
-            } => matches!(status, 408 | 429) || (*status == 503 && *from_maesn),
+            } => *status == 408 || (matches!(status, 429 | 503) && *from_maesn),
             DatevError::Transport { source, .. } => source.is_connect(),
             DatevError::UnexpectedBody { .. } | DatevError::InvalidKey { .. } => false,
             DatevError::KeysRotated { .. } => true,
             DatevError::ApiKey(e) | DatevError::AccountKey { source: e, .. } => e.is_transient(),
+        }
+    }
+
+    /// Maesn refused the booking proposal because DATEV already holds it: a 409
+    /// (Conflict), or a 4xx whose body says so in DATEV's or Maesn's duplicate wording
+    /// ([`is_duplicate_rejection`]). The document is there, whatever put it there: it is
+    /// recorded as present, and exporting it again could only book it twice.
+    pub fn says_already_there(&self) -> bool {
+        match self {
+            DatevError::Status { status: 409, .. } => true,
+            DatevError::Status { status, body, .. } if (400..500).contains(status) => {
+                is_duplicate_rejection(std::slice::from_ref(body))
+            }
+            _ => false,
         }
     }
 
@@ -616,10 +635,7 @@ impl MaesnClient {
             // (A 503 needs its body to tell Maesn from a proxy: without it, in doubt.)
             Err(_)
                 if !(200..300).contains(&status)
-                    && !status_in_doubt(
-                        status,
-                        said_by_maesn("", retry_after, server.as_deref()),
-                    ) =>
+                    && !status_in_doubt(status, said_by_maesn("", server.as_deref())) =>
             {
                 "(body unreadable)".into()
             }
@@ -631,7 +647,7 @@ impl MaesnClient {
         );
         Ok(Answer {
             status,
-            body,
+            body: scrub_keys(body, keys),
             retry_after,
             server,
         })
@@ -655,6 +671,22 @@ fn key_headers(keys: &Keys) -> Result<reqwest::header::HeaderMap, DatevError> {
         value(&keys.account_key, "DATEV account key")?,
     );
     Ok(headers)
+}
+
+/// The answer's body with every occurrence of a key the request sent replaced by
+/// `[redacted]`. Done before anything reads, cuts, logs or stores the body (the audit's
+/// `error`, the job's `last_error`, admin notices): an answer that echoes a header
+/// (a gateway's debug page, an error quoting the "invalid key") must not carry it into
+/// the database. Done on the whole body, before it is cut to 500 characters, so that no
+/// key is left half there.
+fn scrub_keys(mut body: String, keys: &Keys) -> String {
+    for key in [&keys.api_key, &keys.account_key] {
+        let key = key.expose_secret();
+        if !key.is_empty() && body.contains(key) {
+            body = body.replace(key, "[redacted]");
+        }
+    }
+    body
 }
 
 /// One HTTP answer as the connector read it.
@@ -683,7 +715,7 @@ fn read_answer<T: for<'de> Deserialize<'de>>(
             status,
             body: body.chars().take(500).collect(),
             retry_after,
-            from_maesn: said_by_maesn(body, retry_after, server),
+            from_maesn: said_by_maesn(body, server),
         });
     }
     let envelope: Envelope<T> =
@@ -889,6 +921,32 @@ mod tests {
     }
 
     #[test]
+    fn a_409_or_a_refusal_in_duplicate_wording_says_datev_has_it() {
+        let answer = |status: u16, body: &str| DatevError::Status {
+            operation: CREATE,
+            status,
+            body: body.into(),
+            retry_after: None,
+            from_maesn: true,
+        };
+        assert!(answer(409, "").says_already_there());
+        assert!(
+            answer(
+                400,
+                r#"{"validationErrors":["Belegnummer bereits vorhanden"]}"#
+            )
+            .says_already_there()
+        );
+        assert!(answer(422, "Duplicate document number").says_already_there());
+        assert!(!answer(400, "currency is not ISO 4217").says_already_there());
+        assert!(
+            !answer(500, "duplicate key value").says_already_there(),
+            "a 5xx stays in doubt"
+        );
+        assert!(!status(429).says_already_there());
+    }
+
+    #[test]
     fn a_broken_contract_is_permanent() {
         let e = DatevError::UnexpectedBody {
             operation: TASK,
@@ -919,36 +977,44 @@ mod tests {
             "a proxy's 503 may follow a booking"
         );
         assert!(!proxied(503).is_passing_refusal());
-        assert!(!proxied(429).may_have_been_accepted(), "4xx from anyone");
+        assert!(
+            proxied(429).may_have_been_accepted(),
+            "a gateway's 429 may follow a booking too"
+        );
+        assert!(!proxied(429).is_passing_refusal());
+        assert!(
+            !proxied(400).may_have_been_accepted(),
+            "other 4xx from anyone"
+        );
     }
 
     #[test]
-    fn a_503_is_maesns_only_with_its_envelope_or_retry_after_and_no_proxy_mark() {
+    fn a_503_is_maesns_only_with_its_envelope_and_no_proxy_mark() {
         let envelope = r#"{"meta":{},"error":{"code":"SERVICE_UNAVAILABLE","message":"later"}}"#;
         let status_message = r#"{"statusCode":503,"message":"Service Unavailable"}"#;
-        assert!(said_by_maesn(envelope, None, None));
-        assert!(said_by_maesn(status_message, None, Some("nginx")));
-        assert!(said_by_maesn("busy", Some(Duration::from_secs(5)), None));
-        assert!(!said_by_maesn("", None, None), "nothing says Maesn");
-        assert!(!said_by_maesn("Service Unavailable", None, None));
+        let validation = r#"{"validationErrors":[{"field":"currency","message":"invalid"}]}"#;
+        assert!(said_by_maesn(envelope, None));
+        assert!(said_by_maesn(status_message, Some("nginx")));
+        assert!(said_by_maesn(validation, None));
         assert!(
-            !said_by_maesn(r#"{"message":"Service Unavailable"}"#, None, None),
+            !said_by_maesn("busy", None),
+            "a Retry-After alone is any gateway's"
+        );
+        assert!(!said_by_maesn("", None), "nothing says Maesn");
+        assert!(!said_by_maesn("Service Unavailable", None));
+        assert!(
+            !said_by_maesn(r#"{"message":"Service Unavailable"}"#, None),
             "a bare message is any gateway's"
         );
         assert!(!said_by_maesn(
             "upstream connect error or disconnect/reset before headers. reset reason: connection termination",
-            None,
             None
         ));
         for proxy in ["envoy", "cloudflare", "awselb/2.0"] {
-            assert!(
-                !said_by_maesn(envelope, Some(Duration::from_secs(5)), Some(proxy)),
-                "{proxy}"
-            );
+            assert!(!said_by_maesn(envelope, Some(proxy)), "{proxy}");
         }
         assert!(!said_by_maesn(
             "<html><body>503 Service Temporarily Unavailable</body></html>",
-            Some(Duration::from_secs(5)),
             None
         ));
         let read = |body: &str, server: Option<&str>| {
@@ -956,7 +1022,32 @@ mod tests {
         };
         assert!(!read(envelope, None).may_have_been_accepted());
         assert!(read("no healthy upstream", None).may_have_been_accepted());
+        for status in [429, 503] {
+            let with_retry_after = |body: &str| {
+                read_created_task_from(status, body, Some(Duration::from_secs(5)), None)
+                    .unwrap_err()
+            };
+            assert!(
+                with_retry_after("Too busy, try later").may_have_been_accepted(),
+                "{status} with a Retry-After but without Maesn's envelope is in doubt"
+            );
+            assert!(!with_retry_after(status_message).may_have_been_accepted());
+            assert!(with_retry_after(status_message).is_passing_refusal());
+        }
         assert!(read(envelope, Some("envoy")).may_have_been_accepted());
+    }
+
+    #[test]
+    fn every_key_an_answer_echoes_is_redacted_before_it_is_kept() {
+        let keys = Keys {
+            api_key: SecretString::from("api-SECRET-1"),
+            account_key: SecretString::from("account-SECRET-2"),
+        };
+        let body = "bad X-API-KEY api-SECRET-1, X-ACCOUNT-KEY account-SECRET-2 (api-SECRET-1)";
+        let scrubbed = scrub_keys(body.into(), &keys);
+        assert!(!scrubbed.contains("SECRET"), "{scrubbed}");
+        assert_eq!(scrubbed.matches("[redacted]").count(), 3);
+        assert_eq!(scrub_keys("nothing here".into(), &keys), "nothing here");
     }
 
     #[test]
@@ -981,7 +1072,7 @@ mod tests {
     }
 
     #[test]
-    fn only_408_429_and_503_are_refusals_worth_retrying() {
+    fn only_408_and_maesns_own_429_and_503_are_refusals_worth_retrying() {
         let passing: Vec<u16> = (300..600)
             .filter(|s| status(*s).is_passing_refusal())
             .collect();
@@ -989,7 +1080,7 @@ mod tests {
         let passing: Vec<u16> = (300..600)
             .filter(|s| proxied(*s).is_passing_refusal())
             .collect();
-        assert_eq!(passing, vec![408, 429], "a proxy's 503 is in doubt");
+        assert_eq!(passing, vec![408], "a proxy's 429 or 503 is in doubt");
         for s in 300..600 {
             for e in [status(s), proxied(s)] {
                 assert!(

@@ -24,11 +24,13 @@
 //! |-------------------------------------------------|-------------------------------|------------------------|
 //! | Maesn answered with a task id                   | `submitted`, task id          | `dispatched`           |
 //! | Maesn may have acted (in doubt)                 | `failed`, `retryable = false` | `failed` "in doubt"    |
+//! | DATEV already has it (409, or a 4xx saying "duplicate") | `succeeded` (present), `retryable = false`, Maesn's answer in `error` | `failed`, admins told what Maesn said |
 //! | a lasting refusal (4xx, 307/308)                | `failed`, `retryable = true`  | `failed`               |
 //! | refused before the audit: a key unreadable, the file missing or too large, a job of another tenant than its document | — (none written) | `failed` (a passing key or S3 error: back to `pending`) |
 //! | a passing refusal (429, Maesn's 503, 408, no connection, keys rotated with too little time left), not the final receive | `failed`, `retryable = true` | back to `pending` + `last_error` |
 //! | the same on the final receive                   | `failed`, `retryable = true`  | `failed`               |
 //! | not enough time left to call Maesn              | — (none written)              | back to `pending`      |
+//! | the same, found after the audit was written (its insert waited) | `failed`, `retryable = true`, "nothing was sent" | back to `pending` |
 //!
 //! [`poll_open_tasks`] is the async-task poll the sweeper calls: it moves
 //! `ap_datev_export_audit` rows from `submitted`/`in_progress` to their terminal state
@@ -731,8 +733,12 @@ struct ExportContext {
 /// How a failure of the Maesn call is recorded.
 enum Ending {
     InDoubt,
+    /// DATEV already has the document ([`DatevError::says_already_there`]).
+    Present,
     Lasting,
-    Passing { retry_after: Option<Duration> },
+    Passing {
+        retry_after: Option<Duration>,
+    },
 }
 
 /// Exports a claimed, eligible job: reads the document file from S3, writes a
@@ -877,6 +883,22 @@ pub async fn export<C: DatevConnector>(
     let Some(audit_id) = audit_id else {
         return Ok(ExportOutcome::ClaimLost);
     };
+    // The insert may have waited on the job's row lock (a take-over in flight) or on a
+    // slow database: the time left is read again before anything is sent. Too little
+    // now, and the audit says "not sent" instead of staying `requested`, which recovery
+    // would have to read as in doubt.
+    if !attempt.has(needed) {
+        let error = format!(
+            "not enough time left in the invocation to call Maesn after the audit was \
+             written ({} s needed, {} s left); nothing was sent",
+            needed.as_secs(),
+            attempt.time_left().unwrap_or_default().as_secs()
+        );
+        tracing::warn!(%error, %audit_id, "export postponed after its audit was written");
+        return record_not_sent(pool, claim, audit_id, error)
+            .await
+            .map_err(db);
+    }
 
     let result = metrics::stage(
         stages::MAESN,
@@ -897,6 +919,8 @@ pub async fn export<C: DatevConnector>(
         Err(e) => {
             let ending = if e.may_have_been_accepted() {
                 Ending::InDoubt
+            } else if e.says_already_there() {
+                Ending::Present
             } else if e.is_passing_refusal() && !attempt.final_receive {
                 Ending::Passing {
                     retry_after: e.retry_after(),
@@ -1065,6 +1089,13 @@ async fn record_refused(
 ) -> Result<ExportOutcome, sqlx::Error> {
     let cause = error_chain(e);
     let (error, retryable) = match ending {
+        Ending::Present => (
+            format!(
+                "DATEV already has this document: {cause}; recorded as present and not \
+                 exported again (check in DATEV that the booking there is this document's)"
+            ),
+            false,
+        ),
         Ending::InDoubt => (
             format!(
                 "DATEV export in doubt: Maesn may have accepted it ({cause}); check DATEV before \
@@ -1085,17 +1116,24 @@ async fn record_refused(
             true,
         ),
     };
+    // Present: succeeded, as `docflow export resolve --present` records it, so that no
+    // export of the document is tried again.
+    let audit_status = match ending {
+        Ending::Present => "succeeded",
+        _ => "failed",
+    };
     let mut tx = pool.begin().await?;
     sqlx::query(
         r#"
         UPDATE ap_datev_export_audit
-           SET status = 'failed', error = $2, retryable = $3, updated_at = now()
+           SET status = $4, error = $2, retryable = $3, updated_at = now()
          WHERE id = $1
         "#,
     )
     .bind(audit_id)
     .bind(&error)
     .bind(retryable)
+    .bind(audit_status)
     .execute(&mut *tx)
     .await?;
     let outcome = match ending {
@@ -1106,7 +1144,7 @@ async fn record_refused(
                 ExportOutcome::ClaimLost
             }
         }
-        Ending::InDoubt | Ending::Lasting => {
+        Ending::InDoubt | Ending::Present | Ending::Lasting => {
             let in_doubt = matches!(ending, Ending::InDoubt);
             if fail(&mut tx, claim, &error).await? {
                 ExportOutcome::Failed { error, in_doubt }
@@ -1117,6 +1155,34 @@ async fn record_refused(
     };
     // The audit's outcome is committed even when the claim was lost: it is what
     // happened at Maesn, and the job's new holder reads it.
+    tx.commit().await?;
+    Ok(outcome)
+}
+
+/// Records an audit whose request was never sent (`failed`, retryable: nothing was
+/// booked) and puts the job back to `pending`, in one transaction. The audit is ours
+/// whoever holds the job now, so it is recorded even when the claim was lost.
+async fn record_not_sent(
+    pool: &PgPool,
+    claim: &Claimed,
+    audit_id: Uuid,
+    error: String,
+) -> Result<ExportOutcome, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    sqlx::query(
+        "UPDATE ap_datev_export_audit SET status = 'failed', error = $2, retryable = true, \
+                updated_at = now() \
+          WHERE id = $1 AND status = 'requested'",
+    )
+    .bind(audit_id)
+    .bind(&error)
+    .execute(&mut *tx)
+    .await?;
+    let outcome = if defer(&mut tx, claim, &error).await? {
+        ExportOutcome::OutOfTime { error }
+    } else {
+        ExportOutcome::ClaimLost
+    };
     tx.commit().await?;
     Ok(outcome)
 }

@@ -991,6 +991,121 @@ async fn a_401_from_maesn_fails_the_job_at_once(pool: PgPool) {
     assert_eq!(env.notices().await.len(), 1);
 }
 
+/// An answer that echoes the keys it was sent (a gateway's debug page, an error quoting
+/// "the invalid key") must not carry them into the audit, the job or a notice.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn keys_an_answer_echoes_are_never_stored_or_sent_to_the_admins(pool: PgPool) {
+    let env = setup(pool).await;
+    // The keys at the start of the body, and the API key again straddling the 500
+    // characters an error keeps: scrubbed after the cut, 8 of its characters would stay.
+    let early =
+        format!("X-ACCOUNT-KEY {ACCOUNT_KEY} is not valid for company; X-API-KEY {API_KEY}");
+    let head = format!(r#"{{"statusCode":400,"message":"{early}","debug":"headers: "#);
+    let padding = "x".repeat(492 - head.chars().count() - "X-API-KEY=".len());
+    let body = format!(r#"{head}{padding}X-API-KEY={API_KEY} X-ACCOUNT-KEY={ACCOUNT_KEY}"}}"#);
+    assert!(
+        body[..500].ends_with(&API_KEY[..8]),
+        "the key straddles the cut"
+    );
+    Mock::given(method("POST"))
+        .and(path(CREATE))
+        .respond_with(ResponseTemplate::new(400).set_body_raw(body, "application/json"))
+        .mount(&env.maesn)
+        .await;
+    let job_id = enqueued(&env).await;
+
+    env.deliver(1).await;
+
+    let job = env.job(job_id).await;
+    assert_eq!(job.status, "failed");
+    let audits = env.audits(env.tenant.document_id).await;
+    let notices = env.notices().await;
+    assert_eq!(notices.len(), 1);
+    let stored = [
+        job.last_error.clone().unwrap(),
+        audits[0].error.clone().unwrap(),
+        notices[0].to_string(),
+    ];
+    for text in &stored {
+        assert!(text.contains("[redacted]"), "{text}");
+        for key in [API_KEY, ACCOUNT_KEY] {
+            // Any 6-character piece of a key would be a key cut short.
+            for piece in key.as_bytes().windows(6) {
+                let piece = std::str::from_utf8(piece).unwrap();
+                assert!(
+                    !text.contains(piece),
+                    "a piece of a key ({piece}) in: {text}"
+                );
+            }
+        }
+    }
+}
+
+/// A 409, or a validation refusal in DATEV's duplicate wording, means DATEV already has
+/// the document: recorded as present (never retryable, so no re-export can book it a
+/// second time), with Maesn's answer kept and sent to the admins.
+async fn refused_as_already_there(pool: PgPool, status: u16, answer: &str) {
+    {
+        let env = setup(pool).await;
+        maesn_error(status, answer).mount(&env.maesn).await;
+        let job_id = enqueued(&env).await;
+
+        let (_, response, completion) = env.deliver(1).await;
+
+        assert!(response.batch_item_failures.is_empty(), "{status}");
+        assert_eq!(completion.deleted.len(), 1, "{status}");
+        assert_eq!(
+            env.maesn_requests("POST", CREATE).await.len(),
+            1,
+            "{status}: not sent again"
+        );
+        let audits = env.audits(env.tenant.document_id).await;
+        assert_eq!(audits.len(), 1, "{status}");
+        assert_eq!(audits[0].status, "succeeded", "{status}: present in DATEV");
+        assert!(!audits[0].retryable, "{status}");
+        let kept = audits[0].error.clone().unwrap_or_default();
+        assert!(
+            kept.contains(&format!("HTTP {status}")) && kept.contains(answer),
+            "{status}: Maesn's answer is kept: {kept}"
+        );
+        let job = env.job(job_id).await;
+        assert_eq!(job.status, "failed", "{status}");
+        let again = docflow::output::request_manual_export(
+            &env.pool,
+            &env.dispatcher,
+            DocumentId(env.tenant.document_id),
+            env.tenant.approver_id,
+        )
+        .await;
+        assert!(
+            matches!(again, Err(docflow::output::EnqueueError::Ineligible(_))),
+            "{status}: DATEV has it, no second export: {again:?}"
+        );
+        let notices = env.notices().await;
+        assert_eq!(notices.len(), 1, "{status}");
+        let text = notices[0]["text"].as_str().unwrap();
+        assert!(
+            text.contains("already has") && text.contains(answer),
+            "{status}: the operator is told what Maesn said: {text}"
+        );
+    }
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_409_records_the_document_as_present_and_blocks_a_re_export(pool: PgPool) {
+    refused_as_already_there(pool, 409, "Conflict: booking proposal RE-2026-0042 exists").await;
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_refusal_in_datevs_duplicate_wording_records_the_document_as_present(pool: PgPool) {
+    refused_as_already_there(
+        pool,
+        400,
+        "validationErrors: Belegnummer RE-2026-0042 bereits vorhanden",
+    )
+    .await;
+}
+
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_missing_document_file_fails_the_job_without_calling_maesn(pool: PgPool) {
     let env = setup(pool).await;
@@ -1389,11 +1504,11 @@ async fn every_5xx_but_503_is_in_doubt_with_one_post_and_408_429_503_are_retried
         Mock::given(method("POST"))
             .and(path(CREATE))
             .and(BodyHas(doc.to_string().into_bytes()))
-            .respond_with(if status == 503 {
-                // A 503 is a refusal only as Maesn's own answer (issue 25, item 2; a
-                // proxy's is in doubt: tests/document_output_hostile.rs).
-                ResponseTemplate::new(503).set_body_json(json!({
-                    "statusCode": 503,
+            .respond_with(if matches!(status, 429 | 503) {
+                // A 429 or 503 is a refusal only as Maesn's own answer, with its
+                // envelope (a proxy's is in doubt: tests/document_output_hostile.rs).
+                ResponseTemplate::new(status).set_body_json(json!({
+                    "statusCode": status,
                     "message": "Service Unavailable"
                 }))
             } else {
@@ -1861,6 +1976,89 @@ async fn an_audit_insert_racing_a_take_over_waits_for_it_and_exports_nothing(poo
         env.audits(env.tenant.document_id).await.is_empty(),
         "A wrote no audit"
     );
+}
+
+/// The audit insert waits on the job's row lock (here a transaction that only locks
+/// it, as a take-over in flight does) until too little of the invocation is left for a
+/// Maesn attempt: nothing is sent, and the audit says so instead of staying `requested`,
+/// which recovery would read as in doubt.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn an_audit_insert_that_waited_past_the_time_for_a_call_sends_nothing_and_leaves_no_doubt(
+    pool: PgPool,
+) {
+    let env = setup(pool).await;
+    accepted("task-never").expect(0).mount(&env.maesn).await;
+    let job_id = enqueued(&env).await;
+    let a = worker::claim(&env.pool, job_id.into(), Duration::from_secs(600))
+        .await
+        .unwrap()
+        .unwrap();
+    let settings = env.deps.settings.clone();
+    let needed = settings.maesn_timeout + settings.record_reserve;
+    let mut locker = env.pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM document_output_job WHERE id = $1 FOR UPDATE")
+        .bind(job_id)
+        .execute(&mut *locker)
+        .await
+        .unwrap();
+    // Enough time for the checks before the insert (5 s); not after the wait on the lock.
+    let deadline = tokio::time::Instant::now() + needed + Duration::from_secs(5);
+    let exporting = {
+        let (pool, s3, maesn) = (env.pool.clone(), env.s3.clone(), env.deps.maesn.clone());
+        tokio::spawn(async move {
+            let attempt = worker::Attempt {
+                deadline: Some(deadline),
+                final_receive: false,
+            };
+            worker::export(&pool, &s3, &maesn, &settings, &a, attempt).await
+        })
+    };
+    tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let waiting: i64 = sqlx::query_scalar(
+                r#"SELECT count(*) FROM pg_stat_activity
+                    WHERE wait_event_type = 'Lock' AND datname = current_database()"#,
+            )
+            .fetch_one(&env.pool)
+            .await
+            .unwrap();
+            if waiting > 0 || exporting.is_finished() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the export reaches its audit insert");
+    assert!(!exporting.is_finished(), "the export waits on the lock");
+    tokio::time::sleep_until(deadline - needed + Duration::from_millis(500)).await;
+    locker.rollback().await.unwrap();
+
+    let outcome = exporting.await.unwrap().unwrap();
+
+    assert!(
+        matches!(outcome, worker::ExportOutcome::OutOfTime { .. }),
+        "{outcome:?}"
+    );
+    assert!(
+        env.maesn.received_requests().await.unwrap().is_empty(),
+        "nothing sent"
+    );
+    let audits = env.audits(env.tenant.document_id).await;
+    assert_eq!(audits.len(), 1);
+    assert_eq!(audits[0].status, "failed");
+    assert!(audits[0].retryable, "nothing was booked: not in doubt");
+    assert!(
+        audits[0]
+            .error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("nothing was sent"),
+        "{:?}",
+        audits[0].error
+    );
+    let job = env.job(job_id).await;
+    assert_eq!(job.status, "pending");
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]

@@ -92,11 +92,14 @@ fn in_doubt(outcome: &ExportOutcome) -> bool {
     matches!(outcome, ExportOutcome::Failed { in_doubt: true, .. })
 }
 
-/// Item 2: a 503 that does not carry Maesn's own marks may come from a proxy after the
-/// origin booked: in doubt, one POST. Maesn's own 503 (its JSON envelope, or a
-/// `Retry-After` without a proxy's mark) stays a refusal worth retrying.
+/// A 503 or 429 that does not carry Maesn's own marks may come from a proxy after the
+/// origin booked: in doubt, one POST. A `Retry-After` is no such mark: any gateway sends
+/// one. Maesn's own 503 or 429 (its JSON envelope, no proxy's mark) stays a refusal
+/// worth retrying.
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
-async fn a_503_from_a_proxy_after_the_booking_is_in_doubt_and_never_sent_again(pool: PgPool) {
+async fn a_503_or_429_from_a_proxy_after_the_booking_is_in_doubt_and_never_sent_again(
+    pool: PgPool,
+) {
     let env = setup(pool).await;
     let envelope =
         json!({ "meta": {}, "error": { "code": "SERVICE_UNAVAILABLE", "message": "later" } });
@@ -117,12 +120,19 @@ async fn a_503_from_a_proxy_after_the_booking_is_in_doubt_and_never_sent_again(p
             .insert_header("server", "envoy")
             .insert_header("retry-after", "5")
             .set_body_json(envelope.clone()),
-    ];
-    let maesns = [
-        ResponseTemplate::new(503).set_body_json(envelope),
+        // A Retry-After alone is any gateway's.
         ResponseTemplate::new(503)
             .insert_header("retry-after", "0")
             .set_body_string("Service Unavailable"),
+        ResponseTemplate::new(429)
+            .insert_header("retry-after", "0")
+            .set_body_string("Too Many Requests"),
+    ];
+    let maesns = [
+        ResponseTemplate::new(503).set_body_json(envelope),
+        ResponseTemplate::new(429)
+            .insert_header("retry-after", "0")
+            .set_body_json(json!({ "statusCode": 429, "message": "Too Many Requests" })),
     ];
     let mut cases = Vec::new();
     for (answer, proxied) in proxies
@@ -151,7 +161,7 @@ async fn a_503_from_a_proxy_after_the_booking_is_in_doubt_and_never_sent_again(p
         } else {
             assert!(
                 matches!(outcome, ExportOutcome::Deferred { .. }),
-                "case {i}: Maesn's own 503 is a refusal: {outcome:?}"
+                "case {i}: Maesn's own 503 or 429 is a refusal: {outcome:?}"
             );
             assert_eq!(
                 posts_for(&env, doc).await,
