@@ -181,6 +181,17 @@ pub enum DatevError {
         operation: &'static str,
         reason: String,
     },
+    /// A 2xx answer to the booking proposal that could not be read: cut off by a reset
+    /// or not the documented envelope. Maesn may well have accepted it (in doubt); what
+    /// arrived is kept (`body`, keys redacted, at most [`KEPT_BODY_CHARS`]) and a task
+    /// id found in it is salvaged, so the task can be followed to its end.
+    #[error("Maesn's answer to {operation} could not be read: {reason}")]
+    BrokenAnswer {
+        operation: &'static str,
+        reason: String,
+        body: String,
+        task_id: Option<String>,
+    },
     #[error("could not read the Maesn API key from the secret store")]
     ApiKey(#[source] SecretError),
     #[error(
@@ -213,7 +224,9 @@ impl Classify for DatevError {
         match self {
             DatevError::Status { status, .. } => classify_maesn_status(*status),
             DatevError::Transport { source, .. } => source.retry_class(),
-            DatevError::UnexpectedBody { .. } => RetryClass::Permanent,
+            DatevError::UnexpectedBody { .. } | DatevError::BrokenAnswer { .. } => {
+                RetryClass::Permanent
+            }
             DatevError::ApiKey(e) => e.retry_class(),
             DatevError::AccountKey { source, .. } => source.retry_class(),
             DatevError::InvalidKey { .. } => RetryClass::Permanent,
@@ -285,7 +298,7 @@ impl DatevError {
             // A connect error (refused, connect timeout, DNS, TLS) happens before any
             // byte of the request is written; a builder error before anything is sent.
             DatevError::Transport { source, .. } => !(source.is_connect() || source.is_builder()),
-            DatevError::UnexpectedBody { .. } => true,
+            DatevError::UnexpectedBody { .. } | DatevError::BrokenAnswer { .. } => true,
             DatevError::ApiKey(_)
             | DatevError::AccountKey { .. }
             | DatevError::InvalidKey { .. }
@@ -305,7 +318,9 @@ impl DatevError {
                 status, from_maesn, ..
             } => *status == 408 || (matches!(status, 429 | 503) && *from_maesn),
             DatevError::Transport { source, .. } => source.is_connect(),
-            DatevError::UnexpectedBody { .. } | DatevError::InvalidKey { .. } => false,
+            DatevError::UnexpectedBody { .. }
+            | DatevError::BrokenAnswer { .. }
+            | DatevError::InvalidKey { .. } => false,
             DatevError::KeysRotated { .. } => true,
             DatevError::ApiKey(e) | DatevError::AccountKey { source: e, .. } => e.is_transient(),
         }
@@ -331,6 +346,15 @@ impl DatevError {
             DatevError::Status { retry_after, .. } => *retry_after,
             _ => None,
         }
+    }
+
+    /// A 401 (Unauthorized: "missing or invalid authentication credentials", Maesn's
+    /// error-handling guide). When the keys, read again past the cache, are unchanged,
+    /// the rotation may simply not have reached the secrets yet (a key rotated at Maesn
+    /// first, the secret a minute later): the export treats it as passing until the
+    /// final receive. A 403 (an inactive account, no access to the company) is not.
+    pub fn is_unauthorized(&self) -> bool {
+        matches!(self, DatevError::Status { status: 401, .. })
     }
 
     /// Maesn refused the keys (401/403): they may have been rotated since they were
@@ -629,17 +653,20 @@ impl MaesnClient {
             .get(reqwest::header::SERVER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let body = match response.text().await {
-            Ok(body) => body,
+        let (mut body, cut_off) = read_body(response).await;
+        let cut_off = match cut_off {
+            None => None,
+            // A 2xx cut short: what arrived is kept for the caller (a task id may be in
+            // it), which decides.
+            Some(source) if (200..300).contains(&status) => Some(source),
             // The status already says nothing was done; a body cut short changes nothing.
-            // (A 503 needs its body to tell Maesn from a proxy: without it, in doubt.)
-            Err(_)
-                if !(200..300).contains(&status)
-                    && !status_in_doubt(status, said_by_maesn("", server.as_deref())) =>
-            {
-                "(body unreadable)".into()
+            // (A 429 or 503 needs its body to tell Maesn from a proxy: without it, in
+            // doubt.)
+            Some(_) if !status_in_doubt(status, said_by_maesn("", server.as_deref())) => {
+                body = "(body unreadable)".into();
+                None
             }
-            Err(source) => return Err(DatevError::Transport { operation, source }),
+            Some(source) => return Err(DatevError::Transport { operation, source }),
         };
         crate::telemetry::metrics::time(
             crate::telemetry::metrics::output::MAESN_LATENCY,
@@ -650,6 +677,7 @@ impl MaesnClient {
             body: scrub_keys(body, keys),
             retry_after,
             server,
+            cut_off,
         })
     }
 }
@@ -690,13 +718,59 @@ fn scrub_keys(mut body: String, keys: &Keys) -> String {
 }
 
 /// One HTTP answer as the connector read it.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Answer {
     status: u16,
+    /// The body (all of it, or what arrived before `cut_off`).
     body: String,
     retry_after: Option<Duration>,
     /// The `server` header (a proxy names itself there).
     server: Option<String>,
+    /// Why a 2xx body stopped short (a reset, a timeout mid-body).
+    cut_off: Option<reqwest::Error>,
+}
+
+/// The most of a broken answer's body an audit keeps.
+pub const KEPT_BODY_CHARS: usize = 4096;
+
+/// Reads a body chunk by chunk, so that what arrived before a reset is not lost with it.
+async fn read_body(mut response: reqwest::Response) -> (String, Option<reqwest::Error>) {
+    let mut bytes = Vec::new();
+    let cut_off = loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => bytes.extend_from_slice(&chunk),
+            Ok(None) => break None,
+            Err(e) => break Some(e),
+        }
+    };
+    (String::from_utf8_lossy(&bytes).into_owned(), cut_off)
+}
+
+/// A task id in an answer that could not be read as a whole: the string value of the
+/// first `"taskId"` member, when its closing quote arrived and it holds no escape or
+/// control character. What the sweeper then polls either is Maesn's task or is unknown
+/// to Maesn (which ends it as "check DATEV"), so a wrong salvage cannot book anything.
+pub fn salvage_task_id(body: &str) -> Option<String> {
+    const MEMBER: &str = "\"taskId\"";
+    let rest = &body[body.find(MEMBER)? + MEMBER.len()..];
+    let rest = rest.trim_start().strip_prefix(':')?.trim_start();
+    let rest = rest.strip_prefix('"')?;
+    let id = &rest[..rest.find('"')?];
+    let usable = !id.is_empty()
+        && id.len() <= 200
+        && !id.contains('\\')
+        && !id.chars().any(char::is_control);
+    usable.then(|| id.to_owned())
+}
+
+/// The booking proposal's answer when it was a 2xx that could not be read.
+fn broken_answer(reason: String, body: &str) -> DatevError {
+    DatevError::BrokenAnswer {
+        operation: CREATE,
+        reason,
+        body: body.chars().take(KEPT_BODY_CHARS).collect(),
+        task_id: salvage_task_id(body),
+    }
 }
 
 /// Reads one Maesn answer (status and body, the `Retry-After` already parsed): a
@@ -856,12 +930,26 @@ impl DatevConnector for MaesnClient {
         let url = format!("{}/accounting/bookingProposals/async", self.base_url);
         let request = self.post.post(url).multipart(form);
         let answer = self.send_with(CREATE, request, &p.account, keys).await?;
-        read_created_task_from(
+        if let Some(source) = &answer.cut_off {
+            return Err(broken_answer(
+                format!(
+                    "the answer was cut off: {}",
+                    crate::retry::error_chain(source)
+                ),
+                &answer.body,
+            ));
+        }
+        match read_created_task_from(
             answer.status,
             &answer.body,
             answer.retry_after,
             answer.server.as_deref(),
-        )
+        ) {
+            Err(DatevError::UnexpectedBody { reason, .. }) => {
+                Err(broken_answer(reason, &answer.body))
+            }
+            other => other,
+        }
     }
 
     async fn async_task(
@@ -881,6 +969,13 @@ impl DatevConnector for MaesnClient {
             path_segment(task_id)
         );
         let answer = self.send(TASK, || Ok(self.http.get(&url)), account).await?;
+        if let Some(source) = answer.cut_off {
+            // A poll is safe to repeat: the next one reads the task again.
+            return Err(DatevError::Transport {
+                operation: TASK,
+                source,
+            });
+        }
         read_task_state(answer.status, &answer.body, answer.retry_after)
     }
 }
@@ -944,6 +1039,21 @@ mod tests {
             "a 5xx stays in doubt"
         );
         assert!(!status(429).says_already_there());
+    }
+
+    #[test]
+    fn a_task_id_is_salvaged_only_when_it_arrived_whole() {
+        assert_eq!(
+            salvage_task_id(r#"{"meta":{},"data":{"taskId" : "8f1c-42","sta"#).as_deref(),
+            Some("8f1c-42")
+        );
+        assert_eq!(
+            salvage_task_id(r#"{"meta":{},"data":{"taskId":"8f1c"#),
+            None
+        );
+        assert_eq!(salvage_task_id(r#"{"data":{"taskId":""}}"#), None);
+        assert_eq!(salvage_task_id(r#"{"data":{"taskId":"a\"b"}}"#), None);
+        assert_eq!(salvage_task_id("<html>502</html>"), None);
     }
 
     #[test]

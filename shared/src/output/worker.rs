@@ -23,11 +23,12 @@
 //! | what happened                                   | audit                         | job                    |
 //! |-------------------------------------------------|-------------------------------|------------------------|
 //! | Maesn answered with a task id                   | `submitted`, task id          | `dispatched`           |
-//! | Maesn may have acted (in doubt)                 | `failed`, `retryable = false` | `failed` "in doubt"    |
+//! | a 2xx that could not be read, a task id salvaged from it | `submitted`, task id, the answer in `response_body` | `dispatched` |
+//! | Maesn may have acted (in doubt)                 | `failed`, `retryable = false` (a broken 2xx kept in `response_body`) | `failed` "in doubt"    |
 //! | DATEV already has it (409, or a 4xx saying "duplicate") | `succeeded` (present), `retryable = false`, Maesn's answer in `error` | `failed`, admins told what Maesn said |
 //! | a lasting refusal (4xx, 307/308)                | `failed`, `retryable = true`  | `failed`               |
 //! | refused before the audit: a key unreadable, the file missing or too large, a job of another tenant than its document | — (none written) | `failed` (a passing key or S3 error: back to `pending`) |
-//! | a passing refusal (429, Maesn's 503, 408, no connection, keys rotated with too little time left), not the final receive | `failed`, `retryable = true` | back to `pending` + `last_error` |
+//! | a passing refusal (408, Maesn's own 429 or 503, no connection, keys rotated with too little time left, a 401 with the keys unchanged in the secrets), not the final receive | `failed`, `retryable = true` | back to `pending` + `last_error` |
 //! | the same on the final receive                   | `failed`, `retryable = true`  | `failed`               |
 //! | not enough time left to call Maesn              | — (none written)              | back to `pending`      |
 //! | the same, found after the audit was written (its insert waited) | `failed`, `retryable = true`, "nothing was sent" | back to `pending` |
@@ -912,7 +913,33 @@ pub async fn export<C: DatevConnector>(
         Ok(task_id) => {
             metrics::stage(
                 stages::COMPLETE,
-                record_accepted(pool, settings, claim, audit_id, task_id),
+                record_accepted(pool, settings, claim, audit_id, task_id, None),
+            )
+            .await
+        }
+        // A 2xx that could not be read, but whose task id arrived whole: Maesn has the
+        // export; the sweeper follows the task, and the broken answer is kept.
+        Err(DatevError::BrokenAnswer {
+            reason,
+            body,
+            task_id: Some(task_id),
+            ..
+        }) => {
+            tracing::warn!(%audit_id, %task_id, %reason, "Maesn's answer was broken; task id salvaged from it");
+            let note = format!(
+                "Maesn's answer could not be read ({reason}); task id {task_id} salvaged from \
+                 it, the task is followed to its end"
+            );
+            metrics::stage(
+                stages::COMPLETE,
+                record_accepted(
+                    pool,
+                    settings,
+                    claim,
+                    audit_id,
+                    task_id,
+                    Some((note.as_str(), body.as_str())),
+                ),
             )
             .await
         }
@@ -921,7 +948,7 @@ pub async fn export<C: DatevConnector>(
                 Ending::InDoubt
             } else if e.says_already_there() {
                 Ending::Present
-            } else if e.is_passing_refusal() && !attempt.final_receive {
+            } else if (e.is_passing_refusal() || e.is_unauthorized()) && !attempt.final_receive {
                 Ending::Passing {
                     retry_after: e.retry_after(),
                 }
@@ -1026,13 +1053,15 @@ fn jitter(delay: Duration) -> Duration {
 /// transaction block: one round trip instead of `BEGIN`, two updates and `COMMIT`),
 /// retried in process on transient database errors. The task id is stored even when
 /// the claim was lost meanwhile: Maesn has the export, so the audit must say so (a
-/// data-modifying `WITH` part runs whatever the outer update matches).
+/// data-modifying `WITH` part runs whatever the outer update matches). `salvaged`: the
+/// task id came from a broken answer, whose note and body the audit keeps.
 async fn record_accepted(
     pool: &PgPool,
     settings: &WorkerSettings,
     claim: &Claimed,
     audit_id: Uuid,
     task_id: String,
+    salvaged: Option<(&str, &str)>,
 ) -> Result<ExportOutcome, ExportError> {
     let recorded = settings
         .retry
@@ -1041,7 +1070,8 @@ async fn record_accepted(
                 r#"
                 WITH submitted AS (
                     UPDATE ap_datev_export_audit
-                       SET status = 'submitted', task_id = $4, updated_at = now()
+                       SET status = 'submitted', task_id = $4, error = $5, response_body = $6,
+                           updated_at = now()
                      WHERE id = $3
                 )
                 UPDATE document_output_job
@@ -1054,6 +1084,8 @@ async fn record_accepted(
             .bind(claim.token)
             .bind(audit_id)
             .bind(&task_id)
+            .bind(salvaged.map(|(note, _)| note))
+            .bind(salvaged.map(|(_, body)| body))
             .execute(pool)
             .await?;
             Ok::<_, sqlx::Error>(done.rows_affected() == 1)
@@ -1107,7 +1139,7 @@ async fn record_refused(
             format!("DATEV export refused for now, will be retried: {cause}"),
             true,
         ),
-        Ending::Lasting if final_receive && e.is_passing_refusal() => (
+        Ending::Lasting if final_receive && (e.is_passing_refusal() || e.is_unauthorized()) => (
             format!("DATEV export gave up: Maesn refused on every delivery of the job: {cause}"),
             true,
         ),
@@ -1122,11 +1154,16 @@ async fn record_refused(
         Ending::Present => "succeeded",
         _ => "failed",
     };
+    // A broken 2xx answer is kept as it arrived: what a person checking DATEV has.
+    let response_body = match e {
+        DatevError::BrokenAnswer { body, .. } => Some(body.as_str()),
+        _ => None,
+    };
     let mut tx = pool.begin().await?;
     sqlx::query(
         r#"
         UPDATE ap_datev_export_audit
-           SET status = $4, error = $2, retryable = $3, updated_at = now()
+           SET status = $4, error = $2, retryable = $3, response_body = $5, updated_at = now()
          WHERE id = $1
         "#,
     )
@@ -1134,6 +1171,7 @@ async fn record_refused(
     .bind(&error)
     .bind(retryable)
     .bind(audit_status)
+    .bind(response_body)
     .execute(&mut *tx)
     .await?;
     let outcome = match ending {

@@ -959,23 +959,32 @@ async fn a_500_that_maesn_may_have_acted_on_is_not_retried_and_blocks_a_re_expor
     assert!(notices[0]["text"].as_str().unwrap().contains("in doubt"));
 }
 
+/// A 401 whose keys, read again past the cache, are unchanged: the rotation may not have
+/// reached the secrets yet. Nothing was booked, so it passes (the job back to `pending`,
+/// no notice) until the final receive, which fails the job and tells the admins.
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
-async fn a_401_from_maesn_fails_the_job_at_once(pool: PgPool) {
+async fn a_401_with_unchanged_keys_is_retried_through_the_queue_until_the_final_receive(
+    pool: PgPool,
+) {
     let env = setup(pool).await;
     maesn_error(401, "Unauthorized").mount(&env.maesn).await;
     let job_id = enqueued(&env).await;
 
     let (_, response, completion) = env.deliver(1).await;
 
-    assert!(response.batch_item_failures.is_empty());
-    assert_eq!(completion.deleted.len(), 1);
+    assert_eq!(
+        response.batch_item_failures.len(),
+        1,
+        "backed off through the queue"
+    );
+    assert!(completion.deleted.is_empty());
     assert_eq!(
         env.maesn_requests("POST", CREATE).await.len(),
         1,
-        "not retried"
+        "not retried in process with the same keys"
     );
     let job = env.job(job_id).await;
-    assert_eq!(job.status, "failed");
+    assert_eq!(job.status, "pending");
     let error = job.last_error.unwrap();
     assert!(
         error.contains("HTTP 401") && error.contains("Unauthorized"),
@@ -988,7 +997,21 @@ async fn a_401_from_maesn_fails_the_job_at_once(pool: PgPool) {
     assert_eq!(audits[0].dispatch_job_id, Some(job_id));
     assert!(audits[0].task_id.is_none());
     assert!(audits[0].retryable, "refused: nothing booked");
-    assert_eq!(env.notices().await.len(), 1);
+    assert!(env.notices().await.is_empty(), "not yet");
+
+    // The sample's ApproximateReceiveCount is 3, the final receive with MAX_RECEIVE_COUNT 3.
+    let event = sample_event(STALE, &job_id.to_string(), Some(&env.queue.arn));
+    let (_, outcomes) = env.run(event, None).await;
+
+    assert_eq!(outcomes[0].1, Outcome::Done);
+    let job = env.job(job_id).await;
+    assert_eq!(job.status, "failed");
+    let error = job.last_error.unwrap();
+    assert!(
+        error.contains("gave up") && error.contains("HTTP 401"),
+        "{error}"
+    );
+    assert_eq!(env.notices().await.len(), 1, "told once, at the end");
 }
 
 /// An answer that echoes the keys it was sent (a gateway's debug page, an error quoting
@@ -1045,50 +1068,48 @@ async fn keys_an_answer_echoes_are_never_stored_or_sent_to_the_admins(pool: PgPo
 /// the document: recorded as present (never retryable, so no re-export can book it a
 /// second time), with Maesn's answer kept and sent to the admins.
 async fn refused_as_already_there(pool: PgPool, status: u16, answer: &str) {
-    {
-        let env = setup(pool).await;
-        maesn_error(status, answer).mount(&env.maesn).await;
-        let job_id = enqueued(&env).await;
+    let env = setup(pool).await;
+    maesn_error(status, answer).mount(&env.maesn).await;
+    let job_id = enqueued(&env).await;
 
-        let (_, response, completion) = env.deliver(1).await;
+    let (_, response, completion) = env.deliver(1).await;
 
-        assert!(response.batch_item_failures.is_empty(), "{status}");
-        assert_eq!(completion.deleted.len(), 1, "{status}");
-        assert_eq!(
-            env.maesn_requests("POST", CREATE).await.len(),
-            1,
-            "{status}: not sent again"
-        );
-        let audits = env.audits(env.tenant.document_id).await;
-        assert_eq!(audits.len(), 1, "{status}");
-        assert_eq!(audits[0].status, "succeeded", "{status}: present in DATEV");
-        assert!(!audits[0].retryable, "{status}");
-        let kept = audits[0].error.clone().unwrap_or_default();
-        assert!(
-            kept.contains(&format!("HTTP {status}")) && kept.contains(answer),
-            "{status}: Maesn's answer is kept: {kept}"
-        );
-        let job = env.job(job_id).await;
-        assert_eq!(job.status, "failed", "{status}");
-        let again = docflow::output::request_manual_export(
-            &env.pool,
-            &env.dispatcher,
-            DocumentId(env.tenant.document_id),
-            env.tenant.approver_id,
-        )
-        .await;
-        assert!(
-            matches!(again, Err(docflow::output::EnqueueError::Ineligible(_))),
-            "{status}: DATEV has it, no second export: {again:?}"
-        );
-        let notices = env.notices().await;
-        assert_eq!(notices.len(), 1, "{status}");
-        let text = notices[0]["text"].as_str().unwrap();
-        assert!(
-            text.contains("already has") && text.contains(answer),
-            "{status}: the operator is told what Maesn said: {text}"
-        );
-    }
+    assert!(response.batch_item_failures.is_empty(), "{status}");
+    assert_eq!(completion.deleted.len(), 1, "{status}");
+    assert_eq!(
+        env.maesn_requests("POST", CREATE).await.len(),
+        1,
+        "{status}: not sent again"
+    );
+    let audits = env.audits(env.tenant.document_id).await;
+    assert_eq!(audits.len(), 1, "{status}");
+    assert_eq!(audits[0].status, "succeeded", "{status}: present in DATEV");
+    assert!(!audits[0].retryable, "{status}");
+    let kept = audits[0].error.clone().unwrap_or_default();
+    assert!(
+        kept.contains(&format!("HTTP {status}")) && kept.contains(answer),
+        "{status}: Maesn's answer is kept: {kept}"
+    );
+    let job = env.job(job_id).await;
+    assert_eq!(job.status, "failed", "{status}");
+    let again = docflow::output::request_manual_export(
+        &env.pool,
+        &env.dispatcher,
+        DocumentId(env.tenant.document_id),
+        env.tenant.approver_id,
+    )
+    .await;
+    assert!(
+        matches!(again, Err(docflow::output::EnqueueError::Ineligible(_))),
+        "{status}: DATEV has it, no second export: {again:?}"
+    );
+    let notices = env.notices().await;
+    assert_eq!(notices.len(), 1, "{status}");
+    let text = notices[0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("already has") && text.contains(answer),
+        "{status}: the operator is told what Maesn said: {text}"
+    );
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -1940,6 +1961,26 @@ async fn an_audit_insert_racing_a_take_over_waits_for_it_and_exports_nothing(poo
         })
     };
     // A either waits for B's row lock (the guard) or has already called Maesn.
+    until_waiting_on_a_lock(&env, &exporting).await;
+    b.commit().await.unwrap();
+
+    let outcome = exporting.await.unwrap().unwrap();
+
+    assert_eq!(outcome, worker::ExportOutcome::ClaimLost);
+    assert!(
+        env.maesn.received_requests().await.unwrap().is_empty(),
+        "A must not call Maesn for a job B holds"
+    );
+    assert!(
+        env.audits(env.tenant.document_id).await.is_empty(),
+        "A wrote no audit"
+    );
+}
+
+/// Returns once a session of this test's database waits on a lock (the export's audit
+/// insert on the job's row), Maesn was called, or the export ended: whichever comes
+/// first; the caller's assertions tell them apart.
+async fn until_waiting_on_a_lock<T>(env: &OutputEnv, exporting: &tokio::task::JoinHandle<T>) {
     tokio::time::timeout(Duration::from_secs(20), async {
         loop {
             let waiting: i64 = sqlx::query_scalar(
@@ -1962,20 +2003,7 @@ async fn an_audit_insert_racing_a_take_over_waits_for_it_and_exports_nothing(poo
         }
     })
     .await
-    .expect("A reaches its audit insert");
-    b.commit().await.unwrap();
-
-    let outcome = exporting.await.unwrap().unwrap();
-
-    assert_eq!(outcome, worker::ExportOutcome::ClaimLost);
-    assert!(
-        env.maesn.received_requests().await.unwrap().is_empty(),
-        "A must not call Maesn for a job B holds"
-    );
-    assert!(
-        env.audits(env.tenant.document_id).await.is_empty(),
-        "A wrote no audit"
-    );
+    .expect("the export reaches its audit insert");
 }
 
 /// The audit insert waits on the job's row lock (here a transaction that only locks
@@ -2013,23 +2041,7 @@ async fn an_audit_insert_that_waited_past_the_time_for_a_call_sends_nothing_and_
             worker::export(&pool, &s3, &maesn, &settings, &a, attempt).await
         })
     };
-    tokio::time::timeout(Duration::from_secs(20), async {
-        loop {
-            let waiting: i64 = sqlx::query_scalar(
-                r#"SELECT count(*) FROM pg_stat_activity
-                    WHERE wait_event_type = 'Lock' AND datname = current_database()"#,
-            )
-            .fetch_one(&env.pool)
-            .await
-            .unwrap();
-            if waiting > 0 || exporting.is_finished() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .expect("the export reaches its audit insert");
+    until_waiting_on_a_lock(&env, &exporting).await;
     assert!(!exporting.is_finished(), "the export waits on the lock");
     tokio::time::sleep_until(deadline - needed + Duration::from_millis(500)).await;
     locker.rollback().await.unwrap();

@@ -248,6 +248,107 @@ async fn a_200_whose_body_is_cut_off_by_a_reset_is_in_doubt(pool: PgPool) {
     assert_eq!(front.cut_bodies(), 1, "the body was cut off");
     assert_eq!(posts_for(&env, doc).await, 1, "never sent again");
     assert!(!env.audits(doc).await[0].retryable);
+    // The half that arrived (the task id cut in two) is kept for the person who checks.
+    let kept = response_body(&env, doc).await.expect("the answer is kept");
+    assert!(kept.starts_with(r#"{"data":{"taskId":"task-"#), "{kept}");
+    assert!(!kept.contains("task-cut-off"), "{kept}");
+}
+
+async fn response_body(env: &OutputEnv, doc: Uuid) -> Option<String> {
+    sqlx::query_scalar("SELECT response_body FROM ap_datev_export_audit WHERE document_id = $1")
+        .bind(doc)
+        .fetch_one(&env.pool)
+        .await
+        .unwrap()
+}
+
+/// A 200 cut off by a reset after its task id arrived whole: Maesn has the export. The
+/// task id is salvaged, the audit `submitted` with it (the broken answer kept), and the
+/// task poll follows it to its end, as any other.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_task_id_that_arrived_before_the_reset_is_salvaged_and_followed_to_its_end(pool: PgPool) {
+    let env = setup(pool).await;
+    let front = HostileFront::start(&env.maesn.uri(), None).await;
+    let maesn = env.maesn_client(front.url(), Duration::from_secs(10), Duration::from_secs(2));
+    let (doc, job) = document_with_job(&env).await;
+    let padding = "x".repeat(200);
+    for_document(doc)
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header(CUT_BODY, CUT_BODY_VALUE)
+                .set_body_raw(
+                    format!(
+                        r#"{{"data":{{"taskId":"task-salvaged"}},"meta":{{"note":"{padding}"}}}}"#
+                    ),
+                    "application/json",
+                ),
+        )
+        .mount(&env.maesn)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/accounting/asyncTask/task-salvaged"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(
+            json!({ "meta": {}, "data": { "status": "SUCCESS", "information": [] } }),
+        ))
+        .mount(&env.maesn)
+        .await;
+
+    let outcome = export(&env, &maesn, &env.deps.settings, job, None).await;
+
+    assert_eq!(front.cut_bodies(), 1, "the body was cut off");
+    assert!(
+        matches!(&outcome, ExportOutcome::Dispatched { task_id, .. } if task_id == "task-salvaged"),
+        "{outcome:?}"
+    );
+    assert_eq!(posts_for(&env, doc).await, 1);
+    let audit = &env.audits(doc).await[0];
+    assert_eq!(audit.status, "submitted");
+    assert_eq!(audit.task_id.as_deref(), Some("task-salvaged"));
+    assert!(
+        audit
+            .error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("salvaged"),
+        "{:?}",
+        audit.error
+    );
+    let kept = response_body(&env, doc).await.expect("the answer is kept");
+    assert!(kept.contains("task-salvaged") && kept.len() < 150, "{kept}");
+    assert_eq!(env.job(job).await.status, "dispatched");
+
+    let polled = worker::poll_open_tasks_with(
+        &env.pool,
+        &maesn,
+        50,
+        &worker::PollSettings {
+            max_task_age: Duration::from_secs(48 * 3600),
+        },
+    )
+    .await
+    .unwrap();
+
+    assert_eq!(polled.succeeded, 1, "{polled:?}");
+    assert_eq!(env.audits(doc).await[0].status, "succeeded");
+}
+
+/// A 200 whose body is not Maesn's envelope and names no task (a gateway's "OK" page):
+/// in doubt, one POST, and what it said is kept on the audit.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_200_that_is_not_maesns_envelope_is_in_doubt_and_kept(pool: PgPool) {
+    let env = setup(pool).await;
+    let (doc, job) = document_with_job(&env).await;
+    let page = "<html><body>Request accepted</body></html>";
+    for_document(doc)
+        .respond_with(ResponseTemplate::new(200).set_body_raw(page, "text/html"))
+        .mount(&env.maesn)
+        .await;
+
+    let outcome = export(&env, &env.deps.maesn, &env.deps.settings, job, None).await;
+
+    assert!(in_doubt(&outcome), "{outcome:?}");
+    assert_eq!(posts_for(&env, doc).await, 1);
+    assert_eq!(response_body(&env, doc).await.as_deref(), Some(page));
 }
 
 /// Item 3: after a Lambda freeze the load balancer has dropped the idle keep-alive
