@@ -185,7 +185,7 @@ pub enum DatevError {
     /// or not the documented envelope. Maesn may well have accepted it (in doubt); what
     /// arrived is kept (`body`, keys redacted, at most [`KEPT_BODY_CHARS`]) and a task
     /// id found in it is salvaged, so the task can be followed to its end.
-    #[error("Maesn's answer to {operation} could not be read: {reason}")]
+    #[error("Maesn's answer to {operation} is not what its API documents: {reason}")]
     BrokenAnswer {
         operation: &'static str,
         reason: String,
@@ -763,13 +763,21 @@ pub fn salvage_task_id(body: &str) -> Option<String> {
     usable.then(|| id.to_owned())
 }
 
-/// The booking proposal's answer when it was a 2xx that could not be read.
+/// The booking proposal's answer when it was a 2xx that could not be read. A task id is
+/// salvaged only from a body that is not whole JSON (cut off, or garbled): JSON of
+/// another shape than Maesn's envelope is an answer someone else composed, and its
+/// `taskId` proves nothing.
 fn broken_answer(reason: String, body: &str) -> DatevError {
+    let whole_json = serde_json::from_str::<serde_json::Value>(body).is_ok();
     DatevError::BrokenAnswer {
         operation: CREATE,
         reason,
         body: body.chars().take(KEPT_BODY_CHARS).collect(),
-        task_id: salvage_task_id(body),
+        task_id: if whole_json {
+            None
+        } else {
+            salvage_task_id(body)
+        },
     }
 }
 
@@ -1054,6 +1062,19 @@ mod tests {
         assert_eq!(salvage_task_id(r#"{"data":{"taskId":""}}"#), None);
         assert_eq!(salvage_task_id(r#"{"data":{"taskId":"a\"b"}}"#), None);
         assert_eq!(salvage_task_id("<html>502</html>"), None);
+        let kept = |body: &str| match broken_answer("x".into(), body) {
+            DatevError::BrokenAnswer { task_id, .. } => task_id,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            kept(r#"{"data":{"taskId":"t-1"},"me"#).as_deref(),
+            Some("t-1")
+        );
+        assert_eq!(
+            kept(r#"{"taskId": "t-1"}"#),
+            None,
+            "whole JSON of another shape is someone else's answer"
+        );
     }
 
     #[test]
