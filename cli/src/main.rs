@@ -118,8 +118,10 @@ enum Command {
 enum ExportCommand {
     /// Record what a person found in DATEV for an export docflow could not settle (in
     /// doubt: failed, not retryable): `--absent` makes it retryable so the document can be
-    /// exported again, `--present` marks it succeeded. Who, when and why are kept on the
-    /// audit (`docflow status` shows them).
+    /// exported again, `--present` marks it succeeded. A later decision supersedes an
+    /// earlier one; every decision (who, when, why) is kept (`docflow status` shows
+    /// them). `--absent` is refused until the audit is older than
+    /// EXPORT_RESOLVE_WINDOW_SECONDS (default 3600): Maesn's task may still land.
     Resolve {
         /// The DATEV export audit (`docflow status <document-id>` lists them).
         audit_id: String,
@@ -135,6 +137,10 @@ enum ExportCommand {
         /// Why: what was checked in DATEV.
         #[arg(long)]
         note: String,
+        /// Record `--absent` inside the resolve window; the reason (why the export
+        /// cannot land in DATEV any more) is kept with the decision.
+        #[arg(long, value_name = "REASON", conflicts_with = "present")]
+        force: Option<String>,
     },
 }
 
@@ -464,11 +470,14 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
                     present: _,
                     by,
                     note,
+                    force,
                 }),
             ..
         } => {
             init_logs("warn", None);
             let id = parse_id(&audit_id, "DATEV export audit")?;
+            let window =
+                export::absent_window(std::env::var(export::ABSENT_WINDOW_VAR).ok().as_deref())?;
             let decision = if absent {
                 export::Decision::Absent
             } else {
@@ -476,7 +485,13 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             };
             let local = local_env(docflow_cli::wiring::sdk_config().await, 1).await?;
             let pool = local.database().await?;
-            let resolved = export::resolve(&pool, id, decision, &by, &note).await?;
+            let decide = export::Decide {
+                decision,
+                by: &by,
+                note: &note,
+                force: force.as_deref(),
+            };
+            let resolved = export::resolve(&pool, id, &decide, window).await?;
             println!("{resolved}");
             Ok(())
         }

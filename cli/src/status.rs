@@ -87,7 +87,25 @@ pub struct Audit {
     pub resolved_by: Option<String>,
     pub resolved_at: Option<DateTime<Utc>>,
     pub resolution_note: Option<String>,
+    /// When the export was started: the POST follows at once (the resolve window counts
+    /// from here).
+    pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// Every decision on it, oldest first; the last is the one in `resolution`.
+    #[sqlx(skip)]
+    pub decisions: Vec<ResolutionEntry>,
+}
+
+/// One recorded decision (`ap_datev_export_resolution`).
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct ResolutionEntry {
+    pub decision: String,
+    /// The email of who decided, else the identity id; `None` when it was deleted.
+    pub decided_by: Option<String>,
+    pub decided_at: DateTime<Utc>,
+    pub note: String,
+    /// Why `--absent` was recorded inside the resolve window (`--force`).
+    pub forced_reason: Option<String>,
 }
 
 /// Everything about one document.
@@ -159,10 +177,10 @@ pub async fn load(pool: &PgPool, id: Uuid) -> anyhow::Result<Option<Status>> {
     .fetch_all(pool)
     .await
     .with_context(db)?;
-    let audits = sqlx::query_as(
+    let mut audits: Vec<Audit> = sqlx::query_as(
         r#"SELECT a.id, a.dispatch_job_id, a.status, a.task_id, a.retryable, a.error, a.information,
                   a.resolution, coalesce(i.email, a.resolved_by::text) AS resolved_by,
-                  a.resolved_at, a.resolution_note, a.updated_at
+                  a.resolved_at, a.resolution_note, a.created_at, a.updated_at
              FROM ap_datev_export_audit a
              LEFT JOIN identity i ON i.id = a.resolved_by
             WHERE a.document_id = $1 ORDER BY a.created_at"#,
@@ -171,6 +189,22 @@ pub async fn load(pool: &PgPool, id: Uuid) -> anyhow::Result<Option<Status>> {
     .fetch_all(pool)
     .await
     .with_context(db)?;
+    for audit in &mut audits {
+        if audit.resolution.is_none() {
+            continue;
+        }
+        audit.decisions = sqlx::query_as(
+            r#"SELECT r.decision, coalesce(i.email, r.decided_by::text) AS decided_by,
+                      r.decided_at, r.note, r.forced_reason
+                 FROM ap_datev_export_resolution r
+                 LEFT JOIN identity i ON i.id = r.decided_by
+                WHERE r.audit_id = $1 ORDER BY r.decided_at, r.id"#,
+        )
+        .bind(audit.id)
+        .fetch_all(pool)
+        .await
+        .with_context(db)?;
+    }
     Ok(Some(Status {
         document,
         ingestions,
@@ -310,9 +344,10 @@ impl fmt::Display for Status {
         for a in &self.audits {
             writeln!(
                 f,
-                "  DATEV audit {} {}  task {}  retryable {}  job {}",
+                "  DATEV audit {} {}  sent {}  task {}  retryable {}  job {}",
                 a.id,
                 a.status,
+                time(&a.created_at),
                 a.task_id.as_deref().unwrap_or("—"),
                 a.retryable,
                 a.dispatch_job_id
@@ -335,6 +370,26 @@ impl fmt::Display for Status {
                     a.resolved_by.as_deref().unwrap_or("—"),
                     time(at),
                     a.resolution_note.as_deref().unwrap_or("—")
+                )?;
+            }
+            if let Some(latest) = a.decisions.last()
+                && let Some(reason) = &latest.forced_reason
+            {
+                writeln!(f, "      inside the resolve window, forced: {reason}")?;
+            }
+            let earlier = a.decisions.len().saturating_sub(1);
+            for d in a.decisions[..earlier].iter().rev() {
+                writeln!(
+                    f,
+                    "    superseded: {} by {} at {}: {}{}",
+                    d.decision,
+                    d.decided_by.as_deref().unwrap_or("—"),
+                    time(&d.decided_at),
+                    d.note,
+                    d.forced_reason
+                        .as_deref()
+                        .map(|r| format!(" (forced: {r})"))
+                        .unwrap_or_default()
                 )?;
             }
         }

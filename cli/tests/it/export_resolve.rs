@@ -1,12 +1,15 @@
-//! `docflow export resolve` (issue 25, item 1) against Postgres, the local SQS/S3 and a
-//! wiremock Maesn: an export in doubt blocks every re-export until a person records what
-//! DATEV has; `--absent` lets `docflow export <doc>` run again (and export once),
-//! `--present` ends it as succeeded; who, when and why are on the audit and in `docflow
-//! status`.
+//! `docflow export resolve` against Postgres, the local SQS/S3 and a wiremock Maesn: an
+//! export in doubt blocks every re-export until a person records what DATEV has;
+//! `--absent` lets `docflow export <doc>` run again (and export once), but not while
+//! Maesn's task may still land (the resolve window) unless forced with a reason;
+//! `--present` ends it as succeeded; a later decision supersedes an earlier one; who,
+//! when and why of each are kept and shown by `docflow status`.
 
 use std::process::Command;
 
-use docflow_cli::export::{self, Decision};
+use std::time::Duration;
+
+use docflow_cli::export::{self, DEFAULT_ABSENT_WINDOW, Decide, Decision, Resolved};
 use docflow_tests::output::{OutputEnv, setup};
 use serde_json::json;
 use sqlx::PgPool;
@@ -68,6 +71,50 @@ async fn in_doubt(env: &OutputEnv) -> Uuid {
     audits[0].id
 }
 
+/// `docflow export resolve` with the default window and no `--force`.
+async fn resolve(
+    env: &OutputEnv,
+    audit: Uuid,
+    decision: Decision,
+    by: &str,
+    note: &str,
+) -> anyhow::Result<Resolved> {
+    let decide = Decide {
+        decision,
+        by,
+        note,
+        force: None,
+    };
+    export::resolve(&env.pool, audit, &decide, DEFAULT_ABSENT_WINDOW).await
+}
+
+/// Moves the audit's POST `minutes` into the past: the resolve window has passed.
+async fn sent_ago(env: &OutputEnv, audit: Uuid, minutes: i32) {
+    sqlx::query(
+        "UPDATE ap_datev_export_audit SET created_at = now() - make_interval(mins => $2) WHERE id = $1",
+    )
+    .bind(audit)
+    .bind(minutes)
+    .execute(&env.pool)
+    .await
+    .unwrap();
+}
+
+/// `decision`, `decided_by`, `note`, `forced_reason`, `status_before`, `retryable_before`
+/// of every recorded decision on the audit, oldest first.
+type HistoryRow = (String, Option<Uuid>, String, Option<String>, String, bool);
+
+async fn history(env: &OutputEnv, audit: Uuid) -> Vec<HistoryRow> {
+    sqlx::query_as(
+        "SELECT decision, decided_by, note, forced_reason, status_before, retryable_before \
+           FROM ap_datev_export_resolution WHERE audit_id = $1 ORDER BY decided_at, id",
+    )
+    .bind(audit)
+    .fetch_all(&env.pool)
+    .await
+    .unwrap()
+}
+
 async fn approver_email(env: &OutputEnv) -> String {
     sqlx::query_scalar("SELECT email FROM identity WHERE id = $1")
         .bind(env.tenant.approver_id)
@@ -89,8 +136,9 @@ async fn an_export_in_doubt_resolved_absent_is_exported_again_once(pool: PgPool)
         "the dead end the issue describes: {refused:#}"
     );
 
-    let resolved = export::resolve(
-        &env.pool,
+    sent_ago(&env, audit, 61).await;
+    let resolved = resolve(
+        &env,
         audit,
         Decision::Absent,
         &by,
@@ -160,8 +208,9 @@ async fn an_export_in_doubt_resolved_present_is_succeeded_and_never_exported_aga
     let audit = in_doubt(&env).await;
     let email = approver_email(&env).await;
 
-    let resolved = export::resolve(
-        &env.pool,
+    // No window for `--present`: DATEV has it, nothing can land a second time.
+    let resolved = resolve(
+        &env,
         audit,
         Decision::Present,
         &email,
@@ -172,6 +221,7 @@ async fn an_export_in_doubt_resolved_present_is_succeeded_and_never_exported_aga
 
     assert_eq!(resolved.status, "succeeded");
     assert_eq!(resolved.resolved_by, env.tenant.approver_id);
+    assert_eq!(resolved.superseded, None);
     let refused = export::request(&env.pool, &env.dispatcher, env.tenant.document_id, &email)
         .await
         .unwrap_err();
@@ -179,22 +229,271 @@ async fn an_export_in_doubt_resolved_present_is_succeeded_and_never_exported_aga
         refused.to_string().contains("already has a DATEV export"),
         "{refused:#}"
     );
-    let again = export::resolve(
-        &env.pool,
+    assert_eq!(env.maesn_requests("POST", CREATE).await.len(), 1);
+    assert_eq!(
+        history(&env, audit).await,
+        vec![(
+            "present".to_owned(),
+            Some(env.tenant.approver_id),
+            "found in DATEV as Buchungsvorschlag 4711".to_owned(),
+            None,
+            "failed".to_owned(),
+            false
+        )]
+    );
+}
+
+/// `--absent` inside the window: Maesn's asynchronous task may still book the proposal,
+/// so a re-export now could book it twice. Refused, saying until when; `--force` with a
+/// reason records it, and the reason is kept. A configured window is honoured.
+#[sqlx::test(migrations = "../migrations")]
+async fn absent_is_refused_while_the_task_may_still_land_unless_forced_with_a_reason(pool: PgPool) {
+    let env = setup(pool).await;
+    let audit = in_doubt(&env).await;
+    let by = env.tenant.approver_id.to_string();
+    sent_ago(&env, audit, 10).await;
+
+    let refused = resolve(&env, audit, Decision::Absent, &by, "not in DATEV")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("sent to Maesn 10 min ago")
+            && refused.contains("EXPORT_RESOLVE_WINDOW_SECONDS = 3600")
+            && refused.contains("--force"),
+        "{refused}"
+    );
+    let blank = Decide {
+        decision: Decision::Absent,
+        by: &by,
+        note: "not in DATEV",
+        force: Some("  "),
+    };
+    let err = export::resolve(&env.pool, audit, &blank, DEFAULT_ABSENT_WINDOW)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("--force must say why"), "{err:#}");
+    assert!(history(&env, audit).await.is_empty(), "nothing recorded");
+    let refused = export::request(&env.pool, &env.dispatcher, env.tenant.document_id, &by)
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("already has a DATEV export"),
+        "still blocked: {refused:#}"
+    );
+
+    // A shorter configured window has passed after 10 minutes.
+    let shorter = Decide {
+        decision: Decision::Absent,
+        by: &by,
+        note: "not in DATEV",
+        force: None,
+    };
+    let err = export::resolve(&env.pool, audit, &shorter, Duration::from_secs(11 * 60))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("660 s"), "{err:#}");
+
+    let forced = Decide {
+        decision: Decision::Absent,
+        by: &by,
+        note: "not in DATEV",
+        force: Some("Maesn support: task of the 502 was rejected, ticket 8812"),
+    };
+    let resolved = export::resolve(&env.pool, audit, &forced, DEFAULT_ABSENT_WINDOW)
+        .await
+        .unwrap();
+    assert!(resolved.forced);
+    assert_eq!(resolved.status, "failed");
+    assert!(resolved.to_string().contains("forced"), "{resolved}");
+    let rows = history(&env, audit).await;
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        rows[0].3.as_deref(),
+        Some("Maesn support: task of the 502 was rejected, ticket 8812")
+    );
+    let text = docflow_cli::status::load(&env.pool, env.tenant.document_id)
+        .await
+        .unwrap()
+        .unwrap()
+        .to_string();
+    assert!(
+        text.contains("inside the resolve window, forced: Maesn support"),
+        "{text}"
+    );
+
+    // Past the window on another audit: no force needed, none recorded.
+    let second = {
+        let doc = env.another_approved_document().await;
+        let job = env.insert_job(doc, "failed").await;
+        sqlx::query_scalar::<_, Uuid>(
+            r#"INSERT INTO ap_datev_export_audit (tenant_id, document_id, dispatch_job_id, status, retryable, created_at)
+               VALUES ($1, $2, $3, 'failed', false, now() - interval '61 minutes') RETURNING id"#,
+        )
+        .bind(env.tenant.tenant_id)
+        .bind(doc)
+        .bind(job)
+        .fetch_one(&env.pool)
+        .await
+        .unwrap()
+    };
+    let resolved = resolve(&env, second, Decision::Absent, &by, "not in DATEV either")
+        .await
+        .unwrap();
+    assert!(!resolved.forced);
+    assert_eq!(history(&env, second).await[0].3, None);
+}
+
+/// A later decision supersedes an earlier one, and every one is kept: present, then
+/// absent (a person found the proposal was another document's), then present again
+/// once the re-export booked it — which warns that DATEV may now hold it twice. A
+/// correction to present is refused while that re-export is still under way.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_decision_can_be_corrected_and_the_history_keeps_who_when_and_why(pool: PgPool) {
+    let env = setup(pool).await;
+    let audit = in_doubt(&env).await;
+    let by = env.tenant.approver_id.to_string();
+    let email = approver_email(&env).await;
+    let colleague: Uuid = sqlx::query_scalar(
+        "INSERT INTO identity (organization_id, email) \
+         SELECT organization_id, $2 FROM identity WHERE id = $1 RETURNING id",
+    )
+    .bind(env.tenant.approver_id)
+    .bind(format!("{}@colleague.example", Uuid::new_v4()))
+    .fetch_one(&env.pool)
+    .await
+    .unwrap();
+
+    let first = resolve(
+        &env,
+        audit,
+        Decision::Present,
+        &by,
+        "proposal RE-42 in DATEV",
+    )
+    .await
+    .unwrap();
+    assert_eq!(first.status, "succeeded");
+
+    // The correction to absent obeys the window as a first decision does.
+    let early = resolve(
+        &env,
         audit,
         Decision::Absent,
-        &email,
-        "changed my mind",
+        &colleague.to_string(),
+        "that proposal is RE-42 of another supplier",
     )
     .await
     .unwrap_err();
-    assert!(
-        again
-            .to_string()
-            .contains(&format!("already resolved as present by {email}")),
-        "a decision is recorded once: {again:#}"
+    assert!(early.to_string().contains("--force"), "{early:#}");
+    sent_ago(&env, audit, 90).await;
+    let second = resolve(
+        &env,
+        audit,
+        Decision::Absent,
+        &colleague.to_string(),
+        "that proposal is RE-42 of another supplier",
+    )
+    .await
+    .unwrap();
+    assert_eq!(second.status, "failed");
+    let earlier = second.superseded.clone().expect("supersedes the first");
+    assert_eq!(
+        (earlier.decision.as_str(), earlier.by.as_deref()),
+        ("present", Some(email.as_str()))
     );
-    assert_eq!(env.maesn_requests("POST", CREATE).await.len(), 1);
+    assert!(
+        second
+            .to_string()
+            .contains("supersedes the decision present"),
+        "{second}"
+    );
+    let (status, retryable, resolution, resolved_by): (String, bool, Option<String>, Option<Uuid>) =
+        sqlx::query_as(
+            "SELECT status, retryable, resolution, resolved_by FROM ap_datev_export_audit WHERE id = $1",
+        )
+        .bind(audit)
+        .fetch_one(&env.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            status.as_str(),
+            retryable,
+            resolution.as_deref(),
+            resolved_by
+        ),
+        ("failed", true, Some("absent"), Some(colleague))
+    );
+
+    // The re-export the correction allows; while its task is open, present cannot be
+    // recorded on the old audit.
+    export::request(&env.pool, &env.dispatcher, env.tenant.document_id, &by)
+        .await
+        .unwrap();
+    env.deliver(1).await;
+    let audits = env.audits(env.tenant.document_id).await;
+    assert_eq!(audits.len(), 2);
+    assert_eq!(audits[1].status, "submitted");
+    let err = resolve(&env, audit, Decision::Present, &by, "found it after all")
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("is being exported again"),
+        "{err:#}"
+    );
+    // The task ends: booked.
+    sqlx::query("UPDATE ap_datev_export_audit SET status = 'succeeded' WHERE id = $1")
+        .bind(audits[1].id)
+        .execute(&env.pool)
+        .await
+        .unwrap();
+    let third = resolve(
+        &env,
+        audit,
+        Decision::Present,
+        &by,
+        "found RE-42 twice in DATEV",
+    )
+    .await
+    .unwrap();
+    assert_eq!(third.status, "succeeded");
+    assert_eq!(third.later_successes, vec![audits[1].id]);
+    assert!(
+        third.to_string().contains("DATEV may hold it twice"),
+        "{third}"
+    );
+
+    let rows = history(&env, audit).await;
+    let decisions: Vec<(&str, Option<Uuid>, &str, bool)> = rows
+        .iter()
+        .map(|r| (r.0.as_str(), r.1, r.4.as_str(), r.5))
+        .collect();
+    assert_eq!(
+        decisions,
+        vec![
+            ("present", Some(env.tenant.approver_id), "failed", false),
+            ("absent", Some(colleague), "succeeded", false),
+            ("present", Some(env.tenant.approver_id), "failed", true),
+        ]
+    );
+    let status = docflow_cli::status::load(&env.pool, env.tenant.document_id)
+        .await
+        .unwrap()
+        .unwrap();
+    let text = status.to_string();
+    assert!(
+        text.contains(&format!("resolved present by {email}"))
+            && text.contains("found RE-42 twice in DATEV")
+            && text.contains("superseded: absent by")
+            && text.contains("another supplier")
+            && text.contains("superseded: present by")
+            && text.contains("proposal RE-42 in DATEV"),
+        "docflow status shows every decision:\n{text}"
+    );
+    let json = serde_json::to_value(&status).unwrap();
+    assert_eq!(json["audits"][0]["decisions"].as_array().unwrap().len(), 3);
+    assert_eq!(env.maesn_requests("POST", CREATE).await.len(), 2);
 }
 
 #[sqlx::test(migrations = "../migrations")]
@@ -216,13 +515,13 @@ async fn only_an_export_in_doubt_can_be_resolved_by_its_own_organization_with_a_
     .fetch_one(&env.pool)
     .await
     .unwrap();
-    let err = export::resolve(&env.pool, open, Decision::Absent, &by, "x")
+    let err = resolve(&env, open, Decision::Absent, &by, "x")
         .await
         .unwrap_err();
     assert!(err.to_string().contains("still submitted"), "{err:#}");
 
     let audit = in_doubt(&env).await;
-    let err = export::resolve(&env.pool, audit, Decision::Absent, &by, "   ")
+    let err = resolve(&env, audit, Decision::Absent, &by, "   ")
         .await
         .unwrap_err();
     assert!(err.to_string().contains("--note"), "{err:#}");
@@ -240,8 +539,8 @@ async fn only_an_export_in_doubt_can_be_resolved_by_its_own_organization_with_a_
     .fetch_one(&env.pool)
     .await
     .unwrap();
-    let err = export::resolve(
-        &env.pool,
+    let err = resolve(
+        &env,
         audit,
         Decision::Absent,
         &outsider.to_string(),
@@ -251,7 +550,7 @@ async fn only_an_export_in_doubt_can_be_resolved_by_its_own_organization_with_a_
     .unwrap_err();
     assert!(err.to_string().contains("does not belong"), "{err:#}");
 
-    let err = export::resolve(&env.pool, Uuid::new_v4(), Decision::Absent, &by, "x")
+    let err = resolve(&env, Uuid::new_v4(), Decision::Absent, &by, "x")
         .await
         .unwrap_err();
     assert!(err.to_string().contains("no DATEV export audit"), "{err:#}");
@@ -296,6 +595,19 @@ fn resolve_takes_exactly_one_of_absent_and_present() {
             "n",
         ],
         vec!["export", "resolve", &id, "--absent", "--note", "n"],
+        // --force only overrides the window of --absent.
+        vec![
+            "export",
+            "resolve",
+            &id,
+            "--present",
+            "--force",
+            "r",
+            "--by",
+            "a@b.example",
+            "--note",
+            "n",
+        ],
     ] {
         let out = run(&args);
         assert_eq!(out.status.code(), Some(2), "a usage error: {args:?}");
@@ -303,8 +615,31 @@ fn resolve_takes_exactly_one_of_absent_and_present() {
     let help = run(&["export", "resolve", "--help"]);
     let help = String::from_utf8_lossy(&help.stdout);
     assert!(
-        help.contains("--absent") && help.contains("--present"),
+        help.contains("--absent")
+            && help.contains("--present")
+            && help.contains("--force")
+            && help.contains("EXPORT_RESOLVE_WINDOW_SECONDS"),
         "{help}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_docflow"))
+        .args([
+            "export",
+            "resolve",
+            &id,
+            "--absent",
+            "--by",
+            "a@b.example",
+            "--note",
+            "n",
+        ])
+        .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
+        .env("EXPORT_RESOLVE_WINDOW_SECONDS", "an hour")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("must be whole seconds"),
+        "{stderr}"
     );
 }
 
@@ -423,8 +758,8 @@ async fn a_task_that_never_ends_is_ended_in_doubt_after_the_maximum_age_and_reso
         .unwrap();
     assert_eq!(again, Default::default(), "ended once, polled no more");
 
-    let resolved = export::resolve(
-        &env.pool,
+    let resolved = resolve(
+        &env,
         audit,
         Decision::Present,
         &env.tenant.approver_id.to_string(),

@@ -241,6 +241,65 @@ async fn the_index_migration_ends_older_open_duplicates_in_doubt(pool: PgPool) {
     assert_eq!(row(newer).await.unwrap().0, "requested");
 }
 
+/// Decisions recorded before the history existed become its first rows, so `docflow
+/// status` and a later correction see who decided, when and why.
+#[sqlx::test(migrations = false)]
+async fn the_history_migration_keeps_every_earlier_resolution(pool: PgPool) {
+    let migrator = &docflow::db::MIGRATOR;
+    let cut = 20261129100000;
+    let mut conn = pool.acquire().await.unwrap();
+    for m in migrator.iter().filter(|m| m.version < cut) {
+        sqlx::raw_sql(&m.sql).execute(&mut *conn).await.unwrap();
+    }
+    let f = fixture(&pool).await;
+    let person: Uuid = sqlx::query_scalar(
+        "INSERT INTO identity (organization_id, email) VALUES ($1, 'anna@acme.example') RETURNING id",
+    )
+    .bind(f.organization_id)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    let resolved: Uuid = sqlx::query_scalar(
+        r#"INSERT INTO ap_datev_export_audit
+                  (tenant_id, document_id, status, retryable, resolution, resolved_by, resolved_at,
+                   resolution_note)
+           VALUES ($1, $2, 'failed', true, 'absent', $3, now() - interval '1 day', 'not in DATEV')
+           RETURNING id"#,
+    )
+    .bind(f.tenant_id)
+    .bind(f.document_id)
+    .bind(person)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    insert_audit(&pool, &f, "succeeded").await.unwrap();
+    for m in migrator.iter().filter(|m| m.version >= cut) {
+        sqlx::raw_sql(&m.sql).execute(&mut *conn).await.unwrap();
+    }
+    /// audit, decision, by, note, status and retryable before, at the audit's time.
+    type Row = (Uuid, String, Option<Uuid>, String, String, bool, bool);
+    let rows: Vec<Row> = sqlx::query_as(
+        r#"SELECT r.audit_id, r.decision, r.decided_by, r.note, r.status_before, r.retryable_before,
+                  r.decided_at = a.resolved_at
+             FROM ap_datev_export_resolution r JOIN ap_datev_export_audit a ON a.id = r.audit_id"#,
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        rows,
+        vec![(
+            resolved,
+            "absent".to_owned(),
+            Some(person),
+            "not in DATEV".to_owned(),
+            "failed".to_owned(),
+            false,
+            true
+        )]
+    );
+}
+
 /// The worker never reaches the index: a document with an open export (here one the app
 /// made before output jobs, still `submitted`) fails a new job at the eligibility check,
 /// before any audit insert or POST.
