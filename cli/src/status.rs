@@ -67,6 +67,9 @@ pub struct OutputJob {
     pub trigger: String,
     pub sweep_count: i32,
     pub last_error: Option<String>,
+    /// A `pending` job parked until then (Maesn asked to wait): the sweeper sends it
+    /// again once it has passed.
+    pub not_before: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -170,7 +173,7 @@ pub async fn load(pool: &PgPool, id: Uuid) -> anyhow::Result<Option<Status>> {
     };
     let output_jobs = sqlx::query_as(
         r#"SELECT id, status::text AS status, trigger::text AS trigger, sweep_count, last_error,
-                  created_at, updated_at
+                  not_before, created_at, updated_at
              FROM document_output_job WHERE document_id = $1 ORDER BY created_at"#,
     )
     .bind(id)
@@ -337,6 +340,13 @@ impl fmt::Display for Status {
                 j.sweep_count,
                 time(&j.updated_at)
             )?;
+            if let (Some(at), "pending") = (&j.not_before, j.status.as_str()) {
+                writeln!(
+                    f,
+                    "    parked until {} (Maesn asked to wait); the sweeper sends it again then",
+                    time(at)
+                )?;
+            }
             if let Some(e) = &j.last_error {
                 writeln!(f, "    last error: {e}")?;
             }

@@ -7,6 +7,7 @@
 //! | `pending`, or `running` older than stale | claimed (→ `running`, new claim token), worked | see below |
 //! | `running`, fresh                         | another worker has it: no second export        | `Retry` until just after it would turn stale |
 //! | `dispatched` or `failed`                 | duplicate delivery of finished work            | `Done`    |
+//! | `pending`, parked (`not_before` ahead)    | not before its time; the sweeper re-sends it    | `Done`    |
 //! | a status docflow does not know, or a claimed job whose `document_domain`/`trigger` it does not know (a label the app added later) | `failed` at once, `last_error` names the column and the value, admins notified | `Done` |
 //!
 //! A claimed job: an audit left by an earlier attempt decides first ([`worker::recover`]):
@@ -21,6 +22,7 @@
 //! | in doubt / lasting refusal              | `failed`                   | notified | `Done`  |
 //! | passing refusal, not the final receive  | `pending`, `last_error`    | —        | `Retry{max(Retry-After, 60 s·2^(n−1)) ≤ 900 s}` |
 //! | passing refusal on the final receive    | `failed`                   | notified | `Done`  |
+//! | passing refusal whose `Retry-After` is longer than the longest backoff (any receive) | `pending`, `not_before` = now + `Retry-After` (at most a day): parked | — | `Done` (the sweeper sends it again after `not_before`) |
 //! | too little time left to call Maesn      | `pending`                  | —        | `Retry{0}`, or on the final receive `Release` (the sweeper re-sends the pending job) |
 //! | the database did not take the outcome   | stays `running`            | —        | `Retry{stale + 5 s}` (the next delivery, or the sweeper, reclaims it once stale) |
 //!
@@ -226,6 +228,20 @@ async fn unclaimed(
                     after: after.min(docflow::sqs::MAX_VISIBILITY),
                 }
             }
+            // Parked (Maesn asked to wait longer than a backoff): not before its time.
+            // This message is a duplicate or an early re-send; the sweeper sends the job
+            // again once `not_before` has passed, so it is deleted.
+            JobStatus::Pending
+                if job
+                    .not_before
+                    .is_some_and(|until| until > chrono::Utc::now()) =>
+            {
+                tracing::info!(
+                    not_before = ?job.not_before,
+                    "the job is parked until Maesn's Retry-After has passed; the sweeper sends it again then; deleting this message"
+                );
+                Outcome::Done
+            }
             // Put back to pending between our claim and this read (a backoff of another
             // delivery): the queue brings this message back and it claims the job then.
             JobStatus::Pending => {
@@ -386,6 +402,10 @@ async fn work(deps: &Deps, msg: &Message, claim: &Claimed, final_receive: bool) 
             let after = deps.settings.backoff.after(msg.receive_count, retry_after);
             tracing::warn!(%error, retry_after_s = after.as_secs(), "DATEV export refused for now; job back to pending, backing off");
             Outcome::Retry { after }
+        }
+        Ok(ExportOutcome::Parked { error, until }) => {
+            tracing::warn!(%error, %until, "DATEV export refused for longer than a backoff; job parked, the sweeper sends it again then");
+            Outcome::Done
         }
         Ok(ExportOutcome::OutOfTime { error }) => {
             if final_receive {

@@ -54,9 +54,14 @@ macro_rules! stuck_matching {
 macro_rules! stuck_output {
     () => {
         r#"
-             WHERE ((status = 'pending'
+             WHERE ((status = 'pending' AND not_before IS NULL
                      AND updated_at < now() - make_interval(secs => $3)
                      AND (swept_at IS NULL OR swept_at < now() - make_interval(secs => $3)))
+                 -- Parked (Maesn's long Retry-After): due once not_before has passed,
+                 -- and not before; re-sent again after $3 like any pending job.
+                 OR (status = 'pending' AND not_before <= now()
+                     AND (swept_at IS NULL OR swept_at < not_before
+                          OR swept_at < now() - make_interval(secs => $3)))
                  OR (status = 'running'
                      AND updated_at < now() - make_interval(secs => $4)
                      AND (swept_at IS NULL OR swept_at < now() - make_interval(secs => $4))))

@@ -63,6 +63,12 @@ use crate::sqs::Heartbeat;
 /// job waiting out a longer backoff would be re-sent while its own message still waits.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(900);
 
+/// The longest a job is parked when Maesn's `Retry-After` asks for more than a backoff
+/// through the queue can wait ([`Backoff::max`]): a day. A longer wait is a day, after
+/// which Maesn is asked again (and may ask again: every re-send of a parked job counts
+/// against the sweeper's `SWEEP_MAX_RESENDS`, so a job Maesn never takes ends visibly).
+pub const MAX_PARK: Duration = Duration::from_secs(24 * 3600);
+
 /// SQS backoff after a passing refusal: `base · 2^(receive − 1)`, at least what Maesn
 /// asked for (`Retry-After`), at most `max` (≤ [`MAX_BACKOFF`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -298,13 +304,14 @@ struct StoredJob {
     created_at: chrono::DateTime<chrono::Utc>,
     updated_at: chrono::DateTime<chrono::Utc>,
     claim_token: Option<Uuid>,
+    not_before: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// The columns of [`StoredJob`], the enums read as text.
 const STORED_JOB_COLUMNS: &str = "id, tenant_id, document_id, \
      document_domain::text AS document_domain, trigger::text AS trigger, status::text AS status, \
      document_version, requested_by, started_at, completed_at, last_error, created_at, updated_at, \
-     claim_token";
+     claim_token, not_before";
 
 impl StoredJob {
     fn unworkable(&self, column: &'static str, value: &str) -> Box<Unworkable> {
@@ -363,9 +370,10 @@ pub async fn claim(
         r#"
         UPDATE document_output_job
            SET status = 'running', started_at = COALESCE(started_at, now()), updated_at = now(),
-               claim_token = gen_random_uuid()
+               claim_token = gen_random_uuid(), not_before = NULL
          WHERE id = $1
-           AND (status = 'pending'
+           -- A parked job (Maesn asked to wait) is not taken before its time.
+           AND ((status = 'pending' AND (not_before IS NULL OR not_before <= now()))
                 OR (status = 'running' AND updated_at < now() - make_interval(secs => $2)))
         RETURNING {STORED_JOB_COLUMNS}
         "#
@@ -390,6 +398,9 @@ pub struct Unclaimed {
     /// this delivery's to fail).
     pub status: Result<JobStatus, Box<Unworkable>>,
     pub updated_at: chrono::DateTime<chrono::Utc>,
+    /// A `pending` job parked until then (a long `Retry-After`): the sweeper sends it
+    /// again once it has passed.
+    pub not_before: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// The state of a job [`claim`] did not take, or `None` when no such job exists.
@@ -406,6 +417,7 @@ pub async fn unclaimed_state(
     Ok(row.map(|row| Unclaimed {
         status: row.known_status(),
         updated_at: row.updated_at,
+        not_before: row.not_before,
     }))
 }
 
@@ -498,6 +510,32 @@ pub async fn defer(
     .execute(conn)
     .await?;
     Ok(done.rows_affected() == 1)
+}
+
+/// Parks the claimed job: `pending` with `not_before = now() + wait` and `error` as
+/// `last_error`. No claim takes it before then; the sweeper sends it again after.
+/// Returns `not_before`, or `None` when the claim was lost (nothing changed).
+pub async fn park(
+    conn: &mut PgConnection,
+    claim: &Claimed,
+    error: &str,
+    wait: Duration,
+) -> Result<Option<chrono::DateTime<chrono::Utc>>, sqlx::Error> {
+    sqlx::query_scalar(
+        r#"
+        UPDATE document_output_job
+           SET status = 'pending', last_error = $3, claim_token = NULL, updated_at = now(),
+               not_before = now() + make_interval(secs => $4)
+         WHERE id = $1 AND status = 'running' AND claim_token = $2
+        RETURNING not_before
+        "#,
+    )
+    .bind(claim.job.id)
+    .bind(claim.token)
+    .bind(error)
+    .bind(wait.as_secs_f64())
+    .fetch_optional(conn)
+    .await
 }
 
 async fn mark_dispatched(conn: &mut PgConnection, claim: &Claimed) -> Result<bool, sqlx::Error> {
@@ -661,6 +699,13 @@ pub enum ExportOutcome {
     /// Not enough time left in the invocation to call Maesn and record the answer:
     /// nothing was sent, the job is back to `pending`.
     OutOfTime { error: String },
+    /// Maesn refused for now and asked (`Retry-After`) for a longer wait than a backoff
+    /// through the queue: nothing was booked, the job is `pending` with `not_before =
+    /// until`, and the sweeper sends it again then. The message is done.
+    Parked {
+        error: String,
+        until: chrono::DateTime<chrono::Utc>,
+    },
     /// The claim was lost (the job went stale and another delivery took it over, or
     /// the sweeper failed it): this worker changed nothing.
     ClaimLost,
@@ -739,6 +784,11 @@ enum Ending {
     Lasting,
     Passing {
         retry_after: Option<Duration>,
+    },
+    /// A passing refusal whose `Retry-After` is longer than the longest backoff: wait
+    /// this long (at most [`MAX_PARK`]) outside the queue.
+    Parked {
+        wait: Duration,
     },
 }
 
@@ -948,6 +998,16 @@ pub async fn export<C: DatevConnector>(
                 Ending::InDoubt
             } else if e.says_already_there() {
                 Ending::Present
+            } else if let Some(wait) = e
+                .retry_after()
+                .filter(|asked| e.is_passing_refusal() && *asked > settings.backoff.max)
+            {
+                // Maesn asks for more than the queue can wait: spending the remaining
+                // receives inside that time would only fail the job. Even on the final
+                // receive: parking does not need a receive.
+                Ending::Parked {
+                    wait: wait.min(MAX_PARK),
+                }
             } else if (e.is_passing_refusal() || e.is_unauthorized()) && !attempt.final_receive {
                 Ending::Passing {
                     retry_after: e.retry_after(),
@@ -1139,6 +1199,17 @@ async fn record_refused(
             format!("DATEV export refused for now, will be retried: {cause}"),
             true,
         ),
+        Ending::Parked { wait } => (
+            format!(
+                "DATEV export refused for now: Maesn asked to wait {} s (Retry-After), longer \
+                 than a retry through the queue waits; the job is parked until {} and the \
+                 sweeper sends it again then: {cause}",
+                e.retry_after().unwrap_or(wait).as_secs(),
+                (chrono::Utc::now() + chrono::Duration::from_std(wait).unwrap_or_default())
+                    .format("%Y-%m-%d %H:%M:%S UTC")
+            ),
+            true,
+        ),
         Ending::Lasting if final_receive && (e.is_passing_refusal() || e.is_unauthorized()) => (
             format!("DATEV export gave up: Maesn refused on every delivery of the job: {cause}"),
             true,
@@ -1182,6 +1253,10 @@ async fn record_refused(
                 ExportOutcome::ClaimLost
             }
         }
+        Ending::Parked { wait } => match park(&mut tx, claim, &error, wait).await? {
+            Some(until) => ExportOutcome::Parked { error, until },
+            None => ExportOutcome::ClaimLost,
+        },
         Ending::InDoubt | Ending::Present | Ending::Lasting => {
             let in_doubt = matches!(ending, Ending::InDoubt);
             if fail(&mut tx, claim, &error).await? {

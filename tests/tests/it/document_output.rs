@@ -913,6 +913,52 @@ async fn retry_after_from_maesn_sets_the_backoff_instead_of_an_in_process_retry(
     assert_eq!(env.job(job_id).await.status, "pending");
 }
 
+/// A `Retry-After` longer than the longest backoff parks the job even on the final
+/// receive (parking spends no receive), for at most a day however long Maesn asks for.
+/// Before, the final receive failed the job and woke a person for a plain rate limit.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_retry_after_of_days_parks_the_job_for_a_day_even_on_the_final_receive(pool: PgPool) {
+    let env = setup(pool).await;
+    Mock::given(method("POST"))
+        .and(path(CREATE))
+        .respond_with(
+            ResponseTemplate::new(503)
+                .insert_header("Retry-After", "259200")
+                .set_body_json(json!({
+                    "error": { "code": "SERVICE_UNAVAILABLE", "message": "maintenance" }
+                })),
+        )
+        .mount(&env.maesn)
+        .await;
+    let job_id = enqueued(&env).await;
+    // The sample's ApproximateReceiveCount is 3, the final receive with MAX_RECEIVE_COUNT 3.
+    let event = sample_event(STALE, &job_id.to_string(), Some(&env.queue.arn));
+
+    let (_, outcomes) = env.run(event, None).await;
+
+    assert_eq!(outcomes[0].1, Outcome::Done);
+    let job = env.job(job_id).await;
+    assert_eq!(job.status, "pending", "{:?}", job.last_error);
+    assert!(
+        job.last_error
+            .as_deref()
+            .unwrap()
+            .contains("asked to wait 259200 s"),
+        "{:?}",
+        job.last_error
+    );
+    let due: f64 = sqlx::query_scalar(
+        "SELECT extract(epoch FROM not_before - now())::float8 FROM document_output_job WHERE id = $1",
+    )
+    .bind(job_id)
+    .fetch_one(&env.pool)
+    .await
+    .unwrap();
+    assert!((86_300.0..=86_400.0).contains(&due), "a day at most: {due}");
+    assert!(env.notices().await.is_empty(), "a rate limit wakes nobody");
+    assert_eq!(env.maesn_requests("POST", CREATE).await.len(), 1);
+}
+
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_500_that_maesn_may_have_acted_on_is_not_retried_and_blocks_a_re_export(pool: PgPool) {
     let env = setup(pool).await;

@@ -389,6 +389,8 @@ async fn a_document_left_in_matching_by_a_dead_worker_is_resent_and_matched(pool
 
 // ---- output ------------------------------------------------------------------------------
 
+const CREATE_PATH: &str = "/accounting/bookingProposals/async";
+
 fn accepted() -> Mock {
     Mock::given(method("POST"))
         .and(path("/accounting/bookingProposals/async"))
@@ -469,6 +471,160 @@ async fn an_output_job_left_running_by_a_dead_worker_is_resent_and_reclaimed(poo
 
     output.deliver(1).await;
     assert_eq!(output.job(job_id).await.status, "dispatched");
+}
+
+/// When `not_before` of the job is: (seconds from now).
+async fn not_before_in(pool: &PgPool, job_id: Uuid) -> Option<f64> {
+    sqlx::query_scalar(
+        "SELECT extract(epoch FROM not_before - now())::float8 FROM document_output_job WHERE id = $1",
+    )
+    .bind(job_id)
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
+/// Maesn (its own 429 envelope) asks to come back in two hours: the job is parked —
+/// `pending` with `not_before`, its message deleted, nothing booked, nobody woken —
+/// instead of spending its receives inside those two hours and failing. An early
+/// message does nothing; the sweeper leaves the job alone until `not_before`, then sends
+/// it again, and it exports.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_job_maesn_asks_to_wait_hours_for_is_parked_and_sent_again_by_the_sweeper_after(
+    pool: PgPool,
+) {
+    use docflow::Outcome;
+
+    let output = setup(pool.clone()).await;
+    let env = env(pool).await;
+    let deps = output_sweeper(&env, &output);
+    Mock::given(method("POST"))
+        .and(path("/accounting/bookingProposals/async"))
+        .respond_with(
+            ResponseTemplate::new(429)
+                .insert_header("Retry-After", "7200")
+                .set_body_json(json!({ "statusCode": 429, "message": "Too Many Requests" })),
+        )
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&output.maesn)
+        .await;
+    accepted().with_priority(2).mount(&output.maesn).await;
+    output.approve(output.tenant.document_id).await;
+    let job_id = docflow::output::request_manual_export(
+        &output.pool,
+        &output.dispatcher,
+        DocumentId(output.tenant.document_id),
+        output.tenant.approver_id,
+    )
+    .await
+    .unwrap()
+    .job
+    .id
+    .0;
+
+    let (outcome, completion) = output.deliver_one(None).await;
+
+    assert_eq!(
+        outcome,
+        Outcome::Done,
+        "parked: no receive is spent waiting"
+    );
+    assert_eq!(completion.deleted.len(), 1);
+    let job = output.job(job_id).await;
+    assert_eq!(job.status, "pending");
+    let error = job.last_error.unwrap();
+    assert!(
+        error.contains("asked to wait 7200 s") && error.contains("parked until"),
+        "{error}"
+    );
+    let due = not_before_in(&env.pool, job_id).await.expect("not_before");
+    assert!((7100.0..=7200.0).contains(&due), "{due}");
+    let audits = output.audits(output.tenant.document_id).await;
+    assert_eq!(
+        (audits[0].status.as_str(), audits[0].retryable),
+        ("failed", true),
+        "nothing booked"
+    );
+    assert!(output.notices().await.is_empty(), "nothing for a person");
+
+    // A duplicate (or any early message) is not claimed: deleted, nothing sent.
+    output.send(&job_id.to_string()).await;
+    let (outcome, completion) = output.deliver_one(None).await;
+    assert_eq!((outcome, completion.deleted.len()), (Outcome::Done, 1));
+    assert_eq!(output.job(job_id).await.status, "pending");
+    assert_eq!(output.maesn_requests("POST", CREATE_PATH).await.len(), 1);
+
+    // However old the row, the sweeper leaves a parked job alone before its time.
+    age(&env.pool, "document_output_job", "updated_at", job_id, 5000).await;
+    assert_eq!(sweep(&deps).await.output.found, 0, "parked for two hours");
+    sqlx::query(
+        "UPDATE document_output_job SET not_before = now() - interval '1 second' WHERE id = $1",
+    )
+    .bind(job_id)
+    .execute(&env.pool)
+    .await
+    .unwrap();
+    let report = sweep(&deps).await;
+    assert_eq!(report.output.resent, 1, "{report:?}");
+    assert_eq!(sweep(&deps).await.output.found, 0, "sent once");
+
+    output.deliver(1).await;
+    let job = output.job(job_id).await;
+    assert_eq!(job.status, "dispatched");
+    assert_eq!(
+        not_before_in(&env.pool, job_id).await,
+        None,
+        "claimed: no longer parked"
+    );
+    assert_eq!(output.maesn_requests("POST", CREATE_PATH).await.len(), 2);
+}
+
+/// A parked job whose re-send was lost is sent again after the pending threshold, as any
+/// pending job whose message never arrived.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_parked_job_whose_resend_was_lost_is_sent_again(pool: PgPool) {
+    let output = setup(pool.clone()).await;
+    let env = env(pool).await;
+    let deps = output_sweeper(&env, &output);
+    output.approve(output.tenant.document_id).await;
+    let job_id = output
+        .insert_job(output.tenant.document_id, "pending")
+        .await;
+    sqlx::query(
+        "UPDATE document_output_job SET not_before = now() - interval '1 second', \
+                updated_at = now() - interval '2 hours' WHERE id = $1",
+    )
+    .bind(job_id)
+    .execute(&env.pool)
+    .await
+    .unwrap();
+    assert_eq!(sweep(&deps).await.output.resent, 1);
+    assert_eq!(
+        drain(&env.sqs, &output.queue.url).await.len(),
+        1,
+        "then lost"
+    );
+    assert_eq!(sweep(&deps).await.output.found, 0, "not at once");
+    age(&env.pool, "document_output_job", "swept_at", job_id, 1030).await;
+    assert_eq!(
+        sweep(&deps).await.output.found,
+        0,
+        "delivered? not yet known"
+    );
+    age(
+        &env.pool,
+        "document_output_job",
+        "swept_at",
+        job_id,
+        86_400 + 10,
+    )
+    .await;
+    assert_eq!(
+        sweep(&deps).await.output.resent,
+        1,
+        "a day without a delivery"
+    );
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
