@@ -279,6 +279,9 @@ async fn evaluate_in(
             "not finished: {}, failed: {}",
             outcome.run.unfinished, outcome.run.failed
         );
+        for line in &outcome.run.not_done {
+            println!("  {line}");
+        }
     }
     Ok(outcome.report)
 }

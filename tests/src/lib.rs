@@ -10,6 +10,7 @@ pub mod ingestion_harness;
 pub mod llm;
 pub mod pdf;
 pub mod scan;
+pub mod time_warp;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

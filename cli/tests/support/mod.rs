@@ -22,10 +22,11 @@
 //! Time is scaled down: queue visibility 5 s, heartbeats 1 s, stale thresholds of a few
 //! seconds, matching's claim lease 35 s (invocations time out after 30 s), the sweeper's
 //! thresholds to match. The functions' hard-coded SQS backoffs
-//! (ingestion 30 s·2ⁿ, matching 300 s / 1800 s) are scaled by [`TimeWarp`], an SDK
-//! interceptor on the functions' SQS client: a `ChangeMessageVisibility` of 30 s or more
-//! is divided by 120 (at least 1 s); shorter ones (heartbeats, the output worker's
-//! configured backoffs) are left as they are. Nothing in the functions changes.
+//! (ingestion 30 s·2ⁿ, matching 300 s / 1800 s) are scaled by
+//! [`docflow_tests::time_warp::TimeWarp`], an SDK interceptor on the functions' SQS
+//! client: a `ChangeMessageVisibility` of 30 s or more is divided by 120 (at least 1 s);
+//! shorter ones (heartbeats, the output worker's configured backoffs) are left as they
+//! are. Nothing in the functions changes.
 
 // Two test binaries include this module, each using part of it.
 #![allow(dead_code)]
@@ -37,11 +38,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aws_lambda_events::event::sqs::SqsEvent;
-use aws_sdk_sqs::config::interceptors::BeforeSerializationInterceptorContextMut;
-use aws_sdk_sqs::config::{ConfigBag, Intercept, RuntimeComponents};
-use aws_sdk_sqs::error::BoxError;
-use aws_sdk_sqs::operation::change_message_visibility::ChangeMessageVisibilityInput;
-use aws_sdk_sqs::operation::change_message_visibility_batch::ChangeMessageVisibilityBatchInput;
 use docflow::ids::DocumentId;
 use docflow::local::{BoxFuture, Invocation, Invoke, QueueSpec, RunOptions};
 use docflow_cli::maesn::{self, StandIn};
@@ -200,48 +196,6 @@ impl Secrets {
             ("database password", &self.db_password),
             ("Slack webhook token", &self.slack_token),
         ]
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// Time warp
-
-/// Scales the functions' SQS backoffs (see the module docs).
-#[derive(Debug)]
-struct TimeWarp;
-
-/// How much faster the hard-coded backoffs run.
-const WARP: i32 = 120;
-
-fn warp(seconds: i32) -> i32 {
-    if seconds >= 30 {
-        (seconds / WARP).max(1)
-    } else {
-        seconds
-    }
-}
-
-impl Intercept for TimeWarp {
-    fn name(&self) -> &'static str {
-        "docflow-soak-time-warp"
-    }
-
-    fn modify_before_serialization(
-        &self,
-        context: &mut BeforeSerializationInterceptorContextMut<'_>,
-        _runtime_components: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        let input = context.input_mut();
-        if let Some(i) = input.downcast_mut::<ChangeMessageVisibilityInput>() {
-            i.visibility_timeout = i.visibility_timeout.map(warp);
-        }
-        if let Some(i) = input.downcast_mut::<ChangeMessageVisibilityBatchInput>() {
-            for entry in i.entries.iter_mut().flatten() {
-                entry.visibility_timeout = entry.visibility_timeout.map(warp);
-            }
-        }
-        Ok(())
     }
 }
 
@@ -1341,11 +1295,7 @@ pub async fn run(profile: Profile) -> Soak {
     )
     .await
     .expect("local wiring");
-    local.sqs = aws_sdk_sqs::Client::from_conf(
-        aws_sdk_sqs::config::Builder::from(&aws)
-            .interceptor(TimeWarp)
-            .build(),
-    );
+    local.sqs = docflow_tests::time_warp::warped(&aws);
 
     // The tenant and its documents, as the app puts them in.
     let (tenant_id, approver) = tenant(&pool).await;

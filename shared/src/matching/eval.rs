@@ -1858,6 +1858,9 @@ pub struct RunStats {
     /// Documents that did not reach `succeeded` or `failed`.
     pub unfinished: usize,
     pub failed: usize,
+    /// The first few unfinished or failed documents as `id status attempts: error`:
+    /// what a run that did not finish has to go on.
+    pub not_done: Vec<String>,
 }
 
 /// Sends the ids in the set's arrival order to the queue of `mapping` (as it drains, a
@@ -1955,10 +1958,33 @@ where
     .fetch_one(pool)
     .await
     .context("failed to count the outcome")?;
+    let not_done: Vec<(Uuid, Option<String>, i32, Option<String>)> = sqlx::query_as(
+        r#"
+        SELECT id, matching_status, matching_attempts, matching_error
+          FROM document
+         WHERE id = ANY($1) AND matching_status IS DISTINCT FROM 'succeeded'
+         ORDER BY updated_at
+         LIMIT 10
+        "#,
+    )
+    .bind(ids)
+    .fetch_all(pool)
+    .await
+    .context("failed to read the unfinished documents")?;
     Ok(RunStats {
         batches: batches.into_inner(),
         unfinished: unfinished as usize,
         failed: failed as usize,
+        not_done: not_done
+            .into_iter()
+            .map(|(id, status, attempts, error)| {
+                format!(
+                    "{id} {} after {attempts} attempt(s): {}",
+                    status.as_deref().unwrap_or("no status"),
+                    error.as_deref().unwrap_or("no error recorded")
+                )
+            })
+            .collect(),
     })
 }
 

@@ -347,9 +347,19 @@ pub async fn slack_bodies(server: &MockServer) -> Vec<Value> {
 // ---- the function ----
 
 pub async fn deps(pool: &PgPool, llm: Option<LlmClient>, notifier: Notifier) -> matching::Deps {
+    deps_with_sqs(pool, llm, notifier, docflow_tests::sqs().await)
+}
+
+/// [`deps`] whose runtime uses `sqs` (e.g. [`docflow_tests::time_warp::warped`]).
+pub fn deps_with_sqs(
+    pool: &PgPool,
+    llm: Option<LlmClient>,
+    notifier: Notifier,
+    sqs: aws_sdk_sqs::Client,
+) -> matching::Deps {
     matching::Deps {
         pool: pool.clone(),
-        runtime: BatchRuntime::new(docflow_tests::sqs().await, BatchConfig::default()),
+        runtime: BatchRuntime::new(sqs, BatchConfig::default()),
         llm,
         embeddings: None,
         notifier,
