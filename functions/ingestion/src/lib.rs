@@ -303,12 +303,30 @@ pub async fn process(deps: &Deps, message: Message) -> Outcome {
 
     message.record_document(&claimed.document_id);
     message.record_tenant(&claimed.tenant_id);
-    let work = message.within_deadline(
+    // On the heap: the pipeline's future is large, and it is moved into the lease watch
+    // and the heartbeat below.
+    let work = Box::pin(message.within_deadline(
         FAILURE_RESERVE,
         pipeline::run(deps, &claimed, Some(&message)),
-    );
+    ));
+    // A beat that finds the lease gone (finished, or taken over by another delivery after
+    // it went stale) stops this attempt: it would pay Textract and the LLM for a result
+    // that is no longer its to write.
+    let (lost, mut lost_seen) = tokio::sync::watch::channel(false);
     let renew_lease = || async {
-        lease::renew_lease(&deps.pool, &claimed).await;
+        if !lease::renew_lease(&deps.pool, &claimed).await {
+            lost.send_replace(true);
+        }
+    };
+    let work = async {
+        tokio::select! {
+            biased;
+            out = work => out,
+            () = lease_gone(&mut lost_seen) => {
+                tracing::warn!("the ingestion lease was lost while this attempt ran; stopping it");
+                Ok(Err(lease::lease_lost()))
+            }
+        }
     };
     match message.with_heartbeat(work, renew_lease).await {
         Ok(Ok(hand_off)) => after_hand_off(&message, hand_off),
@@ -318,6 +336,13 @@ pub async fn process(deps: &Deps, message: Message) -> Outcome {
         Err(out_of_time) => {
             record_failure(deps, &message, &claimed, &Failure::transient(out_of_time)).await
         }
+    }
+}
+
+/// Completes once a heartbeat found the lease gone; never otherwise.
+async fn lease_gone(seen: &mut tokio::sync::watch::Receiver<bool>) {
+    if seen.wait_for(|lost| *lost).await.is_err() {
+        std::future::pending::<()>().await;
     }
 }
 

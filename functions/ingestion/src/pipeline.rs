@@ -378,7 +378,7 @@ async fn store_transcription(
 ) -> Result<(), Failure> {
     let json = serde_json::to_vec(transcription).map_err(|e| Failure::permanent(anyhow!(e)))?;
     let key = transcription_key(IngestionId(claimed.id));
-    put(deps, &key, json, "application/json").await?;
+    put(deps, claimed, &key, json, "application/json").await?;
     record_transcription(&deps.pool, claimed, transcription, Stored::Yes).await
 }
 

@@ -11,13 +11,28 @@ use uuid::Uuid;
 use crate::Deps;
 use crate::lease::{Claimed, lease_lost};
 
-/// Stores `body` at `key` in the documents bucket.
+/// Stores `body` at `key` in the documents bucket, only while the attempt still holds
+/// the ingestion's lease ([`lease_lost`] otherwise): a worker that lost it (paused past
+/// the stale threshold, then taken over) must not overwrite what the live worker wrote
+/// or reads.
 pub(crate) async fn put(
     deps: &Deps,
+    claimed: &Claimed,
     key: &str,
     body: impl Into<ByteStream>,
     content_type: &str,
 ) -> Result<(), Failure> {
+    let ours: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM ingestion WHERE id = $1 AND status = 'in-progress' AND claim_token = $2)",
+    )
+    .bind(claimed.id)
+    .bind(claimed.token)
+    .fetch_one(&deps.pool)
+    .await
+    .map_err(Failure::classified)?;
+    if !ours {
+        return Err(lease_lost());
+    }
     deps.s3
         .put_object()
         .bucket(&deps.config.bucket)

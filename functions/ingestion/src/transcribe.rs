@@ -107,7 +107,7 @@ async fn image(
         improved.extension()
     );
     let content_type = improved.content_type();
-    put(deps, &preprocessed, improved.bytes, content_type).await?;
+    put(deps, claimed, &preprocessed, improved.bytes, content_type).await?;
     let pages = match ocr.detect(bucket, &preprocessed).await {
         Ok(pages) => pages,
         // The first reading stands: a refusal of the second (a limit, a format Textract
@@ -182,7 +182,7 @@ async fn pdf(
     };
     let preprocessed = format!("ingestions/{}/preprocessed.pdf", IngestionId(claimed.id));
     let size = improved.len();
-    put(deps, &preprocessed, improved, "application/pdf").await?;
+    put(deps, claimed, &preprocessed, improved, "application/pdf").await?;
     let read = match ocr_pdf(deps, claimed, ocr, &preprocessed, page_count, size).await {
         Ok(read) => read,
         // As for images: a refusal of the second reading keeps the first.

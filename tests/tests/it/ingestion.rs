@@ -769,6 +769,63 @@ async fn the_heartbeat_renews_the_lease_and_hides_the_message_beyond_the_stale_t
     );
 }
 
+/// A beat that finds the lease taken over stops the attempt at once: no more paid for
+/// the LLM (or Textract) on work that is no longer this attempt's to write. The attempt
+/// is not counted and the live holder's lease is kept.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn an_attempt_whose_lease_was_taken_over_stops_at_the_next_beat(pool: PgPool) {
+    use docflow_tests::gate::Gate;
+    let mut h = harness(pool, Ocr::Native).await;
+    h.with_heartbeat_every(Duration::from_millis(200));
+    let id = Uuid::new_v4();
+    h.seed(id, "pdf", Some(invoice_pdf())).await;
+    let llm = Gate::new(&invoice_json().to_string());
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(llm.clone())
+        .mount(&h.llm)
+        .await;
+    let take_over = async {
+        // The attempt waits on the LLM; meanwhile another delivery took the lease over
+        // (after it went stale).
+        llm.arrived().await;
+        sqlx::query(
+            "UPDATE ingestion SET claim_token = gen_random_uuid(), started_at = now() WHERE id = $1",
+        )
+        .bind(id)
+        .execute(&h.pool)
+        .await
+        .unwrap();
+    };
+
+    // Without the stop, the attempt would wait for the LLM's answer, which the gate
+    // holds for as long as the test lets it.
+    let delivered = tokio::time::timeout(
+        Duration::from_secs(30),
+        Box::pin(async { tokio::join!(Box::pin(h.deliver(id)), take_over).0 }),
+    )
+    .await;
+    llm.open();
+
+    let (_, response) = delivered.expect("the attempt stopped while the LLM still held its answer");
+    assert_eq!(
+        h.llm.received_requests().await.unwrap().len(),
+        1,
+        "no further LLM attempt paid for after the lease was lost"
+    );
+    assert_eq!(
+        response.batch_item_failures.len(),
+        1,
+        "kept for the live holder's lease, not deleted"
+    );
+    let row = h.ingestion(id).await;
+    assert_eq!(
+        (row.status.as_str(), row.attempt_count, row.extraction_model),
+        ("in-progress", 0, None),
+        "not counted, nothing written"
+    );
+}
+
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_record_with_less_than_the_failure_reserve_left_is_not_claimed(pool: PgPool) {
     let h = harness(pool, Ocr::Native).await;

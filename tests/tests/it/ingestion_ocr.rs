@@ -716,3 +716,53 @@ async fn a_poor_multi_page_scan_is_preprocessed_once_and_read_again(pool: PgPool
     assert!(lo >= 150 && hi <= 230, "the original is faint: {lo}..{hi}");
     assert!(prompt(&h).await.contains("Rechnung Nr. RE-2014-0815"));
 }
+
+/// Timeline: A claims at t=0 and is paused past the 300 s stale threshold; B claims the
+/// stale lease. A wakes and goes on: Textract reads the image for it, but A stores
+/// nothing — its transcription would overwrite the one B stores, or reads on a retry.
+/// B's attempt stores its own and completes.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_worker_that_lost_its_lease_stores_no_file_under_the_new_holders_claim(pool: PgPool) {
+    use docflow::ids::IngestionId;
+    let textract = textract_stand_in().await;
+    let h = harness(pool, Ocr::Textract(textract.uri())).await;
+    let id = Uuid::new_v4();
+    h.seed(id, "png", Some(tiny_png(200))).await;
+    textract_call(DETECT)
+        .respond_with(textract_ok(
+            &["Rechnung Nr. RE-1", "Gesamtbetrag 119,00 EUR"],
+            98.5,
+        ))
+        .mount(&textract)
+        .await;
+    llm_answers_with_an_invoice(&h).await;
+    let stale = Duration::from_secs(300);
+    let a = ingestion::claim(&h.pool, IngestionId(id), stale)
+        .await
+        .unwrap()
+        .expect("A claims the new ingestion");
+    sqlx::query("UPDATE ingestion SET started_at = now() - interval '6 minutes' WHERE id = $1")
+        .bind(id)
+        .execute(&h.pool)
+        .await
+        .unwrap();
+    let b = ingestion::claim(&h.pool, IngestionId(id), stale)
+        .await
+        .unwrap()
+        .expect("B claims the stale lease");
+    let key = format!("ingestions/{id}/transcription-output.json");
+
+    let a_run = ingestion::run_claimed(&h.deps, &a).await;
+
+    let error = a_run
+        .expect_err("A's attempt went on under B's claim")
+        .to_string();
+    assert!(error.contains("lease is no longer ours"), "{error}");
+    assert!(
+        !h.object_exists(&key).await,
+        "A stored its transcription under B's claim"
+    );
+    ingestion::run_claimed(&h.deps, &b).await.unwrap();
+    assert_eq!(h.ingestion(id).await.status, "completed");
+    assert!(h.object_exists(&key).await, "B's transcription is stored");
+}
