@@ -88,7 +88,19 @@ async fn image(
         );
         None
     };
-    let Some(improved) = preprocess_image(bytes).await.map_err(classified)? else {
+    let improved = match preprocess_image(bytes).await.map_err(classified) {
+        Ok(improved) => improved,
+        // As for PDFs: when a reading exists, a failed preprocessing step keeps it.
+        Err(Failure::Permanent(e)) => match first {
+            Some(first) => {
+                tracing::warn!(error.message = %e, error.cause_chain = ?e, "preprocessing failed; keeping the first reading");
+                return Ok(first);
+            }
+            None => return Err(Failure::Permanent(e)),
+        },
+        Err(e) => return Err(e),
+    };
+    let Some(improved) = improved else {
         let Some(first) = first else {
             return Err(classified(OcrError::TooLarge {
                 what: "an image that exceeds what Textract reads even scaled down to \
@@ -176,9 +188,22 @@ async fn pdf(
         quality = first.quality,
         "low OCR quality; preprocessing the PDF once"
     );
-    let Some(improved) = preprocess_pdf(bytes).await.map_err(classified)? else {
-        tracing::info!("no page image that preprocessing can improve; keeping the first reading");
-        return Ok(first);
+    let improved = match preprocess_pdf(bytes).await.map_err(classified) {
+        Ok(Some(improved)) => improved,
+        Ok(None) => {
+            tracing::info!(
+                "no page image that preprocessing can improve; keeping the first reading"
+            );
+            return Ok(first);
+        }
+        // The file was read once already: a preprocessing step that cannot read it (the
+        // same parse error that made the text layer unreadable, say) must not throw
+        // that reading away.
+        Err(Failure::Permanent(e)) => {
+            tracing::warn!(error.message = %e, error.cause_chain = ?e, "preprocessing failed; keeping the first reading");
+            return Ok(first);
+        }
+        Err(e) => return Err(e),
     };
     let preprocessed = format!("ingestions/{}/preprocessed.pdf", IngestionId(claimed.id));
     let size = improved.len();

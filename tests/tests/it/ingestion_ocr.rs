@@ -766,3 +766,68 @@ async fn a_worker_that_lost_its_lease_stores_no_file_under_the_new_holders_claim
     assert_eq!(h.ingestion(id).await.status, "completed");
     assert!(h.object_exists(&key).await, "B's transcription is stored");
 }
+
+/// A PDF whose structure no parser here can read: its text layer is unreadable, so
+/// Textract reads the whole document (poorly). Preprocessing then meets the same parse
+/// error. The reading Textract gave stands: before, that error failed the document
+/// permanently after the OCR was paid for.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_pdf_preprocessing_cannot_read_keeps_its_first_reading(pool: PgPool) {
+    let textract = textract_stand_in().await;
+    let h = harness(pool, Ocr::Textract(textract.uri())).await;
+    let id = Uuid::new_v4();
+    let broken = b"%PDF-1.7\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n\
+                   2 0 obj << /Kids [ 3 0 R\xff\xfe garbage without an end\n%%EOF\n"
+        .to_vec();
+    h.seed(id, "pdf", Some(broken)).await;
+    textract_call(START)
+        .respond_with(textract_started("job-broken"))
+        .expect(1)
+        .mount(&textract)
+        .await;
+    textract_call(GET)
+        .respond_with(textract_succeeded(
+            1,
+            &[(1, "Rechnunq Nr RE-2Ol4"), (1, "Summe ll9,OO")],
+            35.0,
+            None,
+        ))
+        .mount(&textract)
+        .await;
+    llm_answers_with_an_invoice(&h).await;
+
+    let (_, response) = h.deliver(id).await;
+
+    assert!(response.batch_item_failures.is_empty());
+    let row = h.ingestion(id).await;
+    assert_eq!(row.status, "completed", "{:?}", row.last_error);
+    assert_eq!(row.preprocessed_file_path, None, "no preprocessed file");
+    assert_eq!(row.transcription_quality_score, Some(0.35));
+    assert!(prompt(&h).await.contains("Rechnunq Nr RE-2Ol4"));
+}
+
+/// The same for an image: Textract read a truncated PNG (poorly) that the decoder then
+/// refuses. The reading stands.
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn an_image_preprocessing_cannot_decode_keeps_its_first_reading(pool: PgPool) {
+    let textract = textract_stand_in().await;
+    let h = harness(pool, Ocr::Textract(textract.uri())).await;
+    let id = Uuid::new_v4();
+    let png = tiny_png(200);
+    let truncated = png[..png.len() - 20].to_vec();
+    h.seed(id, "png", Some(truncated)).await;
+    textract_call(DETECT)
+        .respond_with(textract_ok(&["Rechnunq Nr RE-2Ol4", "Summe ll9,OO"], 35.0))
+        .expect(1)
+        .mount(&textract)
+        .await;
+    llm_answers_with_an_invoice(&h).await;
+
+    let (_, response) = h.deliver(id).await;
+
+    assert!(response.batch_item_failures.is_empty());
+    let row = h.ingestion(id).await;
+    assert_eq!(row.status, "completed", "{:?}", row.last_error);
+    assert_eq!(row.preprocessed_file_path, None);
+    assert!(prompt(&h).await.contains("Rechnunq Nr RE-2Ol4"));
+}
