@@ -541,6 +541,142 @@ mod tests {
         assert!(!err.is_transient());
     }
 
+    /// A PDF written byte by byte (objects `1 0 obj` … in order, with a correct xref):
+    /// for what lopdf's own writer would not write (nesting 100,000 deep).
+    fn raw_pdf(objects: &[Vec<u8>]) -> Bytes {
+        let mut out = b"%PDF-1.4\n".to_vec();
+        let mut offsets = Vec::new();
+        for (i, body) in objects.iter().enumerate() {
+            offsets.push(out.len());
+            out.extend(format!("{} 0 obj\n", i + 1).into_bytes());
+            out.extend(body);
+            out.extend(b"\nendobj\n");
+        }
+        let xref = out.len();
+        out.extend(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).into_bytes());
+        for offset in offsets {
+            out.extend(format!("{offset:010} 00000 n \n").into_bytes());
+        }
+        out.extend(
+            format!(
+                "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
+                objects.len() + 1
+            )
+            .into_bytes(),
+        );
+        out.into()
+    }
+
+    /// One page with `content`, font `/F1` (Helvetica) and the form `/X1` (object 5),
+    /// whose own content is `form` and whose resources are the page's.
+    fn page_with_form(content: &[u8], form: &[u8]) -> Bytes {
+        let resources = "<< /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> \
+                         /XObject << /X1 5 0 R >> >>";
+        let stream = |body: &[u8], dict: &str| {
+            let mut s = format!("<< {dict} /Length {} >>\nstream\n", body.len()).into_bytes();
+            s.extend(body);
+            s.extend(b"\nendstream");
+            s
+        };
+        raw_pdf(&[
+            b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
+            format!(
+                "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents 4 0 R \
+                 /Resources {resources} >>"
+            )
+            .into_bytes(),
+            stream(content, ""),
+            stream(
+                form,
+                &format!(
+                    "/Type /XObject /Subtype /Form /BBox [0 0 595 842] /Resources {resources}"
+                ),
+            ),
+        ])
+    }
+
+    #[tokio::test]
+    async fn arrays_nested_a_hundred_thousand_deep_are_not_recursed_into() {
+        let mut deep = vec![b'['; 100_000];
+        deep.extend(vec![b']'; 100_000]);
+        let pdf = raw_pdf(&[
+            b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Deep 4 0 R >>".to_vec(),
+            deep,
+        ]);
+
+        // On the blocking pool's thread, as in the function: a stack overflow aborts the
+        // whole test process.
+        let read = text_layer(pdf).await;
+
+        assert!(
+            read.is_ok() || !read.as_ref().unwrap_err().is_transient(),
+            "{read:?}"
+        );
+        // The nesting within the limit still reads.
+        let mut nested = vec![b'['; 60];
+        nested.extend(vec![b']'; 60]);
+        let fine = raw_pdf(&[
+            b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Deep 4 0 R >>".to_vec(),
+            nested,
+        ]);
+        assert_eq!(text_layer(fine).await.unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_form_that_draws_itself_is_refused_not_recursed_into() {
+        let pdf = page_with_form(b"/X1 Do", b"BT /F1 12 Tf 100 700 Td (Loop) Tj ET /X1 Do");
+
+        let err = text_layer(pdf).await.unwrap_err();
+
+        assert!(matches!(err, OcrError::TooLarge { .. }), "{err:?}");
+        assert!(err.to_string().contains("nested deeper than 12"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_form_drawn_twenty_thousand_times_is_refused() {
+        let content = b"/X1 Do ".repeat(20_000);
+        let pdf = page_with_form(&content, b"BT /F1 12 Tf 100 700 Td (ABC) Tj ET");
+
+        let err = text_layer(pdf).await.unwrap_err();
+
+        assert!(matches!(err, OcrError::TooLarge { .. }), "{err:?}");
+        assert!(err.to_string().contains("form XObjects drawn"), "{err}");
+        // A form drawn on a page (a letterhead, a stamp) reads as before.
+        let pdf = page_with_form(b"/X1 Do", b"BT /F1 12 Tf 100 700 Td (ABC) Tj ET");
+        let read = text_layer(pdf).await;
+        assert!(
+            read.as_ref().is_ok_and(|p| p[0].contains("ABC")),
+            "{read:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_glyph_a_billion_points_to_the_right_costs_a_bounded_line() {
+        let pdf = page_with_form(
+            b"BT /F1 12 Tf 60 700 Td (Left) Tj ET BT /F1 12 Tf 1000000000 700 Td (Far) Tj ET \
+              BT /F1 12 Tf 1000000000 650 Td (Indented) Tj ET",
+            b"",
+        );
+
+        let pages = text_layer(pdf).await.unwrap();
+
+        let longest = pages[0].lines().map(str::len).max().unwrap();
+        assert!(
+            longest <= 2 * pdf_layout::MAX_SPACE_RUN + 20,
+            "{longest} bytes in one line"
+        );
+        assert!(
+            pages[0].contains("Left") && pages[0].contains("Far"),
+            "{}",
+            pages[0]
+        );
+    }
+
     /// A PDF of one page per content stream, each stored as `FlateDecode` of the given
     /// bytes.
     fn pdf_with_pages(contents: &[Vec<u8>]) -> Bytes {

@@ -8,6 +8,19 @@ use pdf_extract::{MediaBox, OutputDev, OutputError, Transform};
 
 use super::OcrError;
 
+/// The longest run of spaces a gap (or an indentation) becomes: a gap as wide as an A4
+/// page in 2-pt type is about 300 columns. A glyph placed at x = 1e9 made a 1 GB line.
+pub const MAX_SPACE_RUN: usize = 300;
+
+/// Glyphs of one page the layout keeps (as many as the text bytes a page's or form's
+/// content may show, `pdf_limits::MAX_TEXT_BYTES`): forms drawn again and again (`Do`)
+/// multiply a page's text beyond what its own content shows.
+pub const MAX_GLYPHS_PER_PAGE: usize = super::pdf_limits::MAX_TEXT_BYTES;
+
+fn spaces(columns: f64) -> String {
+    " ".repeat((columns.max(0.0).round() as usize).min(MAX_SPACE_RUN))
+}
+
 #[derive(Debug, Clone)]
 struct Glyph {
     x: f64,
@@ -56,12 +69,11 @@ impl LayoutText {
             let column =
                 (line.iter().map(|g| g.size).sum::<f64>() / line.len() as f64 * 0.5).max(1.0);
             let mut cursor = line[0].x;
-            let mut text =
-                " ".repeat(((line[0].x - leftmost_margin()) / column).max(0.0).round() as usize);
+            let mut text = spaces((line[0].x - leftmost_margin()) / column);
             for glyph in &line {
                 let gap = glyph.x - cursor;
                 if gap > column * 2.5 {
-                    text.push_str(&" ".repeat(((gap / column).round() as usize).max(2)));
+                    text.push_str(&spaces((gap / column).max(2.0)));
                 } else if gap > glyph.size * 0.15 {
                     text.push(' ');
                 }
@@ -114,6 +126,11 @@ impl OutputDev for LayoutText {
         let size = (sx * sy).abs().sqrt().max(1.0);
         let x = trm.m31;
         let y = self.page_height - trm.m32; // top-down, like reading
+        if self.glyphs.len() >= MAX_GLYPHS_PER_PAGE {
+            return Err(OutputError::Limit(format!(
+                "more than {MAX_GLYPHS_PER_PAGE} characters on one page"
+            )));
+        }
         self.glyphs.push(Glyph {
             x,
             y,
@@ -159,7 +176,12 @@ fn without_image_data(document: &mut pdf_extract::Document) {
 /// parser opens those whose user password is empty) is [`OcrError::Encrypted`]: its
 /// content streams are ciphertext, and reading them anyway would hand random glyphs on.
 pub fn extract_pages(bytes: &[u8]) -> Result<Vec<String>, OcrError> {
-    let bad = |e: OutputError| OcrError::BadPdf(e.to_string());
+    let bad = |e: OutputError| match e {
+        OutputError::Limit(what) => OcrError::TooLarge {
+            what: format!("a PDF whose text layer asks too much of the reader: {what}"),
+        },
+        e => OcrError::BadPdf(e.to_string()),
+    };
     let mut document = pdf_extract::Document::load_mem(bytes).map_err(|e| bad(e.into()))?;
     if document.is_encrypted() {
         return Err(OcrError::Encrypted);

@@ -37,7 +37,10 @@ pub enum OutputError
 {
     FormatError(std::fmt::Error),
     IoError(std::io::Error),
-    PdfError(lopdf::Error)
+    PdfError(lopdf::Error),
+    /// A limit of the reader (docflow patch): form XObjects nested too deep (a form that
+    /// draws itself), run too often, or a limit the output device set.
+    Limit(String)
 }
 
 impl std::fmt::Display for OutputError
@@ -46,7 +49,8 @@ impl std::fmt::Display for OutputError
         match self {
             OutputError::FormatError(e) => write!(f, "Formating error: {}", e),
             OutputError::IoError(e) => write!(f, "IO error: {}", e),
-            OutputError::PdfError(e) => write!(f, "PDF error: {}", e)
+            OutputError::PdfError(e) => write!(f, "PDF error: {}", e),
+            OutputError::Limit(what) => write!(f, "limit: {}", what)
         }
     }
 }
@@ -1565,13 +1569,22 @@ fn make_colorspace<'a>(doc: &'a Document, name: &[u8], resources: &'a Dictionary
     }
 }
 
+/// Form XObjects a `Do` may nest (docflow patch): a form that draws itself recursed until
+/// the stack overflowed.
+pub const MAX_FORM_DEPTH: usize = 12;
+/// Form XObjects one document may run through `Do` (docflow patch): 75,000 `Do`s of a
+/// form holding 256 KiB of text are 19 GB of glyphs.
+pub const MAX_FORM_RUNS: usize = 10_000;
+
 struct Processor<'a> {
-    _none: PhantomData<&'a ()>
+    _none: PhantomData<&'a ()>,
+    form_depth: usize,
+    form_runs: usize,
 }
 
 impl<'a> Processor<'a> {
     fn new() -> Processor<'a> {
-        Processor { _none: PhantomData }
+        Processor { _none: PhantomData, form_depth: 0, form_runs: 0 }
     }
 
     fn process_stream(&mut self, doc: &'a Document, content: Vec<u8>, resources: &'a Dictionary, media_box: &MediaBox, output: &mut dyn OutputDev, page_num: u32) -> Result<(), OutputError> {
@@ -1861,8 +1874,20 @@ impl<'a> Processor<'a> {
                     let name = operation.operands[0].as_name().unwrap();
                     let xf: &Stream = get(&doc, xobject, name);
                     let resources = maybe_get_obj(&doc, &xf.dict, b"Resources").and_then(|n| n.as_dict().ok()).unwrap_or(resources);
+                    if self.form_depth >= MAX_FORM_DEPTH {
+                        return Err(OutputError::Limit(format!(
+                            "form XObjects nested deeper than {} (a form that draws itself?)", MAX_FORM_DEPTH)));
+                    }
+                    if self.form_runs >= MAX_FORM_RUNS {
+                        return Err(OutputError::Limit(format!(
+                            "more than {} form XObjects drawn in one document", MAX_FORM_RUNS)));
+                    }
+                    self.form_runs += 1;
                     let contents = get_contents(xf);
-                    self.process_stream(&doc, contents, resources, &media_box, output, page_num)?;
+                    self.form_depth += 1;
+                    let drawn = self.process_stream(&doc, contents, resources, &media_box, output, page_num);
+                    self.form_depth -= 1;
+                    drawn?;
                 }
                 _ => { dlog!("unknown operation {:?}", operation); }
 

@@ -262,11 +262,51 @@ fn null(input: ParserInput) -> NomResult<Object> {
     map(tag(&b"null"[..]), |_| Object::Null).parse(input)
 }
 
+/// Arrays and dictionaries nested in one another at most this deep (docflow patch): the
+/// parser recurses per level, and a few kilobytes of `[[[[…` overflowed the stack of the
+/// thread reading the file. The PDF specification's implementation limit for `q` is 28;
+/// real files nest objects a handful of levels.
+pub const MAX_NESTING: u32 = 64;
+
+std::thread_local! {
+    static NESTING: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// One level of nesting while it lives; refused (a parse failure, not an error to
+/// recover from by backtracking) beyond [`MAX_NESTING`].
+struct Nested;
+
+impl Nested {
+    fn enter(input: ParserInput) -> Result<Nested, nom::Err<NomError>> {
+        NESTING.with(|depth| {
+            if depth.get() >= MAX_NESTING {
+                return Err(nom::Err::Failure(NomError::from_error_kind(input, ErrorKind::TooLarge)));
+            }
+            depth.set(depth.get() + 1);
+            Ok(Nested)
+        })
+    }
+}
+
+impl Drop for Nested {
+    fn drop(&mut self) {
+        NESTING.with(|depth| depth.set(depth.get().saturating_sub(1)));
+    }
+}
+
 fn array(input: ParserInput) -> NomResult<Vec<Object>> {
+    if !input.starts_with(b"[") {
+        return Err(nom::Err::Error(NomError::from_error_kind(input, ErrorKind::Tag)));
+    }
+    let _level = Nested::enter(input)?;
     delimited(pair(tag(&b"["[..]), space), many0(_direct_object), tag(&b"]"[..])).parse(input)
 }
 
 pub(crate) fn dictionary(input: ParserInput) -> NomResult<Dictionary> {
+    if !input.starts_with(b"<<") {
+        return Err(nom::Err::Error(NomError::from_error_kind(input, ErrorKind::Tag)));
+    }
+    let _level = Nested::enter(input)?;
     delimited(pair(tag(&b"<<"[..]), space), inner_dictionary, tag(&b">>"[..])).parse(input)
 }
 
