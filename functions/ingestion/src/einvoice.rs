@@ -80,8 +80,7 @@ pub async fn pdf(key: &str, bytes: Bytes) -> Result<Route, Failure> {
     if let Ok(pages) = text_layer(bytes).await {
         let text = pages.join("\n");
         if has_usable_text(&text) {
-            // The rules hold the text and a few copies of its lines.
-            let needs = text.len() as u64 * 4;
+            let needs = docflow::extract::rules::job_bytes(text.len());
             let page = on_cpu(needs, move || docflow::extract::rules::extract(&text))
                 .await
                 .ok();

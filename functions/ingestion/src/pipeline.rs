@@ -202,17 +202,27 @@ fn count_transcription(transcription: &Transcription) {
     }
 }
 
-/// Extraction; the rules extractor is CPU work and runs on the blocking pool.
+/// Extraction; the rules extractor is CPU work and runs on the blocking pool within its
+/// CPU and memory budget (`on_cpu`), as the OCR, preprocessing and e-invoice work does:
+/// ten records' extractions at once must not take every core from the rest.
 async fn extract(extractor: &Extractor, text: String) -> Result<ExtractionRun, Failure> {
+    use docflow::extract::rules;
     match extractor {
-        Extractor::Rules => tokio::task::spawn_blocking(move || ExtractionRun {
-            extraction: docflow::extract::rules::extract(&text),
-            input_tokens: None,
-            output_tokens: None,
-            model: "rules".into(),
-        })
-        .await
-        .map_err(|e| Failure::transient(anyhow!("the rules extractor did not finish: {e}"))),
+        Extractor::Rules => {
+            docflow::ocr::on_cpu(rules::job_bytes(text.len()), move || ExtractionRun {
+                extraction: rules::extract(&text),
+                input_tokens: None,
+                output_tokens: None,
+                model: "rules".into(),
+            })
+            .await
+            .map_err(|e| match e {
+                docflow::ocr::OcrError::Join(why) => {
+                    Failure::transient(anyhow!("the rules extractor did not finish: {why}"))
+                }
+                e => Failure::classified(e),
+            })
+        }
         llm => llm.extract(&text).await.map_err(Failure::classified),
     }
 }

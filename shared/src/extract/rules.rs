@@ -48,8 +48,15 @@ use self::parties::Parties;
 use self::text::{Doc, Lang, col_of};
 use super::{CORE_FIELDS, Confidence, DocumentType, Extraction};
 
+/// What [`extract`] holds at its peak for a text of `text_len` bytes: the text and a few
+/// copies of its lines (the blocking pool's memory budget, `docflow::ocr::on_cpu`).
+pub fn job_bytes(text_len: usize) -> u64 {
+    text_len as u64 * 4
+}
+
 /// Extracts the contract's fields from transcribed text. Never fails: what is not found
-/// is `None` and named in `missing_fields`.
+/// is `None` and named in `missing_fields`. CPU work: callers run it on the blocking pool
+/// within its budget (`on_cpu(job_bytes(len), …)`).
 pub fn extract(text: &str) -> Extraction {
     let doc = Doc::new(text);
     let mut kind = kind::classify(&doc);

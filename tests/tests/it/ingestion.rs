@@ -826,6 +826,71 @@ async fn an_attempt_whose_lease_was_taken_over_stops_at_the_next_beat(pool: PgPo
     );
 }
 
+/// The rules extractor is CPU work like OCR, preprocessing and the e-invoice reader: it
+/// waits for the blocking pool's CPUs and memory budget instead of running beside jobs
+/// that hold all of it (ten records' extractions at once took every core).
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn the_rules_extractor_waits_for_the_cpu_budget_like_the_other_cpu_work(pool: PgPool) {
+    use docflow::ids::IngestionId;
+    use std::sync::{Arc, Condvar, Mutex};
+    let mut h = harness(pool, Ocr::Native).await;
+    h.deps.extractor = docflow::extract::Extractor::Rules;
+    let id = Uuid::new_v4();
+    let text = "Muster GmbH\nRechnung Nr. RE-2014-0815\nRechnungsdatum: 07.05.2014\n\
+                Gesamtbetrag: 119,00 EUR\n";
+    h.seed(id, "txt", Some(text.as_bytes().to_vec())).await;
+    // Every CPU of the pool held by a job that waits for the test.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    /// Lets the jobs end when dropped, on every path: a failed assertion must not leave
+    /// the runtime waiting for blocking jobs that wait for the test.
+    struct Release(Arc<(Mutex<bool>, Condvar)>);
+    impl Drop for Release {
+        fn drop(&mut self) {
+            let (lock, cvar) = &*self.0;
+            *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            cvar.notify_all();
+        }
+    }
+    let gate = Arc::new((Mutex::new(false), Condvar::new()));
+    let release = Release(gate.clone());
+    let (started, mut running) = tokio::sync::mpsc::unbounded_channel();
+    let jobs: Vec<_> = (0..cpus)
+        .map(|_| {
+            let (gate, started) = (gate.clone(), started.clone());
+            tokio::spawn(docflow::ocr::on_cpu(1, move || {
+                started.send(()).unwrap();
+                let (lock, cvar) = &*gate;
+                let _open = cvar
+                    .wait_while(lock.lock().unwrap(), |open| !*open)
+                    .unwrap();
+            }))
+        })
+        .collect();
+    for _ in 0..cpus {
+        running.recv().await.unwrap();
+    }
+    let claimed = ingestion::claim(&h.pool, IngestionId(id), Duration::from_secs(300))
+        .await
+        .unwrap()
+        .expect("claimed");
+
+    let mut run = Box::pin(ingestion::run_claimed(&h.deps, &claimed));
+    // It cannot finish while the pool is full (without the budget it finished at once).
+    let early = tokio::time::timeout(Duration::from_millis(500), &mut run).await;
+    assert!(early.is_err(), "the extraction ran beside a full CPU pool");
+    drop(release);
+    run.await.unwrap();
+    for job in jobs {
+        job.await.unwrap().unwrap();
+    }
+
+    let row = h.ingestion(id).await;
+    assert_eq!(
+        (row.status.as_str(), row.extraction_model.as_deref()),
+        ("completed", Some("rules"))
+    );
+}
+
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_record_with_less_than_the_failure_reserve_left_is_not_claimed(pool: PgPool) {
     let h = harness(pool, Ocr::Native).await;
