@@ -331,9 +331,23 @@ pub const PDF_INFLATE_PER_STREAM: u64 = 8 * MIB;
 /// [`PDF_INFLATE_TOTAL`] and [`PDF_INFLATE_PER_STREAM`] (the vendored lopdf's
 /// `inflation` budget); a file that hits them is [`OcrError::TooLarge`] whatever `read`
 /// made of the truncated streams.
-fn within_inflation_budget<T>(read: impl FnOnce() -> Result<T, OcrError>) -> Result<T, OcrError> {
-    let (value, inflation) =
-        lopdf::inflation::with_limits(PDF_INFLATE_TOTAL, PDF_INFLATE_PER_STREAM, read);
+fn within_inflation_budget<T>(
+    pdf_len: usize,
+    read: impl FnOnce() -> Result<T, OcrError>,
+) -> Result<T, OcrError> {
+    let max_objects = pdf_object_limit(pdf_len);
+    let ((value, inflation), objects) = lopdf::inflation::with_object_limit(max_objects, || {
+        lopdf::inflation::with_limits(PDF_INFLATE_TOTAL, PDF_INFLATE_PER_STREAM, read)
+    });
+    if objects.exceeded {
+        return Err(OcrError::TooLarge {
+            what: format!(
+                "a PDF of {pdf_len} bytes that parses into more than {max_objects} objects \
+                 (each costs the parser about {PDF_OBJECT_BYTES} bytes: `[0 0 0 …]` turns 2 \
+                 bytes of file into that)"
+            ),
+        });
+    }
     if inflation.exceeded {
         return Err(OcrError::TooLarge {
             what: format!(
@@ -347,12 +361,24 @@ fn within_inflation_budget<T>(read: impl FnOnce() -> Result<T, OcrError>) -> Res
     value
 }
 
+/// What one parsed object costs the PDF parser (lopdf's `Object` and its container), as
+/// the memory estimates below count it.
+pub const PDF_OBJECT_BYTES: u64 = 120;
+
+/// The objects a PDF of `pdf_len` bytes may parse into: as many as fit in four times the
+/// file at [`PDF_OBJECT_BYTES`] each (the estimates count the file and four times it),
+/// and at least 200,000 (24 MB) for small files dense with numbers (a font's widths).
+pub fn pdf_object_limit(pdf_len: usize) -> u64 {
+    (pdf_len as u64 * 4 / PDF_OBJECT_BYTES).max(200_000)
+}
+
 /// What reading a PDF's text layer needs at its peak: the file and its parsed objects
-/// (about four times the file), one stream inflated within its cap and its copy, and one
+/// (at most [`pdf_object_limit`] of them), one stream inflated within its cap and its copy, and one
 /// page's operations and glyphs within the content limits of `pdf_limits` (measured:
 /// up to ~220 bytes a token, ~100 a glyph).
 pub fn text_layer_job_bytes(pdf_len: usize) -> u64 {
-    pdf_len as u64 * 5
+    pdf_len as u64
+        + pdf_object_limit(pdf_len) * PDF_OBJECT_BYTES
         + PDF_INFLATE_PER_STREAM * 2
         + pdf_limits::MAX_TOKENS as u64 * 220
         + pdf_limits::MAX_TEXT_BYTES as u64 * 100
@@ -361,7 +387,7 @@ pub fn text_layer_job_bytes(pdf_len: usize) -> u64 {
 /// The text layer of each page of a PDF, in page order. Runs on the blocking pool.
 pub async fn text_layer(pdf: Bytes) -> Result<Vec<String>, OcrError> {
     on_cpu(text_layer_job_bytes(pdf.len()), move || {
-        within_inflation_budget(|| {
+        within_inflation_budget(pdf.len(), || {
             // pdf-extract panics on some malformed files; a panic is a bad PDF, not a crash.
             std::panic::catch_unwind(|| pdf_layout::extract_pages(&pdf))
                 .map_err(|_| OcrError::BadPdf("the PDF parser gave up on this file".into()))?
@@ -628,6 +654,29 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_pdf_that_parses_into_more_objects_than_its_size_allows_is_refused() {
+        // 4 MB of `0 `: two million numbers, about 240 MB of parsed objects from a file
+        // whose estimate allows it about 16 MB of them.
+        let mut zeros = b"[".to_vec();
+        zeros.extend(b"0 ".repeat(2_000_000));
+        zeros.push(b']');
+        let pdf = raw_pdf(&[
+            b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Numbers 4 0 R >>".to_vec(),
+            zeros,
+        ]);
+        assert!(pdf_object_limit(pdf.len()) < 2_000_000);
+
+        let err = text_layer(pdf.clone()).await.unwrap_err();
+
+        assert!(matches!(err, OcrError::TooLarge { .. }), "{err:?}");
+        assert!(err.to_string().contains("objects"), "{err}");
+        let err = preprocess::preprocess_pdf(pdf).await.unwrap_err();
+        assert!(matches!(err, OcrError::TooLarge { .. }), "{err:?}");
+    }
+
+    #[tokio::test]
     async fn a_form_that_draws_itself_is_refused_not_recursed_into() {
         let pdf = page_with_form(b"/X1 Do", b"BT /F1 12 Tf 100 700 Td (Loop) Tj ET /X1 Do");
 
@@ -785,9 +834,16 @@ mod tests {
 
     #[test]
     fn the_budget_of_a_job_follows_the_file_and_the_caps() {
+        let caps = PDF_INFLATE_PER_STREAM * 2 + 150_000 * 220 + 256 * 1024 * 100;
+        // A small file: the file and the objects' floor (200,000 at 120 bytes).
         assert_eq!(
             text_layer_job_bytes(1_000_000),
-            5_000_000 + PDF_INFLATE_PER_STREAM * 2 + 150_000 * 220 + 256 * 1024 * 100
+            1_000_000 + 200_000 * 120 + caps
+        );
+        // A large one: the file and four times it in objects.
+        assert_eq!(
+            text_layer_job_bytes(12_000_000),
+            12_000_000 + 400_000 * 120 + caps
         );
         assert!(
             text_layer_job_bytes(10_000_000) / MIB < memory_budget_mib(),

@@ -37,11 +37,13 @@ pub const MAX_PDF_TOTAL_BYTES: usize = 2 * MAX_XML_BYTES;
 pub const MAX_PDF_OBJECTS: usize = 10_000;
 
 /// What reading one e-invoice needs at its peak, for the CPU jobs' memory budget
-/// (`docflow::ocr::on_cpu`): the parsed PDF (about five times the file), what its
+/// (`docflow::ocr::on_cpu`): the parsed PDF (the file and at most
+/// `ocr::pdf_object_limit` objects), what its
 /// streams may inflate to in sum, the XML and its tree at the node limit (an estimate of
 /// 128 bytes a node with its attributes and text).
 pub fn job_bytes(file_len: usize) -> u64 {
-    file_len as u64 * 5
+    file_len as u64
+        + crate::ocr::pdf_object_limit(file_len) * crate::ocr::PDF_OBJECT_BYTES
         + MAX_PDF_TOTAL_BYTES as u64
         + MAX_XML_BYTES as u64
         + MAX_XML_NODES as u64 * 128
@@ -135,7 +137,18 @@ pub fn read(bytes: &[u8]) -> Result<Extraction, EInvoiceError> {
 
 fn read_unguarded(bytes: &[u8]) -> Result<Extraction, EInvoiceError> {
     let (payload, attachment, divergences) = if bytes.starts_with(b"%PDF") {
-        let extracted = zugferd::extract(bytes, &pdf_limits()).map_err(pdf_error)?;
+        // The parser's object budget (vendor/lopdf/PATCH.md), as for the text layer.
+        let max_objects = crate::ocr::pdf_object_limit(bytes.len());
+        let (extracted, objects) = lopdf::inflation::with_object_limit(max_objects, || {
+            zugferd::extract(bytes, &pdf_limits())
+        });
+        if objects.exceeded {
+            return Err(EInvoiceError::TooLarge(format!(
+                "a PDF of {} bytes that parses into more than {max_objects} objects",
+                bytes.len()
+            )));
+        }
+        let extracted = extracted.map_err(pdf_error)?;
         let divergences: Vec<String> = extracted
             .divergence
             .iter()

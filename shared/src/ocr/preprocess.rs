@@ -87,10 +87,12 @@ pub fn image_job_bytes(bytes: &[u8]) -> Result<u64, OcrError> {
     Ok(bytes.len() as u64 + decode_and_enhance_bytes(width, height, decoder.color_type()))
 }
 
-/// What preprocessing a PDF needs at its peak: the parsed document (about four times
-/// the file), the new file, and one page image at a time at its largest.
+/// What preprocessing a PDF needs at its peak: the file and its parsed objects (at most
+/// [`super::pdf_object_limit`]), the new file, and one page image at a time at its
+/// largest.
 pub fn pdf_preprocess_job_bytes(pdf_len: usize) -> u64 {
-    pdf_len as u64 * 5
+    pdf_len as u64
+        + super::pdf_object_limit(pdf_len) * super::PDF_OBJECT_BYTES
         + decode_and_enhance_bytes(
             PDF_IMAGE_MAX_PIXELS as u32,
             1,
@@ -336,7 +338,7 @@ fn fit_for_textract(
 /// Runs on the blocking pool; images beyond the limits are left as they are.
 pub async fn preprocess_pdf(bytes: Bytes) -> Result<Option<Vec<u8>>, OcrError> {
     on_cpu(pdf_preprocess_job_bytes(bytes.len()), move || {
-        super::within_inflation_budget(|| preprocess_pdf_now(&bytes))
+        super::within_inflation_budget(bytes.len(), || preprocess_pdf_now(&bytes))
     })
     .await?
 }

@@ -101,3 +101,60 @@ impl std::io::Write for Capped<'_> {
         Ok(())
     }
 }
+
+// ---- objects (docflow patch) ---------------------------------------------------------
+
+thread_local! {
+    /// Objects the parser may still create on this thread, and whether a run ran out.
+    static OBJECTS: Cell<Option<(u64, bool)>> = const { Cell::new(None) };
+}
+
+/// What a run under [`with_object_limit`] parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Objects {
+    /// Direct objects the parser created (or began: a failed alternative counts too).
+    pub parsed: u64,
+    /// Whether the parser stopped at the limit: what the run read is incomplete.
+    pub exceeded: bool,
+}
+
+/// Runs `f` with at most `max` direct objects (numbers, names, strings, arrays,
+/// dictionaries, references) parsed on this thread. The parser builds about 120 bytes of
+/// objects from as little as 2 bytes of file (`[0 0 0 …]`): a file's size says nothing of
+/// its memory without this limit. Beyond it, parsing fails (a nom failure).
+pub fn with_object_limit<T>(max: u64, f: impl FnOnce() -> T) -> (T, Objects) {
+    let outer = OBJECTS.with(|o| o.replace(Some((max, false))));
+    struct Restore(Option<(u64, bool)>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            OBJECTS.with(|o| o.set(self.0));
+        }
+    }
+    let restore = Restore(outer);
+    let value = f();
+    let (left, exceeded) = OBJECTS.with(|o| o.get()).expect("set above");
+    drop(restore);
+    (
+        value,
+        Objects {
+            parsed: max - left,
+            exceeded,
+        },
+    )
+}
+
+/// Counts one object about to be parsed; `false` (and the run marked exceeded) when the
+/// limit is reached.
+pub(crate) fn count_object() -> bool {
+    OBJECTS.with(|cell| match cell.get() {
+        None => true,
+        Some((0, _)) => {
+            cell.set(Some((0, true)));
+            false
+        }
+        Some((left, exceeded)) => {
+            cell.set(Some((left - 1, exceeded)));
+            true
+        }
+    })
+}

@@ -385,6 +385,10 @@ fn reference(input: ParserInput) -> NomResult<Object> {
 }
 
 fn _direct_objects(input: ParserInput) -> NomResult<Object> {
+    // docflow patch: the object budget (crate::inflation::with_object_limit).
+    if !crate::inflation::count_object() {
+        return Err(nom::Err::Failure(NomError::from_error_kind(input, ErrorKind::TooLarge)));
+    }
     alt((
         null,
         boolean,
