@@ -327,14 +327,23 @@ fn png_declaring(width: u32, height: u32, color: u8, depth: u8) -> Vec<u8> {
     out
 }
 
-/// Resident memory of this process, in MiB (Linux).
-fn rss_mib() -> u64 {
+/// A line of this process's `/proc/self/status` in MiB (Linux): `VmRSS` (resident now)
+/// or `VmHWM` (the peak since the process started, or since [`reset_peak`]).
+fn status_mib(field: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .map_or(0, |kb| kb / 1024)
+}
+
+/// Starts a new peak (`VmHWM` := `VmRSS`, Linux's `clear_refs` 5), so that the peak read
+/// afterwards is the work under test's, not the harness's set-up or an earlier test's,
+/// and returns the resident memory it starts from.
+fn reset_peak() -> u64 {
+    std::fs::write("/proc/self/clear_refs", "5").expect("reset this process's peak RSS");
+    status_mib("VmRSS:")
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -352,7 +361,7 @@ async fn decompression_bomb_images_are_refused_before_decoding_and_fail_permanen
         // 11,000 x 11,000 RGBA at 16 bits: within the side limit, ~970 MB decoded.
         ("memory", png_declaring(11_000, 11_000, 6, 16)),
     ];
-    let before = rss_mib();
+    let before = reset_peak();
     for (what, bomb) in bombs {
         assert!(bomb.len() < 100, "{what}: the file itself is tiny");
         let id = Uuid::new_v4();
@@ -374,10 +383,10 @@ async fn decompression_bomb_images_are_refused_before_decoding_and_fail_permanen
                 .await
         );
     }
+    let peak = status_mib("VmHWM:");
     assert!(
-        rss_mib() < before + 200,
-        "decoding was refused before allocating: peak {} MiB, was {before} MiB",
-        rss_mib()
+        peak < before + 200,
+        "decoding was refused before allocating: peak {peak} MiB, from {before} MiB"
     );
     assert!(h.llm.received_requests().await.unwrap().is_empty());
 }
