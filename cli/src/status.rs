@@ -192,21 +192,29 @@ pub async fn load(pool: &PgPool, id: Uuid) -> anyhow::Result<Option<Status>> {
     .fetch_all(pool)
     .await
     .with_context(db)?;
-    for audit in &mut audits {
-        if audit.resolution.is_none() {
-            continue;
+    // Every decision on the document's audits in one query, oldest first.
+    #[derive(sqlx::FromRow)]
+    struct DecisionRow {
+        audit_id: Uuid,
+        #[sqlx(flatten)]
+        entry: ResolutionEntry,
+    }
+    let decisions: Vec<DecisionRow> = sqlx::query_as(
+        r#"SELECT r.audit_id, r.decision, coalesce(i.email, r.decided_by::text) AS decided_by,
+                  r.decided_at, r.note, r.forced_reason
+             FROM ap_datev_export_resolution r
+             JOIN ap_datev_export_audit a ON a.id = r.audit_id
+             LEFT JOIN identity i ON i.id = r.decided_by
+            WHERE a.document_id = $1 ORDER BY r.decided_at, r.id"#,
+    )
+    .bind(id)
+    .fetch_all(pool)
+    .await
+    .with_context(db)?;
+    for row in decisions {
+        if let Some(audit) = audits.iter_mut().find(|a| a.id == row.audit_id) {
+            audit.decisions.push(row.entry);
         }
-        audit.decisions = sqlx::query_as(
-            r#"SELECT r.decision, coalesce(i.email, r.decided_by::text) AS decided_by,
-                      r.decided_at, r.note, r.forced_reason
-                 FROM ap_datev_export_resolution r
-                 LEFT JOIN identity i ON i.id = r.decided_by
-                WHERE r.audit_id = $1 ORDER BY r.decided_at, r.id"#,
-        )
-        .bind(audit.id)
-        .fetch_all(pool)
-        .await
-        .with_context(db)?;
     }
     Ok(Some(Status {
         document,

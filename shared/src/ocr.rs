@@ -593,6 +593,17 @@ mod tests {
         out.into()
     }
 
+    /// One empty page whose dictionary cites `object` (object 4), which the parser reads
+    /// with the rest of the file.
+    fn page_citing(object: Vec<u8>) -> Bytes {
+        raw_pdf(&[
+            b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Extra 4 0 R >>".to_vec(),
+            object,
+        ])
+    }
+
     /// One page with `content`, font `/F1` (Helvetica) and the form `/X1` (object 5),
     /// whose own content is `form` and whose resources are the page's.
     fn page_with_form(content: &[u8], form: &[u8]) -> Bytes {
@@ -626,12 +637,7 @@ mod tests {
     async fn arrays_nested_a_hundred_thousand_deep_are_not_recursed_into() {
         let mut deep = vec![b'['; 100_000];
         deep.extend(vec![b']'; 100_000]);
-        let pdf = raw_pdf(&[
-            b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
-            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
-            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Deep 4 0 R >>".to_vec(),
-            deep,
-        ]);
+        let pdf = page_citing(deep);
 
         // On the blocking pool's thread, as in the function: a stack overflow aborts the
         // whole test process.
@@ -644,12 +650,7 @@ mod tests {
         // The nesting within the limit still reads.
         let mut nested = vec![b'['; 60];
         nested.extend(vec![b']'; 60]);
-        let fine = raw_pdf(&[
-            b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
-            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
-            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Deep 4 0 R >>".to_vec(),
-            nested,
-        ]);
+        let fine = page_citing(nested);
         assert_eq!(text_layer(fine).await.unwrap().len(), 1);
     }
 
@@ -660,12 +661,7 @@ mod tests {
         let mut zeros = b"[".to_vec();
         zeros.extend(b"0 ".repeat(2_000_000));
         zeros.push(b']');
-        let pdf = raw_pdf(&[
-            b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
-            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
-            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Numbers 4 0 R >>".to_vec(),
-            zeros,
-        ]);
+        let pdf = page_citing(zeros);
         assert!(pdf_object_limit(pdf.len()) < 2_000_000);
 
         let err = text_layer(pdf.clone()).await.unwrap_err();
