@@ -283,6 +283,9 @@ enum DbCommand {
 }
 
 fn main() -> ExitCode {
+    // First: in a child of the parsing sandbox (`docflow local run` parses documents as
+    // the ingestion function does) this parses one file and exits.
+    docflow::sandbox::init();
     std::panic::set_hook(Box::new(|info| {
         let text = info.to_string().replace('\n', " ");
         eprintln!("docflow: internal error (a bug, please report it): {text}");

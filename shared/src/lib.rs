@@ -24,6 +24,7 @@ pub mod notify;
 pub mod ocr;
 pub mod output;
 pub mod retry;
+pub mod sandbox;
 pub mod secrets;
 pub mod settings;
 pub mod sqs;

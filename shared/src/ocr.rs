@@ -24,14 +24,14 @@
 
 mod pdf_layout;
 mod pdf_limits;
-mod preprocess;
+pub(crate) mod preprocess;
 mod textract;
 
 use std::sync::{Arc, LazyLock};
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::retry::{Classify, RetryClass};
 
@@ -213,6 +213,13 @@ pub enum OcrError {
     TextractJobGone { job_id: String },
     #[error("the blocking pool failed: {0}")]
     Join(String),
+    /// The parsing sandbox's child died or ran out of one of its limits
+    /// (`docflow::sandbox`): this file, not the process.
+    #[error("the file could not be read safely: {reason}")]
+    Unsafe { reason: String },
+    /// The parsing sandbox could not run a child (cannot spawn, cannot wait).
+    #[error("the parsing sandbox failed: {0}")]
+    Sandbox(String),
 }
 
 impl Classify for OcrError {
@@ -228,11 +235,13 @@ impl Classify for OcrError {
             | OcrError::BadPdf(_)
             | OcrError::Encrypted
             | OcrError::BadImage(_)
-            | OcrError::TooLarge { .. } => RetryClass::Permanent,
+            | OcrError::TooLarge { .. }
+            | OcrError::Unsafe { .. } => RetryClass::Permanent,
             OcrError::Textract { class, .. } => *class,
             OcrError::TextractJobFailed { .. }
             | OcrError::TextractJobGone { .. }
-            | OcrError::Join(_) => RetryClass::Transient,
+            | OcrError::Join(_)
+            | OcrError::Sandbox(_) => RetryClass::Transient,
         }
     }
 }
@@ -284,17 +293,26 @@ where
     on_pool(&CPU, (&MEMORY, *BUDGET_MIB), needs, work).await
 }
 
-/// [`on_cpu`] with the semaphores given: the permits are owned by the blocking job.
-async fn on_pool<T, W>(
+/// The MiB of the memory budget that CPU jobs (and sandbox children) hold now.
+pub fn budget_in_use_mib() -> u64 {
+    BUDGET_MIB.saturating_sub(MEMORY.available_permits() as u64)
+}
+
+/// A CPU and its share of the memory budget, held while a job runs (on the blocking pool
+/// or in a child process).
+pub(crate) type Permits = (OwnedSemaphorePermit, OwnedSemaphorePermit);
+
+/// Waits for `needs` bytes of the memory budget and a CPU (see [`on_cpu`]), for work that
+/// runs elsewhere: the parsing sandbox's children.
+pub(crate) async fn cpu_permits(needs: u64) -> Result<Permits, OcrError> {
+    acquire(&CPU, (&MEMORY, *BUDGET_MIB), needs).await
+}
+
+async fn acquire(
     cpu: &Arc<Semaphore>,
     (memory, budget): (&Arc<Semaphore>, u64),
     needs: u64,
-    work: W,
-) -> Result<T, OcrError>
-where
-    W: FnOnce() -> T + Send + 'static,
-    T: Send + 'static,
-{
+) -> Result<Permits, OcrError> {
     let mib = needs.div_ceil(MIB).max(1);
     if mib > budget {
         return Err(OcrError::TooLarge {
@@ -313,8 +331,23 @@ where
         .acquire_owned()
         .await
         .map_err(|e| OcrError::Join(e.to_string()))?;
+    Ok((memory, cpu))
+}
+
+/// [`on_cpu`] with the semaphores given: the permits are owned by the blocking job.
+async fn on_pool<T, W>(
+    cpu: &Arc<Semaphore>,
+    memory: (&Arc<Semaphore>, u64),
+    needs: u64,
+    work: W,
+) -> Result<T, OcrError>
+where
+    W: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let permits = acquire(cpu, memory, needs).await?;
     tokio::task::spawn_blocking(move || {
-        let _permits = (memory, cpu);
+        let _permits = permits;
         work()
     })
     .await
@@ -384,16 +417,23 @@ pub fn text_layer_job_bytes(pdf_len: usize) -> u64 {
         + pdf_limits::MAX_TEXT_BYTES as u64 * 100
 }
 
-/// The text layer of each page of a PDF, in page order. Runs on the blocking pool.
+/// The text layer of each page of a PDF, in page order: parsed in the parsing sandbox
+/// (`docflow::sandbox`), within the CPU-job budget.
 pub async fn text_layer(pdf: Bytes) -> Result<Vec<String>, OcrError> {
-    on_cpu(text_layer_job_bytes(pdf.len()), move || {
-        within_inflation_budget(pdf.len(), || {
-            // pdf-extract panics on some malformed files; a panic is a bad PDF, not a crash.
-            std::panic::catch_unwind(|| pdf_layout::extract_pages(&pdf))
-                .map_err(|_| OcrError::BadPdf("the PDF parser gave up on this file".into()))?
-        })
+    use crate::sandbox::{Header, Job, run, unexpected};
+    match run(Job::TextLayer, text_layer_job_bytes(pdf.len()), pdf).await? {
+        (Header::Pages(pages), _) => pages.map_err(OcrError::from),
+        (other, _) => Err(unexpected(Job::TextLayer, &other)),
+    }
+}
+
+/// [`text_layer`]'s work, here and now: what the sandbox's child runs.
+pub(crate) fn read_text_layer(pdf: &[u8]) -> Result<Vec<String>, OcrError> {
+    within_inflation_budget(pdf.len(), || {
+        // pdf-extract panics on some malformed files; a panic is a bad PDF, not a crash.
+        std::panic::catch_unwind(|| pdf_layout::extract_pages(pdf))
+            .map_err(|_| OcrError::BadPdf("the PDF parser gave up on this file".into()))?
     })
-    .await?
 }
 
 /// The OCR engine, if any: `OCR_PROVIDER`.

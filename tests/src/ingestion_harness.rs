@@ -280,6 +280,8 @@ pub enum Ocr {
 }
 
 pub async fn harness(pool: PgPool, ocr: Ocr) -> Harness {
+    // Files are parsed in child processes, as the function parses them.
+    crate::sandbox::enable();
     let config = aws().await;
     let sqs = aws_sdk_sqs::Client::new(&config);
     let s3 = docflow::aws::s3_client(&config);

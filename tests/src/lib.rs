@@ -6,9 +6,11 @@ pub mod emf;
 pub mod fuzz_targets;
 pub mod gate;
 pub mod hostile;
+pub mod hostile_files;
 pub mod ingestion_harness;
 pub mod llm;
 pub mod pdf;
+pub mod sandbox;
 pub mod scan;
 pub mod time_warp;
 

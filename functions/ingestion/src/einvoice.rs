@@ -29,22 +29,20 @@ fn run_of(extraction: docflow::extract::Extraction) -> ExtractionRun {
     }
 }
 
+/// The e-invoice reader on `bytes`, in the parsing sandbox. A file the reader cannot
+/// finish (it needs more than the memory budget, or the sandbox's child died on it) is
+/// [`EInvoiceError::Unreadable`]: an XML upload fails with it, a PDF falls back to its
+/// page. A sandbox that cannot run a child is transient.
 async fn read(
     bytes: Bytes,
 ) -> Result<Result<docflow::extract::Extraction, EInvoiceError>, Failure> {
-    on_cpu(einvoice::job_bytes(bytes.len()), move || {
-        einvoice::read(&bytes)
-    })
-    .await
-    .map_err(|e| {
-        let error = anyhow!("the e-invoice reader did not finish: {e}");
-        // A file needing more than the memory budget is lasting; a lost blocking task is not.
-        if docflow::retry::Classify::is_transient(&e) {
-            Failure::transient(error)
-        } else {
-            Failure::permanent(error)
-        }
-    })
+    match einvoice::read_untrusted(bytes).await {
+        Ok(read) => Ok(read),
+        Err(e) if docflow::retry::Classify::is_transient(&e) => Err(Failure::transient(anyhow!(
+            "the e-invoice reader did not finish: {e}"
+        ))),
+        Err(e) => Ok(Err(EInvoiceError::Unreadable(e.to_string()))),
+    }
 }
 
 /// An XML upload: read exactly, or a permanent failure whose message is the findings.

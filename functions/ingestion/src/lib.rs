@@ -245,6 +245,22 @@ impl Deps {
             Some(client) => Extractor::Llm(client),
             None => Extractor::Rules,
         };
+        // A package whose binary cannot run its own parsing sandbox fails its cold start,
+        // not every document.
+        let took = docflow::sandbox::check()
+            .await
+            .context("the parsing sandbox cannot run")?;
+        match docflow::sandbox::mode() {
+            docflow::sandbox::Mode::InProcess => tracing::warn!(
+                sandbox = %docflow::sandbox::describe(),
+                "untrusted files are parsed without a child process"
+            ),
+            docflow::sandbox::Mode::Child { .. } => tracing::info!(
+                sandbox = %docflow::sandbox::describe(),
+                check_us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
+                "untrusted files are parsed in the sandbox"
+            ),
+        }
         Ok(Deps {
             pool,
             s3,

@@ -102,7 +102,7 @@ pub struct EInvoiceSource {
 }
 
 /// Why a document was not read as an e-invoice.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
 pub enum EInvoiceError {
     /// A PDF without an EN 16931 attachment (an ordinary PDF): the page path, silently.
     #[error("no embedded EN 16931 invoice: {0}")]
@@ -122,8 +122,21 @@ pub enum EInvoiceError {
     Invalid { findings: Vec<String> },
 }
 
-/// Reads an XML e-invoice upload or a hybrid PDF. CPU work (run it on the blocking
-/// pool); never panics on any input (see the fuzz targets `einvoice_xml` and
+/// [`read`] in the parsing sandbox (`docflow::sandbox`), within the CPU-job budget
+/// ([`job_bytes`]): the outer error is the sandbox's (the reader died, ran out of a
+/// limit, or the file needs more than the budget), the inner one the reader's.
+pub async fn read_untrusted(
+    bytes: bytes::Bytes,
+) -> Result<Result<Extraction, EInvoiceError>, crate::ocr::OcrError> {
+    use crate::sandbox::{Header, Job, run, unexpected};
+    match run(Job::EInvoice, job_bytes(bytes.len()), bytes).await? {
+        (Header::EInvoice(read), _) => Ok(*read),
+        (other, _) => Err(unexpected(Job::EInvoice, &other)),
+    }
+}
+
+/// Reads an XML e-invoice upload or a hybrid PDF, here and now: CPU work on untrusted
+/// bytes (ingestion runs it through [`read_untrusted`]); never panics on any input (see the fuzz targets `einvoice_xml` and
 /// `einvoice_pdf`).
 pub fn read(bytes: &[u8]) -> Result<Extraction, EInvoiceError> {
     // The crates have not panicked on any input the fuzz targets found; a panic would

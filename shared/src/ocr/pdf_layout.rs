@@ -97,10 +97,11 @@ fn leftmost_margin() -> f64 {
 impl OutputDev for LayoutText {
     fn begin_page(
         &mut self,
-        _page: u32,
+        page: u32,
         media_box: &MediaBox,
         _art_box: Option<(f64, f64, f64, f64)>,
     ) -> Result<(), OutputError> {
+        crate::sandbox::progress(format_args!("page {page}"));
         self.page_height = media_box.ury - media_box.lly;
         self.glyphs.clear();
         Ok(())

@@ -16,7 +16,7 @@ use bytes::Bytes;
 use image::{ColorType, DynamicImage, GrayImage, ImageDecoder, ImageFormat, ImageReader, Limits};
 use pdf_extract::{Document, Object};
 
-use super::{OcrError, on_cpu};
+use super::OcrError;
 
 /// The longest side of an image the pipeline decodes: 600 dpi on A3 is about 10,000 px.
 pub const MAX_IMAGE_SIDE: u32 = 12_000;
@@ -282,19 +282,35 @@ impl PreprocessedImage {
 /// reads: scaled down to [`TEXTRACT_MAX_SIDE`] when larger, stored as PNG, or as JPEG
 /// when the PNG would exceed [`TEXTRACT_SYNC_MAX_BYTES`] (a grayscale PNG of a 600 dpi
 /// scan easily does). `None` when even the JPEG would: the caller keeps its first
-/// reading. Scaled down to [`ENHANCE_MAX_PIXELS`] before it is enhanced. Runs on the
-/// blocking pool once its peak memory ([`image_job_bytes`]) is free in the budget. An
-/// image beyond the decoding limits, or needing more than the whole budget, is
-/// [`OcrError::TooLarge`] (permanent).
+/// reading. Scaled down to [`ENHANCE_MAX_PIXELS`] before it is enhanced. Runs in the
+/// parsing sandbox (`docflow::sandbox`) once its peak memory ([`image_job_bytes`]) is
+/// free in the budget. An image beyond the decoding limits, or needing more than the
+/// whole budget, is [`OcrError::TooLarge`] (permanent).
 pub async fn preprocess_image(bytes: Bytes) -> Result<Option<PreprocessedImage>, OcrError> {
+    use crate::sandbox::{Header, Job, run, unexpected};
     let needs = image_job_bytes(&bytes)?;
-    on_cpu(needs, move || {
-        fit_for_textract(
-            enhance(decode(&bytes, None, u64::MAX)?, TEXTRACT_MAX_SIDE),
-            TEXTRACT_SYNC_MAX_BYTES,
-        )
-    })
-    .await?
+    match run(Job::PreprocessImage, needs, bytes).await? {
+        (Header::Image(Ok(Some(png))), bytes) => Ok(Some(PreprocessedImage {
+            bytes,
+            format: if png {
+                ImageFormat::Png
+            } else {
+                ImageFormat::Jpeg
+            },
+        })),
+        (Header::Image(Ok(None)), _) => Ok(None),
+        (Header::Image(Err(e)), _) => Err(e.into()),
+        (other, _) => Err(unexpected(Job::PreprocessImage, &other)),
+    }
+}
+
+/// [`preprocess_image`]'s work, here and now: what the sandbox's child runs.
+pub(crate) fn preprocess_image_now(bytes: &[u8]) -> Result<Option<PreprocessedImage>, OcrError> {
+    crate::sandbox::progress(format_args!("the image"));
+    fit_for_textract(
+        enhance(decode(bytes, None, u64::MAX)?, TEXTRACT_MAX_SIDE),
+        TEXTRACT_SYNC_MAX_BYTES,
+    )
 }
 
 /// PNG when it fits in `max_bytes`, else JPEG (quality 90) when that fits, else `None`.
@@ -335,12 +351,26 @@ fn fit_for_textract(
 /// scanners write for gray and color scans) is decoded, enhanced and stored back as a
 /// grayscale JPEG; everything else (text, vector graphics, other image encodings) is
 /// kept as it is. Returns the new PDF, or `None` when it holds no image this can improve.
-/// Runs on the blocking pool; images beyond the limits are left as they are.
+/// Runs in the parsing sandbox; images beyond the limits are left as they are.
 pub async fn preprocess_pdf(bytes: Bytes) -> Result<Option<Vec<u8>>, OcrError> {
-    on_cpu(pdf_preprocess_job_bytes(bytes.len()), move || {
-        super::within_inflation_budget(bytes.len(), || preprocess_pdf_now(&bytes))
-    })
+    use crate::sandbox::{Header, Job, run, unexpected};
+    match run(
+        Job::PreprocessPdf,
+        pdf_preprocess_job_bytes(bytes.len()),
+        bytes,
+    )
     .await?
+    {
+        (Header::Pdf(Ok(true)), pdf) => Ok(Some(pdf)),
+        (Header::Pdf(Ok(false)), _) => Ok(None),
+        (Header::Pdf(Err(e)), _) => Err(e.into()),
+        (other, _) => Err(unexpected(Job::PreprocessPdf, &other)),
+    }
+}
+
+/// [`preprocess_pdf`]'s work, here and now: what the sandbox's child runs.
+pub(crate) fn preprocess_pdf_within_budget(bytes: &[u8]) -> Result<Option<Vec<u8>>, OcrError> {
+    super::within_inflation_budget(bytes.len(), || preprocess_pdf_now(bytes))
 }
 
 fn preprocess_pdf_now(bytes: &[u8]) -> Result<Option<Vec<u8>>, OcrError> {
@@ -348,10 +378,11 @@ fn preprocess_pdf_now(bytes: &[u8]) -> Result<Option<Vec<u8>>, OcrError> {
         let mut document =
             Document::load_mem(bytes).map_err(|e| OcrError::BadPdf(e.to_string()))?;
         let mut improved = 0;
-        for object in document.objects.values_mut() {
+        for (n, object) in document.objects.values_mut().enumerate() {
             let Object::Stream(stream) = object else {
                 continue;
             };
+            crate::sandbox::progress(format_args!("object {}", n + 1));
             let is_image = stream
                 .dict
                 .get(b"Subtype")

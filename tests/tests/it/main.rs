@@ -36,6 +36,7 @@ mod metrics;
 mod notify;
 mod pool_round_trips;
 mod release_profile;
+mod sandbox;
 mod schema;
 mod schema_datev_audit;
 mod secrets;
