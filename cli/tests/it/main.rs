@@ -13,6 +13,7 @@ mod eval_extraction;
 mod events;
 mod export_resolve;
 mod extract;
+mod hostile_batch;
 mod metrics_out;
 mod proposal_contract;
 mod samples;
