@@ -5,7 +5,9 @@
 //! coverage-guided `fuzz/` crate (`cargo fuzz`, the long run; see docs/reliability.md).
 //!
 //! A target panics only when docflow would: a panic here is a bug to fix, with the input
-//! kept as a regression test.
+//! kept as a regression test. The parsing targets (PDF, image, e-invoice) parse as
+//! ingestion does: in the parsing sandbox's child when the process has set one up (the
+//! property tests do), and a child that dies on an input is a finding too.
 
 use std::collections::HashSet;
 use std::sync::LazyLock;
@@ -233,12 +235,21 @@ pub fn rules_pdf(data: &[u8]) {
             extraction_invariants(&docflow::extract::rules::extract(&text), true);
         }
         Err(e) => {
+            child_survived(&e);
             assert!(
                 matches!(e, OcrError::BadPdf(_) | OcrError::Encrypted),
                 "{e:?}"
             );
             assert!(!e.is_transient());
         }
+    }
+}
+
+/// A parsing child that died on an input (`docflow::sandbox`) fails only that file in
+/// production, but it is a finding all the same: a crash the parsers' own limits missed.
+fn child_survived(e: &OcrError) {
+    if let OcrError::Unsafe { reason } = e {
+        panic!("the parsing child died on this input: {reason}");
     }
 }
 
@@ -263,7 +274,14 @@ pub fn einvoice_pdf(data: &[u8]) {
 
 fn einvoice_read(data: &[u8]) {
     use docflow::extract::einvoice;
-    match einvoice::read(data) {
+    // As ingestion reads it: in the parsing sandbox when this process has one.
+    let read = RUNTIME
+        .block_on(einvoice::read_untrusted(Bytes::copy_from_slice(data)))
+        .unwrap_or_else(|e| {
+            child_survived(&e);
+            panic!("the e-invoice reader did not run: {e:?}")
+        });
+    match read {
         Ok(extraction) => {
             assert!(extraction.passes_quality_gate());
             let source = extraction
@@ -346,6 +364,7 @@ pub fn image(data: &[u8]) {
         // Too large for Textract even as JPEG: the caller keeps its first reading.
         Ok(None) => {}
         Err(e) => {
+            child_survived(&e);
             assert!(
                 matches!(e, OcrError::BadImage(_) | OcrError::TooLarge { .. }),
                 "{e:?}"

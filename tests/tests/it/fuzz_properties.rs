@@ -16,6 +16,30 @@ use proptest::prelude::*;
 use proptest::test_runner::Config;
 use serde_json::{Value, json};
 
+/// Untrusted bytes parsed in the sandbox's children, as ingestion parses them.
+fn sandboxed() {
+    docflow_tests::sandbox::enable();
+}
+
+/// A target run on an input that kills the parsing child says so: a finding, although
+/// production would fail only that file.
+#[test]
+fn a_parsing_child_that_dies_is_a_finding_of_the_target() {
+    sandboxed();
+    let died = std::panic::catch_unwind(|| {
+        targets::rules_pdf(&docflow_tests::hostile_files::cmap_nesting());
+    })
+    .expect_err("the target noticed the child's death");
+    let message = died
+        .downcast_ref::<String>()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        message.contains("the parsing child died on this input: stack overflow"),
+        "{message}"
+    );
+}
+
 /// `cases` per property, or `PROPTEST_CASES` when set (a longer run without cargo fuzz:
 /// `PROPTEST_CASES=20000 cargo test --release -p docflow-tests --test it fuzz_properties::`).
 fn config(cases: u32) -> Config {
@@ -378,6 +402,7 @@ proptest! {
 
     #[test]
     fn any_damaged_pdf_is_read_or_refused_as_a_bad_pdf(pdf in damaged_pdf()) {
+        sandboxed();
         targets::rules_pdf(&pdf);
     }
 
@@ -385,6 +410,7 @@ proptest! {
     fn arbitrary_bytes_as_a_pdf_are_refused_as_a_bad_pdf(data in bytes(1024)) {
         let mut pdf = b"%PDF-1.4\n".to_vec();
         pdf.extend(data);
+        sandboxed();
         targets::rules_pdf(&pdf);
     }
 }
@@ -444,11 +470,13 @@ proptest! {
     fn any_damaged_xml_e_invoice_is_read_or_refused_without_a_panic(
         xml in damaged("xrechnung-01.01a-INVOICE_ubl.xml")
     ) {
+        sandboxed();
         targets::einvoice_xml(&xml);
     }
 
     #[test]
     fn arbitrary_bytes_as_an_xml_upload_are_refused_without_a_panic(data in bytes(1024)) {
+        sandboxed();
         targets::einvoice_xml(&data);
     }
 
@@ -456,11 +484,13 @@ proptest! {
     fn any_damaged_hybrid_pdf_is_read_or_refused_without_a_panic(
         pdf in damaged("zugferd-EN16931_Einfach.pdf")
     ) {
+        sandboxed();
         targets::einvoice_pdf(&pdf);
     }
 
     #[test]
     fn arbitrary_bytes_as_a_hybrid_pdf_are_refused_without_a_panic(data in bytes(1024)) {
+        sandboxed();
         targets::einvoice_pdf(&data);
     }
 }
@@ -565,6 +595,7 @@ proptest! {
 
     #[test]
     fn any_damaged_image_is_preprocessed_or_refused_as_bad_input(data in damaged_image()) {
+        sandboxed();
         targets::image(&data);
     }
 }
@@ -576,6 +607,7 @@ proptest! {
 /// part of the repository, so finding nothing to replay is a failure, not a pass.
 #[test]
 fn every_kept_regression_input_passes_its_target() {
+    sandboxed();
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/regressions");
     let dirs = std::fs::read_dir(&root)
         .unwrap_or_else(|e| panic!("{} cannot be read: {e}", root.display()));
