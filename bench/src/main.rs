@@ -939,6 +939,72 @@ fn big_pdf(bytes: usize) -> Vec<u8> {
     docflow_tests::pdf::text_pdf(&all)
 }
 
+/// What the parsing sandbox's child costs per document (`docflow::sandbox`), with the
+/// release ingestion binary as the child, as Lambda runs it: a child that only echoes the
+/// document (spawn, exec, the limits, the document copied in, an answer copied out)
+/// against the same child reading the document's text layer (all of that plus the
+/// parsing). Median of `--runs` each, per document.
+async fn sandbox_cost(report: &mut Report, args: &Args) -> anyhow::Result<()> {
+    use docflow::sandbox::{Job, Limits, run_named};
+    let section = "parsing sandbox";
+    let exe = args.bins.join("ingestion");
+    let limits = Limits::default();
+    let mut documents: Vec<(String, Vec<u8>)> = docflow_cli::samples::SAMPLES
+        .iter()
+        .filter(|s| s.file_name.ends_with(".pdf") && s.expected.is_some())
+        .map(|s| (s.file_name.to_owned(), s.bytes.to_vec()))
+        .collect();
+    documents.push(("a 1 MB text PDF".to_owned(), big_pdf(1_000_000)));
+    let time = |job: Job, bytes: Vec<u8>| {
+        let exe = exe.clone();
+        let limits = limits.clone();
+        let runs = args.runs.max(3);
+        async move {
+            let needs = match job {
+                Job::TextLayer => docflow::ocr::text_layer_job_bytes(bytes.len()),
+                _ => bytes.len() as u64,
+            };
+            let bytes = bytes::Bytes::from(bytes);
+            let mut times = Vec::new();
+            for _ in 0..runs {
+                let started = Instant::now();
+                run_named(&exe, &limits, job.name(), needs, bytes.clone())
+                    .await
+                    .with_context(|| format!("{} in a child of {}", job.name(), exe.display()))?;
+                times.push(ms(started.elapsed()));
+            }
+            anyhow::Ok(median(times))
+        }
+    };
+    let (mut echoes, mut reads) = (Vec::new(), Vec::new());
+    for (name, bytes) in documents {
+        let size = bytes.len();
+        let echo = time(Job::Echo, bytes.clone()).await?;
+        let read = time(Job::TextLayer, bytes).await?;
+        report.against(
+            section,
+            &format!("child without parsing: {name} ({} KB)", size / 1000),
+            echo,
+            "ms",
+            "the child reading its text layer",
+            read,
+            None,
+        );
+        echoes.push(echo);
+        reads.push(read);
+    }
+    report.against(
+        section,
+        "child without parsing, median over the documents",
+        median(echoes),
+        "ms",
+        "the child reading the text layer, median",
+        median(reads),
+        Some(("<= 0.5 of the sandboxed read", |r| r <= 0.5)),
+    );
+    Ok(())
+}
+
 async fn memory(report: &mut Report, stack: &Stack, args: &Args) -> anyhow::Result<()> {
     let section = "memory under load";
     let pdf = big_pdf(5_000_000);
@@ -1555,6 +1621,12 @@ async fn main() -> anyhow::Result<()> {
     if !args.wants("memory") {
     } else if let Err(e) = memory(&mut report, &stack, &args).await {
         failures.push(format!("memory: {e:#}"));
+    }
+
+    eprintln!("== parsing sandbox");
+    if !args.wants("sandbox") {
+    } else if let Err(e) = sandbox_cost(&mut report, &args).await {
+        failures.push(format!("parsing sandbox: {e:#}"));
     }
 
     eprintln!("== pipeline throughput ({} documents)", 2 * args.pairs);
