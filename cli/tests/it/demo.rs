@@ -19,6 +19,11 @@ use docflow_tests::*;
 use sqlx::PgPool;
 
 async fn local(pool: &PgPool, maesn: &StandIn) -> Local {
+    // Files parsed in children of the docflow binary, as `docflow local run` parses them.
+    docflow::sandbox::set_mode(docflow::sandbox::Mode::Child {
+        exe: env!("CARGO_BIN_EXE_docflow").into(),
+        limits: docflow::sandbox::Limits::default(),
+    });
     let aws = aws().await;
     let sqs = aws_sdk_sqs::Client::new(&aws);
     let s3 = docflow::aws::s3_client(&aws);

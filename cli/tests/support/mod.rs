@@ -1284,6 +1284,11 @@ pub async fn run(profile: Profile) -> Soak {
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
+    // Files parsed in children of the docflow binary, as `docflow local run` parses them.
+    docflow::sandbox::set_mode(docflow::sandbox::Mode::Child {
+        exe: env!("CARGO_BIN_EXE_docflow").into(),
+        limits: docflow::sandbox::Limits::default(),
+    });
     let mut local = Local::build(
         aws.clone(),
         queues,

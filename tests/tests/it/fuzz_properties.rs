@@ -30,10 +30,7 @@ fn a_parsing_child_that_dies_is_a_finding_of_the_target() {
         targets::rules_pdf(&docflow_tests::hostile_files::cmap_nesting());
     })
     .expect_err("the target noticed the child's death");
-    let message = died
-        .downcast_ref::<String>()
-        .cloned()
-        .unwrap_or_default();
+    let message = died.downcast_ref::<String>().cloned().unwrap_or_default();
     assert!(
         message.contains("the parsing child died on this input: stack overflow"),
         "{message}"
