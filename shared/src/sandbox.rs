@@ -51,6 +51,9 @@ pub const TIMEOUT_VAR: &str = "SANDBOX_TIMEOUT_SECONDS";
 
 /// The prefix of a progress line on the child's stderr.
 const PROGRESS: &str = "docflow-sandbox: reading ";
+/// The exit code of a child that could not get ready (its limits, its descriptors, its
+/// parser thread): the environment's fault, so transient, not the file's.
+const SETUP_FAILED: i32 = 70;
 /// The first bytes of the child's answer.
 const MAGIC: &[u8; 4] = b"DFSB";
 
@@ -545,6 +548,12 @@ async fn in_child(
     {
         return Ok(answer);
     }
+    if status.code() == Some(SETUP_FAILED) {
+        return Err(OcrError::Sandbox(format!(
+            "the parsing process could not get ready: {}",
+            seen.tail.iter().cloned().collect::<Vec<_>>().join(" / ")
+        )));
+    }
     let reason = why_it_died(status, &seen, limits, needs);
     let reason = match &seen.progress {
         Some(at) => format!("{reason} while reading {at}"),
@@ -652,9 +661,10 @@ pub(crate) mod child {
         }};
     }
 
+    /// Ends a child that could not get ready: its environment's fault, not the file's.
     fn fail(what: &str) -> ! {
         eprintln!("docflow-sandbox: {what}");
-        std::process::exit(3);
+        std::process::exit(SETUP_FAILED);
     }
 
     /// A child, limited and ready for its input.
@@ -734,7 +744,11 @@ pub(crate) mod child {
             });
         let framed = match worker.map(|w| w.join()) {
             Ok(Ok(framed)) => framed,
-            Ok(Err(_)) => fail("the parser panicked"),
+            // The file's doing (the parsers catch their panics; this one escaped).
+            Ok(Err(_)) => {
+                eprintln!("docflow-sandbox: the parser panicked");
+                std::process::exit(3);
+            }
             Err(e) => fail(&format!("cannot start the parser thread: {e}")),
         };
         if answer

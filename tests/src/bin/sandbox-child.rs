@@ -57,6 +57,11 @@ fn main() {
             unreachable!()
         }
         "exit" => std::process::exit(7),
+        // What a child that cannot set itself up exits with (docflow::sandbox).
+        "setup" => {
+            eprintln!("docflow-sandbox: setrlimit: Operation not permitted");
+            std::process::exit(70)
+        }
         "garbage" => {
             println!("not an answer");
             std::process::exit(0)

@@ -63,6 +63,36 @@ async fn a_child_that_dies_fails_its_file_with_why_and_where() {
 }
 
 #[tokio::test]
+async fn a_child_that_cannot_get_ready_is_the_environment_s_fault_and_transient() {
+    let err = run_named(
+        &child_exe(),
+        &limits(10, 30),
+        "test-setup",
+        1024 * 1024,
+        Bytes::from_static(b"%PDF-1.4"),
+    )
+    .await
+    .expect_err("no answer");
+    assert!(err.is_transient(), "{err:?}");
+    assert!(
+        err.to_string()
+            .contains("setrlimit: Operation not permitted"),
+        "{err}"
+    );
+    // So is a binary that is not there: the cold start checks for it.
+    let err = run_named(
+        std::path::Path::new("/nonexistent/bootstrap"),
+        &limits(10, 30),
+        "echo",
+        1024,
+        Bytes::new(),
+    )
+    .await
+    .expect_err("no child");
+    assert!(err.is_transient(), "{err:?}");
+}
+
+#[tokio::test]
 async fn a_child_is_refused_memory_beyond_its_estimate() {
     // 1 MiB of estimate: the child's address space is what it had mapped at start, the
     // estimate, its stack and 64 MiB; its allocations of 1 MiB each fail long before
