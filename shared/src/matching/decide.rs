@@ -164,8 +164,15 @@ pub async fn decide(
             "several candidates of one type fit on circumstance alone; the score cannot choose"
         );
     }
+    // On circumstance alone the LLM may only veto (docs/matching.md, "The LLM band is
+    // untrusted"): a pair with no reference either way links only where the score alone
+    // would link it, so the others (below `score_only`, contested) are not worth a call.
+    // The contested ones above were never sent. A pair the embeddings alone found is the
+    // exception the score cannot judge at all: the LLM decides it, at `medium` at most.
     if llm.is_some() {
-        ambiguous.extend(undecidable);
+        ambiguous.retain(|c| {
+            !circumstantial(&c.score) || semantic_only(&c.score) || score_alone_links(thresholds, c)
+        });
     }
     if ambiguous.is_empty() {
         return Ok(decisions);
@@ -256,6 +263,12 @@ fn score_only(thresholds: &Thresholds, contested: &[Uuid], band: &[&Scored]) -> 
         .collect()
 }
 
+/// Whether the score alone links `c` from the band: at or above `score_only`, and not
+/// resting on the embeddings alone. (Contested candidates never reach the band.)
+fn score_alone_links(thresholds: &Thresholds, c: &Scored) -> bool {
+    c.score.score >= thresholds.score_only && !semantic_only(&c.score)
+}
+
 /// Keeps the [`MAX_LLM_CANDIDATES`] highest scores of `band` (ties: the earlier), in their
 /// order, and returns the others.
 fn over_the_llm_limit<'a>(band: &mut Vec<&'a Scored>) -> Vec<&'a Scored> {
@@ -314,11 +327,21 @@ fn confirmed(source_type: DocumentType, shown: &[&Scored], answer: LlmAnswer) ->
             );
             continue;
         }
+        // On circumstance alone the answer confirms what the score would link; it is no
+        // more certain than the document text it read.
+        let confidence = if super::score::circumstantial(&c.score.evidence) {
+            match m.confidence {
+                Confidence::High => Confidence::Medium,
+                other => other,
+            }
+        } else {
+            m.confidence
+        };
         out.push(Decision {
             candidate_id: c.id,
             candidate_type: c.doc_type,
             score: c.score.score,
-            confidence: m.confidence,
+            confidence,
             decided_by: DecidedBy::Llm,
             evidence: c.score.evidence.clone(),
             reasoning: Some(truncate(&m.reasoning, MAX_FIELD_CHARS)),

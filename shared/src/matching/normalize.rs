@@ -539,19 +539,69 @@ pub fn document_date(structured: &Value) -> Option<NaiveDate> {
 }
 
 /// A reference field may be a string, a number, a list of either, or a string listing
-/// several ("PO-1, PO-2").
+/// several ("PO-1, PO-2", "4500012345 / AB-778": [`split_references`]).
 fn reference_values(value: &Value) -> Vec<String> {
     match value {
-        Value::String(s) => s
-            .split([',', ';'])
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-            .collect(),
+        Value::String(s) => s.split([',', ';']).flat_map(split_references).collect(),
         Value::Number(n) => vec![n.to_string()],
         Value::Array(items) => items.iter().flat_map(reference_values).collect(),
         _ => Vec::new(),
     }
+}
+
+/// The references one piece of a field holds: split at ` / ` (a slash between spaces;
+/// `PO-2024/0042` is one number), and before a group of two or more letters that
+/// follows a complete reference (one with a letter prefix and digits, or five digits or
+/// more) and is followed by digits: `4500012345 / AB-778`, `4500012345 AB-778` and
+/// `4500012345AB778` are an order number and an order confirmation each, while
+/// `PO 2024 42` and `2024-LS-123` stay one. A lone letter among digits is a misread
+/// digit ([`ocr_read`]), not a group.
+pub fn split_references(raw: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for part in raw.split(" / ") {
+        let chars: Vec<char> = part.chars().collect();
+        let read = ocr_read(part);
+        let mut start = 0;
+        let mut i = 0;
+        while i < read.len() {
+            if !read[i].is_ascii_alphabetic() {
+                i += 1;
+                continue;
+            }
+            let run = i;
+            while i < read.len() && read[i].is_ascii_alphabetic() {
+                i += 1;
+            }
+            let next = read[i..]
+                .iter()
+                .find(|c| c.is_ascii_alphanumeric())
+                .is_some_and(char::is_ascii_digit);
+            if i - run >= 2 && next && complete_reference(&read[start..run]) {
+                out.push(chars[start..run].iter().collect::<String>());
+                start = run;
+            }
+        }
+        out.push(chars[start..].iter().collect());
+    }
+    out.into_iter()
+        .map(|piece| {
+            piece
+                .trim_matches(|c: char| c.is_whitespace() || c == '/' || c == '-')
+                .to_owned()
+        })
+        .filter(|piece| !piece.is_empty())
+        .collect()
+}
+
+/// Whether `read` (upper case, OCR-read) is a whole reference on its own: a letter
+/// prefix followed by digits, or five digits or more.
+fn complete_reference(read: &[char]) -> bool {
+    let digits = read.iter().filter(|c| c.is_ascii_digit()).count();
+    let prefixed = read
+        .iter()
+        .position(char::is_ascii_alphabetic)
+        .is_some_and(|letter| read[letter..].iter().any(char::is_ascii_digit));
+    digits >= 5 || (prefixed && digits > 0)
 }
 
 /// One line of text with what a person would search for: names, ids, references, dates,
@@ -594,6 +644,45 @@ mod tests {
 
     fn name(raw: &str) -> Option<String> {
         normalize_name(raw)
+    }
+
+    #[test]
+    fn a_field_holding_two_references_is_split() {
+        for raw in [
+            "4500012345 / AB-778",
+            "4500012345 AB-778",
+            "4500012345AB778",
+            "4500012345 / AB 778",
+        ] {
+            let keys: Vec<String> = split_references(raw)
+                .iter()
+                .filter_map(|r| normalize_reference(r))
+                .collect();
+            assert_eq!(keys, ["4500012345", "AB-778"], "{raw}");
+        }
+        let both = References::read(
+            &serde_json::json!({"po_reference": "PO-2024-0042 / LS-2024-0107"}),
+            DocumentType::Invoice,
+        );
+        assert_eq!(both.purchase_orders, ["LS-2024-107", "PO-2024-42"]);
+    }
+
+    #[test]
+    fn one_reference_written_with_spaces_or_slashes_stays_one() {
+        for raw in [
+            "PO-2024/0042",
+            "PO 2024 42",
+            "2024-LS-123",
+            "PO-2O24-0042",
+            "45000 12345",
+        ] {
+            assert_eq!(
+                split_references(raw).len(),
+                1,
+                "{raw}: {:?}",
+                split_references(raw)
+            );
+        }
     }
 
     #[test]

@@ -125,11 +125,12 @@ pub struct Side<'a> {
 /// How two references relate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum RefMatch {
-    /// Of different shapes (another prefix, another number of digit groups, a digit
-    /// count far apart — an order-confirmation number beside an order number), or the
-    /// same digits grouped differently: neither the same number nor a contradiction.
+    /// Of different shapes (another prefix, another count of digits — an
+    /// order-confirmation number beside an order number), or the same digits grouped
+    /// differently: neither the same number nor a contradiction.
     Unrelated,
-    /// The same shape and really other digits: a contradiction.
+    /// The same prefix and as many digits (one of slack where the groups agree), but
+    /// other digits, however grouped: a contradiction.
     Different,
     /// One slip apart (swapped, dropped or doubled digit): probably a typo.
     Near,
@@ -583,8 +584,19 @@ pub fn compare_keys(a: &str, b: &str) -> RefMatch {
     if da.len().min(db.len()) >= 4 && one_slip(&da, &db) {
         return RefMatch::Near;
     }
-    if ga.len() != gb.len() || da.len().abs_diff(db.len()) > 1 {
-        // Another shape (leading zeros are trimmed, so one digit of slack).
+    // Another shape: another count of digits (leading zeros are trimmed, so one digit of
+    // slack when the groups agree). The same count of other digits contradicts, however
+    // the digits are grouped: `4500012345` and `45000-12346` are two orders.
+    // Grouped otherwise, only the same prefix on both sides says "the same kind of
+    // number" (`LS-2024-0002` against `77001` is another kind, trimmed zeros and all).
+    let slack = if ga.len() == gb.len() {
+        1
+    } else if la == lb {
+        0
+    } else {
+        return RefMatch::Unrelated;
+    };
+    if da.len().abs_diff(db.len()) > slack {
         return RefMatch::Unrelated;
     }
     RefMatch::Different
@@ -1344,6 +1356,22 @@ mod tests {
             compare_raw("LS-2024-1-15", "LS-2024-11-5"),
             RefMatch::Unrelated
         );
+    }
+
+    #[test]
+    fn the_same_count_of_other_digits_contradicts_whatever_the_grouping() {
+        for (a, b) in [
+            ("4500012345", "45000-12346"),
+            ("45000 12345", "4500012399"),
+            ("PO-2024-4242", "PO-20244243"),
+        ] {
+            assert_eq!(compare_raw(a, b), RefMatch::Different, "{a} / {b}");
+            assert_eq!(compare_raw(b, a), RefMatch::Different, "{b} / {a}");
+        }
+        // Other groups and another count of digits: another shape, no evidence.
+        assert_eq!(compare_raw("4500012345", "450001-23"), RefMatch::Unrelated);
+        // Grouped otherwise with a prefix on one side only: another kind of number.
+        assert_eq!(compare_raw("LS-2024-0002", "77001"), RefMatch::Unrelated);
     }
 
     #[test]

@@ -311,9 +311,14 @@ async fn enforce_exclusive_partners(
     source_type: DocumentType,
     decisions: &[Decision],
 ) -> Result<(Vec<Decision>, Vec<Uuid>), sqlx::Error> {
-    let mut keep = Vec::new();
+    let mut keep: Vec<Decision> = Vec::new();
     let mut dropped = Vec::new();
-    for d in decisions {
+    // The run's own links count as partners too (a look-alike order the LLM confirmed
+    // beside the one the references chose): the stronger ones first, so that a link
+    // the references decided is in place before a circumstantial one is judged.
+    let mut ordered: Vec<&Decision> = decisions.iter().collect();
+    ordered.sort_by_key(|d| super::score::circumstantial(&d.evidence));
+    for d in ordered {
         // The side that may have only one partner of the other's type.
         let (child, parent_type, parent) = if exclusive(source_type, d.candidate_type) {
             (document_id, d.candidate_type, d.candidate_id)
@@ -360,7 +365,22 @@ async fn enforce_exclusive_partners(
             dropped.extend(weaker.iter().map(|o| o.other_id));
             dropped.push(child);
         }
-        if new_is_circumstantial && !others.is_empty() {
+        // This run's links that give `child` a partner of `parent_type` already.
+        let rival_here = |k: &Decision| {
+            let (k_child, k_parent) = if exclusive(source_type, k.candidate_type) {
+                (document_id, k.candidate_id)
+            } else {
+                (k.candidate_id, document_id)
+            };
+            k.candidate_type == d.candidate_type && k_child == child && k_parent != parent
+        };
+        let rivals_here = keep.iter().filter(|k| rival_here(k)).count();
+        if evicts && rivals_here > 0 {
+            // As for committed edges: the run's circumstantial links of that type go (not
+            // written yet, so no cluster to recompute).
+            keep.retain(|k| !(rival_here(k) && super::score::circumstantial(&k.evidence)));
+        }
+        if new_is_circumstantial && (!others.is_empty() || rivals_here > 0) {
             tracing::info!(
                 document_id = %child,
                 candidate = %parent,
