@@ -41,6 +41,9 @@ pub struct Candidate {
     pub id: Uuid,
     pub doc_type: DocumentType,
     pub structured_data: Value,
+    /// The version of `structured_data` read (`document.data_version`): the write phase
+    /// links nothing from data that changed since.
+    pub data_version: i64,
     pub cluster_id: Option<Uuid>,
     pub normalized_counterparty: Option<String>,
     pub normalized_vat_id: Option<String>,
@@ -289,6 +292,7 @@ WITH by_reference AS (
 SELECT d.id,
        d.type AS doc_type,
        d.structured_data,
+       d.data_version,
        d.cluster_id,
        d.normalized_counterparty,
        d.normalized_vat_id,

@@ -503,7 +503,7 @@ pub async fn match_document_with(
         source,
     })?;
 
-    let judged: Vec<Uuid> = found.iter().map(|c| c.id).collect();
+    let judged: Vec<(Uuid, i64)> = found.iter().map(|c| (c.id, c.data_version)).collect();
     let write_started = std::time::Instant::now();
     let mut tx = pool
         .begin()

@@ -61,8 +61,11 @@ struct Edge {
     document_b_id: Uuid,
 }
 
-/// Replaces the edges between the document and the `judged` candidates with
-/// `decisions` (each naming one of them) and reassigns clusters. Run it inside a
+/// Replaces the edges between the document and the `judged` candidates (each with the
+/// data version it was scored on) with `decisions` (each naming one of them) and
+/// reassigns clusters. A candidate whose data changed since it was read (re-extracted
+/// while this run decided) is left out, edges and decision alike: its own re-match
+/// judges the pair on the new data, and an edge it wrote already stays. Run it inside a
 /// transaction (`&mut *tx`); the caller commits. Matching write phases of one tenant are
 /// serialised with a transaction-scoped advisory lock, so two documents of one cluster
 /// matched at once cannot interleave their cluster updates.
@@ -78,7 +81,7 @@ pub async fn write_matches(
     tenant_id: Uuid,
     owner: &super::status::Owner,
     source_type: DocumentType,
-    judged: &[Uuid],
+    judged: &[(Uuid, i64)],
     decisions: &[Decision],
 ) -> Result<Option<Written>, sqlx::Error> {
     let document_id = owner.id;
@@ -101,6 +104,33 @@ pub async fn write_matches(
     if !super::status::still_owns(conn, owner).await? {
         return Ok(None);
     }
+    // Under the lock (a re-extraction's own re-match waits here too): the candidates whose
+    // data changed since this run read it.
+    let (ids, versions): (Vec<Uuid>, Vec<i64>) = judged.iter().copied().unzip();
+    let changed: Vec<Uuid> = sqlx::query_scalar(
+        r#"
+        SELECT d.id
+          FROM document d
+          JOIN unnest($1::uuid[], $2::int8[]) AS read(id, version) ON read.id = d.id
+         WHERE d.data_version <> read.version
+        "#,
+    )
+    .bind(&ids)
+    .bind(&versions)
+    .fetch_all(&mut *conn)
+    .await?;
+    if !changed.is_empty() {
+        tracing::info!(
+            candidates = ?changed,
+            "candidates re-extracted while this run decided; their pairs are left to their own re-match"
+        );
+    }
+    let judged: Vec<Uuid> = ids.into_iter().filter(|id| !changed.contains(id)).collect();
+    let decisions: Vec<Decision> = decisions
+        .iter()
+        .filter(|d| !changed.contains(&d.candidate_id))
+        .cloned()
+        .collect();
 
     sqlx::query(
         r#"
@@ -110,12 +140,12 @@ pub async fn write_matches(
         "#,
     )
     .bind(document_id)
-    .bind(judged)
+    .bind(&judged)
     .execute(&mut *conn)
     .await?;
 
     let (decisions, mut dropped) =
-        enforce_evidence_ranking(conn, document_id, source_type, decisions).await?;
+        enforce_evidence_ranking(conn, document_id, source_type, &decisions).await?;
     let (decisions, unlinked) =
         enforce_exclusive_partners(conn, document_id, source_type, &decisions).await?;
     dropped.extend(unlinked);

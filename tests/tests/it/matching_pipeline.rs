@@ -1471,13 +1471,17 @@ async fn the_write_phase_counts_the_runs_own_links_toward_the_single_partner_rul
             reasoning: None,
         },
     ];
+    let judged = [
+        (look_alike, data_version(&pool, look_alike).await),
+        (cited, data_version(&pool, cited).await),
+    ];
     let mut tx = pool.begin().await.unwrap();
     let written = matching::write::write_matches(
         &mut tx,
         t,
         &doc.owner(),
         DocumentType::Invoice,
-        &[look_alike, cited],
+        &judged,
         &decisions,
     )
     .await
@@ -1547,4 +1551,101 @@ async fn on_circumstance_alone_the_llm_only_vetoes_and_never_links_at_high(pool:
         .unwrap();
     assert_eq!(llm_calls(&llm).await, llm_before);
     assert!(!pairs(&pool).await.iter().any(|p| *p == pair(other, po)));
+}
+
+async fn data_version(pool: &PgPool, id: Uuid) -> i64 {
+    sqlx::query_scalar("SELECT data_version FROM document WHERE id = $1")
+        .bind(id)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_candidate_re_extracted_while_the_run_decided_gets_no_edge_from_its_old_data(
+    pool: PgPool,
+) {
+    use docflow::matching::decide::Decision;
+    use docflow::matching::score::Evidence;
+    let t = tenant(&pool, "Acme AG").await;
+    let po = matched_document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("4500012345", "2024-03-01", 1190.0),
+    )
+    .await;
+    let inv = document(
+        &pool,
+        t,
+        DocumentType::Invoice,
+        invoice("RE-2024-0815", "4500012345", "", "2024-03-08", 1190.0),
+    )
+    .await;
+    let doc = match status::claim(&pool, inv, None, status::DEFAULT_CLAIM_LEASE)
+        .await
+        .unwrap()
+    {
+        status::Claim::Claimed(doc) => doc,
+        other => panic!("{other:?}"),
+    };
+    // The run read the order as it was…
+    let read = data_version(&pool, po).await;
+    let decision = Decision {
+        candidate_id: po,
+        candidate_type: DocumentType::PurchaseOrder,
+        score: 0.95,
+        confidence: docflow::matching::Confidence::High,
+        decided_by: DecidedBy::Score,
+        evidence: vec![Evidence::Reference {
+            relation: "cites",
+            references: vec!["4500012345".into()],
+            specificity: 1.0,
+            weight: 0.5,
+        }],
+        reasoning: None,
+    };
+    // …then the order was re-extracted (another number: it is not this invoice's order).
+    sqlx::query("UPDATE document SET structured_data = $2 WHERE id = $1")
+        .bind(po)
+        .bind(purchase_order("4500099999", "2024-03-01", 1190.0))
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert!(data_version(&pool, po).await > read);
+
+    let mut tx = pool.begin().await.unwrap();
+    let written = matching::write::write_matches(
+        &mut tx,
+        t,
+        &doc.owner(),
+        DocumentType::Invoice,
+        &[(po, read)],
+        &[decision.clone()],
+    )
+    .await
+    .unwrap()
+    .expect("still the owner");
+    tx.commit().await.unwrap();
+
+    assert_eq!(written.edges, 0);
+    assert!(pairs(&pool).await.is_empty());
+
+    // Read at its current version, the same decision is written (the claim is still
+    // this run's: nothing marked it done).
+    let mut tx = pool.begin().await.unwrap();
+    let current = data_version(&pool, po).await;
+    matching::write::write_matches(
+        &mut tx,
+        t,
+        &doc.owner(),
+        DocumentType::Invoice,
+        &[(po, current)],
+        &[decision],
+    )
+    .await
+    .unwrap()
+    .expect("still the owner");
+    tx.commit().await.unwrap();
+    assert_eq!(pairs(&pool).await, vec![pair(inv, po)]);
 }
