@@ -1621,7 +1621,7 @@ async fn a_candidate_re_extracted_while_the_run_decided_gets_no_edge_from_its_ol
         &doc.owner(),
         DocumentType::Invoice,
         &[(po, read)],
-        &[decision.clone()],
+        std::slice::from_ref(&decision),
     )
     .await
     .unwrap()
