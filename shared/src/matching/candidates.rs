@@ -57,6 +57,10 @@ pub struct Candidate {
     pub semantic_similarity: Option<f64>,
 }
 
+/// How many of a tenant's documents must carry a VAT id before it counts as a company
+/// behind a name ([`names_with_several_vat_ids`]).
+pub const VAT_ID_MIN_DOCUMENTS: i32 = 2;
+
 /// What the search runs on: the source document and its normalised fields.
 #[derive(Debug, Clone, Copy)]
 pub struct Query<'a> {
@@ -307,9 +311,11 @@ SELECT d.id,
  ORDER BY d.id
 "#;
 
-/// Of `names` (normalised counterparty names), those that carry two or more different
-/// VAT ids among the tenant's documents: look-alike suppliers ("Müller GmbH" and
-/// "Mueller GmbH" of two companies), whose name alone tells nothing (issue 24 item 4).
+/// Of `names` (normalised counterparty names), those behind which two or more different
+/// VAT ids stand, each carried by at least [`VAT_ID_MIN_DOCUMENTS`] of the tenant's
+/// documents: look-alike suppliers ("Müller GmbH" and "Mueller GmbH" of two companies),
+/// whose name alone tells nothing (issue 24 item 4). One document's misread VAT id does
+/// not make a name ambiguous. Read from `counterparty_vat_id`, which triggers keep.
 pub async fn names_with_several_vat_ids(
     pool: &PgPool,
     tenant_id: Uuid,
@@ -320,17 +326,18 @@ pub async fn names_with_several_vat_ids(
     }
     let ambiguous: Vec<String> = sqlx::query_scalar(
         r#"
-        SELECT normalized_counterparty
-          FROM document
+        SELECT normalized_name
+          FROM counterparty_vat_id
          WHERE tenant_id = $1
-           AND normalized_counterparty = ANY($2)
-           AND normalized_vat_id IS NOT NULL
-         GROUP BY normalized_counterparty
-        HAVING count(DISTINCT normalized_vat_id) >= 2
+           AND normalized_name = ANY($2)
+           AND documents >= $3
+         GROUP BY normalized_name
+        HAVING count(*) >= 2
         "#,
     )
     .bind(tenant_id)
     .bind(names)
+    .bind(VAT_ID_MIN_DOCUMENTS)
     .fetch_all(pool)
     .await?;
     Ok(ambiguous.into_iter().collect())

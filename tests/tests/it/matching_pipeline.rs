@@ -1075,12 +1075,18 @@ async fn a_name_two_vat_ids_carry_is_no_evidence_for_a_delivery_note_without_vat
     run_matching(&pool, None, dn_alone).await.unwrap();
     assert_eq!(pairs(&pool).await, vec![pair(dn_alone, po_alone)]);
 
-    // Two companies of that name (two VAT ids) in the tenant: the name says nothing,
-    // equal lines alone do not link.
+    // Two companies of that name (two VAT ids, each on two documents) in the tenant: the
+    // name says nothing, equal lines alone do not link.
     let t = tenant(&pool, "Acme AG").await;
-    let mut other_company = screws_order("Müller GmbH", "DE111111111", "PO-2024-0001");
-    other_company["line_items"] = json!([{"description": "Kopierpapier A4", "quantity": 40}]);
-    matched_document(&pool, t, DocumentType::PurchaseOrder, other_company).await;
+    for number in ["PO-2024-0001", "PO-2024-0002"] {
+        let mut other_company = screws_order("Müller GmbH", "DE111111111", number);
+        other_company["line_items"] = json!([{"description": "Kopierpapier A4", "quantity": 40}]);
+        matched_document(&pool, t, DocumentType::PurchaseOrder, other_company).await;
+    }
+    let mut earlier = screws_order("Müller GmbH", "DE222222222", "PO-2023-0917");
+    earlier["line_items"] = json!([{"description": "Kopierpapier A4", "quantity": 40}]);
+    earlier["invoice_date"] = json!("2023-09-17");
+    matched_document(&pool, t, DocumentType::PurchaseOrder, earlier).await;
     let po = matched_document(
         &pool,
         t,
@@ -1094,6 +1100,52 @@ async fn a_name_two_vat_ids_carry_is_no_evidence_for_a_delivery_note_without_vat
 
     assert_eq!(report.written.edges, 0, "{:?}", report.decisions);
     assert!(!pairs(&pool).await.contains(&pair(dn, po)));
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn one_misread_vat_id_does_not_take_a_suppliers_name_evidence(pool: PgPool) {
+    // A delivery note of "Mueller GmbH", no VAT id, no order number, the same screws as
+    // an order of "Müller GmbH" (as above).
+    let note = json!({
+        "document_type": "delivery_note",
+        "invoice_number": "LS-77",
+        "invoice_date": "2024-03-04",
+        "supplier_name": "Mueller GmbH",
+        "line_items": [{"description": "Schrauben M8 verzinkt", "quantity": 500}]
+    });
+    let t = tenant(&pool, "Acme AG").await;
+    // One company, two orders with its VAT id; one more document whose VAT id was misread.
+    let po = matched_document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        screws_order("Müller GmbH", "DE222222222", "PO-2024-0042"),
+    )
+    .await;
+    let mut copier = screws_order("Müller GmbH", "DE222222222", "PO-2024-0001");
+    copier["line_items"] = json!([{"description": "Kopierpapier A4", "quantity": 40}]);
+    matched_document(&pool, t, DocumentType::PurchaseOrder, copier).await;
+    let mut misread = screws_order("Müller GmbH", "DE222222228", "PO-2023-0917");
+    misread["line_items"] = json!([{"description": "Kopierpapier A4", "quantity": 40}]);
+    misread["invoice_date"] = json!("2023-09-17");
+    matched_document(&pool, t, DocumentType::PurchaseOrder, misread).await;
+    let counts: Vec<(String, i32)> = sqlx::query_as(
+        "SELECT normalized_vat_id, documents FROM counterparty_vat_id WHERE tenant_id = $1 ORDER BY 1",
+    )
+    .bind(t)
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        counts,
+        vec![("DE222222222".to_owned(), 2), ("DE222222228".to_owned(), 1)]
+    );
+
+    let dn = document(&pool, t, DocumentType::DeliveryNote, note).await;
+    run_matching(&pool, None, dn).await.unwrap();
+
+    // The name still counts: one misread document is no second company.
+    assert!(pairs(&pool).await.contains(&pair(dn, po)));
 }
 
 /// A document of a framework order: every month's delivery note and invoice name the one
@@ -1648,4 +1700,60 @@ async fn a_candidate_re_extracted_while_the_run_decided_gets_no_edge_from_its_ol
     .expect("still the owner");
     tx.commit().await.unwrap();
     assert_eq!(pairs(&pool).await, vec![pair(inv, po)]);
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn the_vat_ids_behind_a_name_follow_every_save_change_and_delete(pool: PgPool) {
+    let t = tenant(&pool, "Acme AG").await;
+    let counts = || async {
+        sqlx::query_as::<_, (String, String, i32)>(
+            "SELECT normalized_name, normalized_vat_id, documents FROM counterparty_vat_id
+              WHERE tenant_id = $1 AND documents > 0 ORDER BY 1, 2",
+        )
+        .bind(t)
+        .fetch_all(&pool)
+        .await
+        .unwrap()
+    };
+    let data = screws_order("Müller GmbH", "DE222222222", "PO-2024-0042");
+    let a = matched_document(&pool, t, DocumentType::PurchaseOrder, data.clone()).await;
+    let b = matched_document(&pool, t, DocumentType::PurchaseOrder, data.clone()).await;
+    let name = counts().await[0].0.clone();
+    assert_eq!(
+        counts().await,
+        vec![(name.clone(), "DE222222222".into(), 2)]
+    );
+
+    // Saved again unchanged (every matching run saves them): no change.
+    status::save_normalized_unclaimed(
+        &pool,
+        a,
+        &docflow::matching::normalize::normalize(&data, DocumentType::PurchaseOrder),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        counts().await,
+        vec![(name.clone(), "DE222222222".into(), 2)]
+    );
+
+    // A corrected VAT id moves the document; a deleted one leaves.
+    sqlx::query("UPDATE document SET normalized_vat_id = 'DE333333333' WHERE id = $1")
+        .bind(a)
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        counts().await,
+        vec![
+            (name.clone(), "DE222222222".into(), 1),
+            (name.clone(), "DE333333333".into(), 1)
+        ]
+    );
+    sqlx::query("DELETE FROM document WHERE id = $1")
+        .bind(b)
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(counts().await, vec![(name, "DE333333333".into(), 1)]);
 }
