@@ -815,3 +815,89 @@ async fn a_text_too_long_for_the_embeddings_model_is_matched_without_the_semanti
     let linked: Vec<Uuid> = report.decisions.iter().map(|d| d.candidate_id).collect();
     assert!(linked.contains(&dn) && linked.contains(&po), "{report:?}");
 }
+
+/// Log lines written while the guard lives.
+#[derive(Clone, Default)]
+struct Logs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_tenant_above_the_exact_search_threshold_finds_its_neighbour_through_the_hnsw_index(
+    pool: PgPool,
+) {
+    use matching::semantic::{EXACT_SEARCH_BELOW, Probe, nearest};
+    // A tenant with as many embeddings as the exact search takes at most, beside a
+    // larger one: the HNSW branch.
+    let (_, rows) = explain_nearest(&pool, EXACT_SEARCH_BELOW as i32, 4_000).await;
+    assert_eq!(rows, 10);
+    let t: Uuid = sqlx::query_scalar("SELECT id FROM tenant WHERE name = 'Acme AG'")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    // The order the note belongs to, with an embedding of the same goods.
+    let vector = docflow::embeddings::hashed_bag_of_words("Akku-Bohrschrauber 18V 2 Stueck", 256);
+    let text = docflow::embeddings::to_pgvector_text(&vector);
+    let order: Uuid = sqlx::query_scalar(
+        r#"INSERT INTO document (tenant_id, type, file_path, structured_data, embedding, embedding_model)
+           VALUES ($1, 'purchase_order', 'documents/o.pdf', '{}'::jsonb, $2::text::vector, 'm')
+           RETURNING id"#,
+    )
+    .bind(t)
+    .bind(&text)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+
+    let logs = Logs::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let guard = tracing::subscriber::set_default(subscriber);
+    let query = matching::candidates::Query {
+        tenant_id: t,
+        document_id: Uuid::new_v4(),
+        doc_type: DocumentType::DeliveryNote,
+        counterparty: None,
+        vat_id: None,
+        iban: None,
+        references: &[],
+        own_probe: &[],
+        cited_probe: &[],
+        date: chrono::NaiveDate::from_ymd_opt(2024, 3, 4).unwrap(),
+    };
+    let probe = Probe {
+        vector: &text,
+        model: "m",
+        dimensions: 256,
+    };
+    let found = nearest(&pool, &query, &probe, 10, 0.4).await.unwrap();
+    drop(guard);
+
+    let log = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    assert!(
+        log.contains("exact=false") && log.contains("nearest-neighbour search"),
+        "{log}"
+    );
+    assert_eq!(
+        found.first().map(|c| c.id),
+        Some(order),
+        "{:?}",
+        found
+            .iter()
+            .map(|c| (c.id, c.semantic_similarity))
+            .collect::<Vec<_>>()
+    );
+    assert!(found[0].semantic_similarity.unwrap() > 0.99);
+}
