@@ -64,7 +64,9 @@ pub enum Scenario {
     /// (issue 24).
     FrameworkOrder,
     /// A purchase whose citations are printed in other shapes: digit groups split or
-    /// run together, an OCR letter next to a separator.
+    /// run together, an OCR letter next to a separator; a third of them share their field
+    /// with the supplier's order confirmation (`4500012345 / AB-77001`,
+    /// `45000 12345 AB-77001`, `4500012345AB77001`).
     MessyReferences,
     /// Two suppliers of one name (after normalisation) with different VAT ids, each
     /// with a purchase of the same goods in the same weeks; delivery notes without VAT id.
@@ -565,7 +567,18 @@ impl Generator {
     /// A number as another document cites it, with the noise of extraction.
     fn cited(&mut self, number: &str) -> String {
         if self.messy {
-            return shape_noise(&mut self.rng, number);
+            let shaped = shape_noise(&mut self.rng, number);
+            // A third of them share the field with the supplier's order confirmation,
+            // written as suppliers write it: after a slash, a space, or nothing at all.
+            if self.chance(0.33) {
+                let confirmation = self.rng.random_range(10_000..100_000);
+                return match self.rng.random_range(0..3) {
+                    0 => format!("{shaped} / AB-{confirmation}"),
+                    1 => format!("{shaped} AB-{confirmation}"),
+                    _ => format!("{shaped}AB{confirmation}"),
+                };
+            }
+            return shaped;
         }
         let roll = self.rng.random_range(0..1000);
         match roll {
