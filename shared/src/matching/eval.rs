@@ -570,9 +570,14 @@ impl Generator {
             let shaped = shape_noise(&mut self.rng, number);
             // A third of them share the field with the supplier's order confirmation,
             // written as suppliers write it: after a slash, a space, or nothing at all.
-            if self.chance(0.33) {
-                let confirmation = self.rng.random_range(10_000..100_000);
-                return match self.rng.random_range(0..3) {
+            // Chosen from the number itself, not the generator's stream, so that every
+            // other document of a seed stays what it was.
+            let h = number.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            });
+            if h % 3 == 0 {
+                let confirmation = 10_000 + (h >> 8) % 90_000;
+                return match (h >> 32) % 3 {
                     0 => format!("{shaped} / AB-{confirmation}"),
                     1 => format!("{shaped} AB-{confirmation}"),
                     _ => format!("{shaped}AB{confirmation}"),
