@@ -281,9 +281,15 @@ WITH by_reference AS (
      ORDER BY bool_or(reserved) DESC, min(path), min(distance), id
      LIMIT $9
 ), linked AS (
-    SELECT document_b_id AS id FROM document_match WHERE document_a_id = $2
-    UNION
-    SELECT document_a_id FROM document_match WHERE document_b_id = $2
+    -- Bounded like the search: a document linked to hundreds (a framework order's
+    -- invoices) re-judges its newest links; the others are not judged, so they stay.
+    SELECT id
+      FROM (SELECT document_b_id AS id, created_at FROM document_match WHERE document_a_id = $2
+            UNION ALL
+            SELECT document_a_id, created_at FROM document_match WHERE document_b_id = $2) l
+     GROUP BY id
+     ORDER BY max(created_at) DESC, id
+     LIMIT $9
 ), picked AS (
     -- A join on the union, not `id IN found OR id IN linked`: the OR would scan the
     -- whole table.

@@ -325,10 +325,14 @@ pub fn exclusive(child: DocumentType, parent: DocumentType) -> bool {
     )
 }
 
+/// An edge of a document that may have only one partner of a type (`child`): its other
+/// end and that end's type.
 #[derive(Debug, sqlx::FromRow)]
 struct Partner {
     edge_id: Uuid,
+    child_id: Uuid,
     other_id: Uuid,
+    other_type: DocumentType,
     circumstantial: bool,
 }
 
@@ -343,6 +347,49 @@ async fn enforce_exclusive_partners(
 ) -> Result<(Vec<Decision>, Vec<Uuid>), sqlx::Error> {
     let mut keep: Vec<Decision> = Vec::new();
     let mut dropped = Vec::new();
+    // The documents that may have only one partner of the other end's type, and all
+    // their edges: one query, not one per decision.
+    let mut children: Vec<Uuid> = decisions
+        .iter()
+        .filter_map(|d| {
+            if exclusive(source_type, d.candidate_type) {
+                Some(document_id)
+            } else if exclusive(d.candidate_type, source_type) {
+                Some(d.candidate_id)
+            } else {
+                None
+            }
+        })
+        .collect();
+    children.sort();
+    children.dedup();
+    let partners: Vec<Partner> = if children.is_empty() {
+        Vec::new()
+    } else {
+        sqlx::query_as::<_, Partner>(
+            r#"
+            SELECT m.id AS edge_id,
+                   c.id AS child_id,
+                   o.id AS other_id,
+                   o.type AS other_type,
+                   m.decided_by = 'score' AND NOT EXISTS (
+                       SELECT 1 FROM jsonb_array_elements(m.evidence) e
+                        WHERE e->>'kind' = 'reference_conflict'
+                           OR (e->>'kind' = 'reference' AND e->>'relation' <> 'near')
+                   ) AS circumstantial
+              FROM unnest($1::uuid[]) AS c(id)
+              JOIN document_match m
+                ON m.document_a_id = c.id OR m.document_b_id = c.id
+              JOIN document o
+                ON o.id = CASE WHEN m.document_a_id = c.id THEN m.document_b_id ELSE m.document_a_id END
+            "#,
+        )
+        .bind(&children)
+        .fetch_all(&mut *conn)
+        .await?
+    };
+    // Edges this rule unlinks, deleted together at the end.
+    let mut deleted: Vec<Uuid> = Vec::new();
     // The run's own links count as partners too (a look-alike order the LLM confirmed
     // beside the one the references chose): the stronger ones first, so that a link
     // the references decided is in place before a circumstantial one is judged.
@@ -358,40 +405,23 @@ async fn enforce_exclusive_partners(
             keep.push(d.clone());
             continue;
         };
-        let others = sqlx::query_as::<_, Partner>(
-            r#"
-            SELECT m.id AS edge_id,
-                   o.id AS other_id,
-                   m.decided_by = 'score' AND NOT EXISTS (
-                       SELECT 1 FROM jsonb_array_elements(m.evidence) e
-                        WHERE e->>'kind' = 'reference_conflict'
-                           OR (e->>'kind' = 'reference' AND e->>'relation' <> 'near')
-                   ) AS circumstantial
-              FROM document_match m
-              JOIN document o
-                ON o.id = CASE WHEN m.document_a_id = $1 THEN m.document_b_id ELSE m.document_a_id END
-             WHERE (m.document_a_id = $1 OR m.document_b_id = $1)
-               AND o.type = $2
-               AND o.id <> $3
-            "#,
-        )
-        .bind(child)
-        .bind(parent_type)
-        .bind(parent)
-        .fetch_all(&mut *conn)
-        .await?;
+        let others: Vec<&Partner> = partners
+            .iter()
+            .filter(|p| {
+                p.child_id == child
+                    && p.other_type == parent_type
+                    && p.other_id != parent
+                    && !deleted.contains(&p.edge_id)
+            })
+            .collect();
         // Circumstance alone, whoever decided: the LLM's word on a pair with no reference
         // is no stronger than the document text it read (docs/matching.md, "The LLM band
         // is untrusted"), so such a link neither evicts a rival nor joins one.
         let new_is_circumstantial = super::score::circumstantial(&d.evidence);
         let evicts = !(new_is_circumstantial && d.decided_by == DecidedBy::Llm);
-        let weaker: Vec<&Partner> = others.iter().filter(|o| o.circumstantial).collect();
+        let weaker: Vec<&&Partner> = others.iter().filter(|o| o.circumstantial).collect();
         if evicts && !weaker.is_empty() {
-            let ids: Vec<Uuid> = weaker.iter().map(|o| o.edge_id).collect();
-            sqlx::query("DELETE FROM document_match WHERE id = ANY($1)")
-                .bind(&ids)
-                .execute(&mut *conn)
-                .await?;
+            deleted.extend(weaker.iter().map(|o| o.edge_id));
             dropped.extend(weaker.iter().map(|o| o.other_id));
             dropped.push(child);
         }
@@ -420,13 +450,22 @@ async fn enforce_exclusive_partners(
         }
         keep.push(d.clone());
     }
+    if !deleted.is_empty() {
+        sqlx::query("DELETE FROM document_match WHERE id = ANY($1)")
+            .bind(&deleted)
+            .execute(&mut *conn)
+            .await?;
+    }
     Ok((keep, dropped))
 }
 
+/// An edge of one end of a ranked link: its other end and that end's type.
 #[derive(Debug, sqlx::FromRow)]
 struct Rival {
     edge_id: Uuid,
+    end_id: Uuid,
     other_id: Uuid,
+    other_type: DocumentType,
     /// [`Tier`] as a number: 2 direct, 1 shared, 0 circumstance.
     tier: i32,
     structured_data: serde_json::Value,
@@ -485,6 +524,41 @@ async fn enforce_evidence_ranking(
     .collect();
     let empty = serde_json::Value::Null;
     let data_of = |id: &Uuid| data.get(id).unwrap_or(&empty);
+    // Every edge of both ends of every ranked link, in one query (not two per link); the
+    // edges this rule unlinks are left out as it goes and deleted together at the end.
+    let mut ends: Vec<Uuid> = decisions
+        .iter()
+        .filter(|d| ranked(d))
+        .map(|d| d.candidate_id)
+        .collect();
+    ends.push(document_id);
+    ends.sort();
+    ends.dedup();
+    let all_rivals: Vec<Rival> = sqlx::query_as::<_, Rival>(
+        r#"
+        SELECT m.id AS edge_id,
+               c.id AS end_id,
+               o.id AS other_id,
+               o.type AS other_type,
+               CASE WHEN EXISTS (SELECT 1 FROM jsonb_array_elements(m.evidence) e
+                                  WHERE e->>'kind' = 'reference'
+                                    AND e->>'relation' IN ('cites', 'unknown')) THEN 2
+                    WHEN EXISTS (SELECT 1 FROM jsonb_array_elements(m.evidence) e
+                                  WHERE e->>'kind' = 'reference'
+                                    AND e->>'relation' = 'shared') THEN 1
+                    ELSE 0 END AS tier,
+               COALESCE(o.structured_data, '{}'::jsonb) AS structured_data
+          FROM unnest($1::uuid[]) AS c(id)
+          JOIN document_match m
+            ON m.document_a_id = c.id OR m.document_b_id = c.id
+          JOIN document o
+            ON o.id = CASE WHEN m.document_a_id = c.id THEN m.document_b_id ELSE m.document_a_id END
+        "#,
+    )
+    .bind(&ends)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut deleted: Vec<Uuid> = Vec::new();
     for d in decisions {
         let tier = Tier::of(&d.evidence);
         if !ranked(d) {
@@ -499,31 +573,12 @@ async fn enforce_evidence_ranking(
         let mut farther: Vec<(Uuid, Uuid, Uuid)> = Vec::new();
         let mut tied: Vec<(Uuid, Uuid, Uuid)> = Vec::new();
         for (end, other, other_type) in ends {
-            let rivals = sqlx::query_as::<_, Rival>(
-                r#"
-                SELECT m.id AS edge_id,
-                       o.id AS other_id,
-                       CASE WHEN EXISTS (SELECT 1 FROM jsonb_array_elements(m.evidence) e
-                                          WHERE e->>'kind' = 'reference'
-                                            AND e->>'relation' IN ('cites', 'unknown')) THEN 2
-                            WHEN EXISTS (SELECT 1 FROM jsonb_array_elements(m.evidence) e
-                                          WHERE e->>'kind' = 'reference'
-                                            AND e->>'relation' = 'shared') THEN 1
-                            ELSE 0 END AS tier,
-                       COALESCE(o.structured_data, '{}'::jsonb) AS structured_data
-                  FROM document_match m
-                  JOIN document o
-                    ON o.id = CASE WHEN m.document_a_id = $1 THEN m.document_b_id ELSE m.document_a_id END
-                 WHERE (m.document_a_id = $1 OR m.document_b_id = $1)
-                   AND o.type = $2
-                   AND o.id <> $3
-                "#,
-            )
-            .bind(end)
-            .bind(other_type)
-            .bind(other)
-            .fetch_all(&mut *conn)
-            .await?;
+            let rivals = all_rivals.iter().filter(|r| {
+                r.end_id == end
+                    && r.other_type == other_type
+                    && r.other_id != other
+                    && !deleted.contains(&r.edge_id)
+            });
             let here = proximity(data_of(&end), data_of(&other));
             for r in rivals {
                 let edge = (r.edge_id, r.other_id, end);
@@ -553,16 +608,10 @@ async fn enforce_evidence_ranking(
         // A tie: neither is uniquely nearest, both go.
         let tie = !tied.is_empty();
         let unlink: Vec<(Uuid, Uuid, Uuid)> = if tie { tied } else { farther };
-        if !unlink.is_empty() {
-            let edge_ids: Vec<Uuid> = unlink.iter().map(|(e, _, _)| *e).collect();
-            sqlx::query("DELETE FROM document_match WHERE id = ANY($1)")
-                .bind(&edge_ids)
-                .execute(&mut *conn)
-                .await?;
-            for (_, other, end) in &unlink {
-                dropped.push(*other);
-                dropped.push(*end);
-            }
+        for (edge, other, end) in &unlink {
+            deleted.push(*edge);
+            dropped.push(*other);
+            dropped.push(*end);
         }
         if tie {
             tracing::info!(
@@ -573,6 +622,12 @@ async fn enforce_evidence_ranking(
             continue;
         }
         keep.push(d.clone());
+    }
+    if !deleted.is_empty() {
+        sqlx::query("DELETE FROM document_match WHERE id = ANY($1)")
+            .bind(&deleted)
+            .execute(&mut *conn)
+            .await?;
     }
     Ok((keep, dropped))
 }

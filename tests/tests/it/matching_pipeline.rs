@@ -1757,3 +1757,140 @@ async fn the_vat_ids_behind_a_name_follow_every_save_change_and_delete(pool: PgP
         .unwrap();
     assert_eq!(counts().await, vec![(name, "DE333333333".into(), 1)]);
 }
+
+/// The statements a write phase sends (sqlx's `sqlx::query` debug events).
+async fn statements_of_a_write(pool: &PgPool, orders: usize) -> usize {
+    use docflow::matching::decide::Decision;
+    use docflow::matching::score::Evidence;
+    #[derive(Clone, Default)]
+    struct Logs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Logs {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let t = tenant(pool, "Acme AG").await;
+    // An order and `orders` invoices citing it (each invoice has one order: every
+    // decision is under the single-partner rule), and a delivery note sharing the order
+    // with each (evidence ranking at both ends).
+    let po = document(
+        pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("4500012345", "2024-03-01", 1190.0),
+    )
+    .await;
+    let mut judged = Vec::new();
+    let mut decisions = Vec::new();
+    for i in 0..orders {
+        let number = format!("RE-2024-{i:04}");
+        let inv = matched_document(
+            pool,
+            t,
+            DocumentType::Invoice,
+            invoice(&number, "4500012345", "", "2024-03-08", 1190.0),
+        )
+        .await;
+        judged.push((inv, 1));
+        decisions.push(Decision {
+            candidate_id: inv,
+            candidate_type: DocumentType::Invoice,
+            score: 0.95,
+            confidence: docflow::matching::Confidence::High,
+            decided_by: DecidedBy::Score,
+            evidence: vec![Evidence::Reference {
+                relation: "cites",
+                references: vec!["4500012345".into()],
+                specificity: 1.0,
+                weight: 0.5,
+            }],
+            reasoning: None,
+        });
+    }
+    let doc = match status::claim(pool, po, None, status::DEFAULT_CLAIM_LEASE)
+        .await
+        .unwrap()
+    {
+        status::Claim::Claimed(doc) => doc,
+        other => panic!("{other:?}"),
+    };
+    let logs = Logs::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let mut tx = pool.begin().await.unwrap();
+    {
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let written = matching::write::write_matches(
+            &mut tx,
+            t,
+            &doc.owner(),
+            DocumentType::PurchaseOrder,
+            &judged,
+            &decisions,
+        )
+        .await
+        .unwrap()
+        .expect("the owner");
+        assert_eq!(written.edges, orders);
+    }
+    tx.rollback().await.unwrap();
+    let log = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    log.lines().filter(|l| l.contains("sqlx::query")).count()
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn the_write_phase_sends_as_many_statements_for_six_decisions_as_for_one(pool: PgPool) {
+    let one = statements_of_a_write(&pool, 1).await;
+    let six = statements_of_a_write(&pool, 6).await;
+    assert_eq!(six, one, "no statement per decision");
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_document_linked_to_many_re_judges_a_bounded_number_and_keeps_the_rest(pool: PgPool) {
+    let t = tenant(&pool, "Acme AG").await;
+    let po = document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
+    )
+    .await;
+    run_matching(&pool, None, po).await.unwrap();
+    let mut notes = Vec::new();
+    for day in 2..=9 {
+        let dn = document(
+            &pool,
+            t,
+            DocumentType::DeliveryNote,
+            delivery_note(
+                &format!("LS-2024-01{day:02}"),
+                "PO-2024-0042",
+                &format!("2024-03-{day:02}"),
+            ),
+        )
+        .await;
+        run_matching(&pool, None, dn).await.unwrap();
+        notes.push(dn);
+    }
+    assert_eq!(pairs(&pool).await.len(), 8);
+
+    // Matched again with room for two candidates: two found, at most two of its links.
+    let config = MatchingConfig {
+        max_candidates: 2,
+        ..MatchingConfig::default()
+    };
+    let report = run_with(&pool, None, &config, po).await.unwrap();
+
+    assert!(report.candidates <= 4, "{} candidates", report.candidates);
+    let mut expected: Vec<(Uuid, Uuid)> = notes.iter().map(|dn| pair(po, *dn)).collect();
+    expected.sort();
+    assert_eq!(pairs(&pool).await, expected, "no link dropped unjudged");
+}
