@@ -383,19 +383,30 @@ pub async fn deps_with_metrics(
 // ---- moto internals ----
 
 /// moto's model dump (`/moto-api/data.json`): every SQS message and SES email it holds.
-/// moto serialises its whole state for this and now and then answers a request made
-/// while another test changes that state with a cut-off body: asked again, it answers.
+/// The dump is not atomic: moto checks each attribute of each model by serialising it,
+/// reads it again, and serialises the whole at the end (`moto_api/_internal/
+/// responses.py`, `model_data`). Another test writing at the same time (an S3 object
+/// appended to a bucket's list between the check and the end) makes that end fail
+/// with a 500 ("Object of type FakeKey is not JSON serializable", "dictionary changed
+/// size during iteration": the emulator's log) or cuts the body off. The state this
+/// test reads is its own and settled; asked again once the other writers have moved
+/// on, moto answers. A burst of them (ten `docflow local run` processes uploading
+/// their batches) lasts seconds, so the dump is asked again for up to 30 s.
 pub async fn moto_data() -> Value {
     let url = format!("{}/moto-api/data.json", docflow_tests::endpoint());
-    let mut last = None;
-    for _ in 0..5 {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
         let response = reqwest::get(&url).await.expect("moto-api reachable");
-        match response.json::<Value>().await {
-            Ok(data) => return data,
-            Err(e) => last = Some(e),
+        let status = response.status();
+        let read = response.json::<Value>().await;
+        match read {
+            Ok(data) if status.is_success() => return data,
+            other if tokio::time::Instant::now() >= deadline => {
+                panic!("moto-api did not answer JSON for 30 s: {status} {other:?}")
+            }
+            _ => tokio::time::sleep(Duration::from_millis(250)).await,
         }
     }
-    panic!("moto-api did not answer JSON: {last:?}");
 }
 
 /// How long from now an SQS message stays hidden, from moto's `visible_at`.
