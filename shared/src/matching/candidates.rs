@@ -171,8 +171,15 @@ pub async fn find_candidates(
 /// supplier, name). Public so a test can `EXPLAIN` it.
 pub const CANDIDATES: &str = r#"
 WITH by_reference AS (
-    -- The numbers the source cites, among the others' own numbers.
-    (SELECT d.id, 0 AS path, 0 AS quota, abs(d.document_date - $8::date) AS distance
+    -- The numbers the source cites, among the others' own numbers. A hit on a whole key
+    -- with its letters (`dn:LS-12345`) ranks before a hit on a number part only
+    -- (`dn:12345`, which other suppliers' numbers share): a century of distance.
+    (SELECT d.id, 0 AS path, 0 AS quota,
+            abs(d.document_date - $8::date)
+              + CASE WHEN matching_tenant_keys(d.tenant_id, d.matching_own_keys)
+                          && matching_tenant_keys($1, ARRAY(SELECT k FROM unnest($12::text[]) k
+                                                             WHERE k ~ ':.*[A-Z]'))
+                     THEN 0 ELSE 36500 END AS distance
        FROM document d
       WHERE d.tenant_id = $1
         AND matching_tenant_keys(d.tenant_id, d.matching_own_keys)
@@ -182,8 +189,14 @@ WITH by_reference AS (
       ORDER BY distance, d.id
       LIMIT $9)
     UNION ALL
-    -- The source's own (and cited) numbers, among what the others cite.
-    (SELECT d.id, 0, 1, abs(d.document_date - $8::date) AS distance
+    -- The source's own (and cited) numbers, among what the others cite (whole keys
+    -- first, as above).
+    (SELECT d.id, 0, 1,
+            abs(d.document_date - $8::date)
+              + CASE WHEN matching_tenant_keys(d.tenant_id, d.matching_cited_keys)
+                          && matching_tenant_keys($1, ARRAY(SELECT k FROM unnest($13::text[]) k
+                                                             WHERE k ~ ':.*[A-Z]'))
+                     THEN 0 ELSE 36500 END AS distance
        FROM document d
       WHERE d.tenant_id = $1
         AND matching_tenant_keys(d.tenant_id, d.matching_cited_keys)

@@ -419,3 +419,56 @@ async fn split_merged_and_misread_digit_groups_are_found_by_the_candidate_search
         );
     }
 }
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_whole_key_ranks_before_other_suppliers_numbers_that_share_its_digits(pool: PgPool) {
+    let t = tenant(&pool, "Acme AG").await;
+    // The delivery note the invoice cites: a month before it, no supplier to find it by.
+    let dn = matched_document(
+        &pool,
+        t,
+        DocumentType::DeliveryNote,
+        json!({"document_type": "delivery_note", "invoice_number": "LS-12345",
+               "invoice_date": "2024-01-10",
+               "line_items": [{"description": "Toner cartridge black", "quantity": 10}]}),
+    )
+    .await;
+    // Other suppliers' notes whose numbers share the digits, all nearer in time.
+    for i in 0..60 {
+        let number = match i % 3 {
+            0 => "AB-12345".to_owned(),
+            1 => "12345".to_owned(),
+            _ => format!("X{}-12345", (b'A' + (i % 26) as u8) as char),
+        };
+        matched_document(
+            &pool,
+            t,
+            DocumentType::DeliveryNote,
+            json!({"document_type": "delivery_note", "invoice_number": number,
+                   "invoice_date": format!("2024-02-{:02}", 15 + i % 10),
+                   "supplier_name": format!("Lieferant {i} Handels GmbH"),
+                   "supplier_vat_id": format!("DE{}", 300000000 + i)}),
+        )
+        .await;
+    }
+    let inv = document(
+        &pool,
+        t,
+        DocumentType::Invoice,
+        json!({"document_type": "invoice", "invoice_number": "RE-2024-777",
+               "invoice_date": "2024-02-20", "supplier_name": "Alpha Bürobedarf GmbH",
+               "supplier_vat_id": "DE999999999", "delivery_note_reference": "LS-12345",
+               "currency": "EUR", "total": 500.0,
+               "line_items": [{"description": "Toner cartridge black", "quantity": 10}]}),
+    )
+    .await;
+
+    let report = run(&pool, inv).await;
+
+    assert!(
+        report.decisions.iter().any(|d| d.candidate_id == dn),
+        "the cited note is found among {} candidates: {:?}",
+        report.candidates,
+        report.decisions
+    );
+}
