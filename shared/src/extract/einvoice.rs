@@ -337,6 +337,16 @@ fn compact(s: &str) -> String {
     s.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
+/// Two letters, two digits, then letters and digits: the shape of an IBAN, whatever its
+/// check digits say.
+fn looks_like_an_iban(id: &str) -> bool {
+    let b = id.as_bytes();
+    b.len() >= 15
+        && b[..2].iter().all(u8::is_ascii_uppercase)
+        && b[2..4].iter().all(u8::is_ascii_digit)
+        && b[4..].iter().all(u8::is_ascii_alphanumeric)
+}
+
 fn text(s: &Option<String>) -> Option<String> {
     s.as_deref()
         .map(str::trim)
@@ -344,17 +354,33 @@ fn text(s: &Option<String>) -> Option<String> {
         .map(str::to_owned)
 }
 
-fn to_extraction(i: &Invoice, source: EInvoiceSource) -> Extraction {
+fn to_extraction(i: &Invoice, mut source: EInvoiceSource) -> Extraction {
     let date = |d: Option<en16931::Date>| d.and_then(|d| d.to_string().parse().ok());
     let reference = |r: &Option<en16931::DocumentReference>| {
         r.as_ref()
             .map(|r| r.to_string().trim().to_owned())
             .filter(|r| !r.is_empty())
     };
+    // BT-84 of a credit transfer (BG-17): the first account whose IBAN passes its check
+    // digits (ISO 13616, mod 97). One that looks like an IBAN and fails them is never
+    // the supplier's IBAN (a payment would go astray): it is a finding instead.
     let iban = match i.payment.as_ref().and_then(|p| p.means.as_ref()) {
-        Some(PaymentMeans::CreditTransfer(accounts)) => accounts
-            .iter()
-            .find_map(|a| a.account_identifier.as_deref().map(compact)),
+        Some(PaymentMeans::CreditTransfer(accounts)) => {
+            let mut valid = None;
+            for account in accounts {
+                let Some(id) = account.account_identifier.as_deref().map(compact) else {
+                    continue;
+                };
+                if crate::extract::rules::ids::iban_is_valid(&id) {
+                    valid = valid.or(Some(id));
+                } else if looks_like_an_iban(&id) {
+                    source.findings.push(format!(
+                        "BT-84 {id}: the IBAN fails its check digits (ISO 13616); not taken as the supplier's IBAN"
+                    ));
+                }
+            }
+            valid
+        }
         _ => None,
     };
     let address = {
@@ -546,6 +572,29 @@ mod tests {
             assert_eq!(e.field_confidence_of("total"), Some(Confidence::High));
         }
         assert!(ubl > 30 && cii > 30, "{ubl} UBL, {cii} CII");
+    }
+
+    #[test]
+    fn bt_84_an_iban_failing_its_check_digits_is_a_finding_not_the_suppliers_iban() {
+        // KoSIT 01.01a's account, one digit changed: DE79000000001234567890 passes
+        // ISO 13616's mod 97, DE79000000001234567891 does not.
+        let xml = std::fs::read_to_string(corpus(UBL)).unwrap();
+        assert!(xml.contains("DE79000000001234567890"));
+        let broken = xml.replace("DE79000000001234567890", "DE79000000001234567891");
+
+        let e = read(broken.as_bytes()).unwrap();
+
+        assert_eq!(e.supplier_iban, None);
+        let findings = &e.einvoice.as_ref().unwrap().findings;
+        assert!(
+            findings
+                .iter()
+                .any(|f| f.starts_with("BT-84 DE79000000001234567891: the IBAN fails")),
+            "{findings:?}"
+        );
+        // The published sample's own IBAN is taken as it is.
+        let e = read(xml.as_bytes()).unwrap();
+        assert_eq!(e.supplier_iban.as_deref(), Some("DE79000000001234567890"));
     }
 
     #[test]

@@ -28,7 +28,7 @@
 
 mod amount;
 mod date;
-mod ids;
+pub(crate) mod ids;
 mod items;
 mod kind;
 mod labels;
