@@ -307,7 +307,9 @@ impl References {
         };
         let mut refs = References {
             own: keys(OWN_FIELDS),
-            purchase_orders: keys(PO_FIELDS),
+            purchase_orders: or_buyer_reference(keys(PO_FIELDS), structured, |raw| {
+                normalize_reference(raw).into_iter().collect()
+            }),
             delivery_notes: keys(DN_FIELDS),
             invoices: keys(INVOICE_FIELDS),
             unknown: keys(UNKNOWN_FIELDS),
@@ -403,7 +405,7 @@ impl SearchKeys {
                 .collect()
         };
         let mut own = forms(OWN_FIELDS);
-        let mut purchase_orders = forms(PO_FIELDS);
+        let mut purchase_orders = or_buyer_reference(forms(PO_FIELDS), structured, search_forms);
         let mut delivery_notes = forms(DN_FIELDS);
         match doc_type {
             DocumentType::PurchaseOrder => own.append(&mut purchase_orders),
@@ -538,6 +540,31 @@ pub fn document_date(structured: &Value) -> Option<NaiveDate> {
     .find_map(|raw| NaiveDate::parse_from_str(raw.get(..10)?, "%Y-%m-%d").ok())
 }
 
+/// `cited` (a document's order references, BT-13 for an e-invoice), or, when it holds
+/// none, what `read` makes of the e-invoice's BT-10 (`einvoice.buyer_reference`): buyers
+/// often put their order number there. A Leitweg-ID there is of no order's shape, so it
+/// ties and contradicts nothing.
+fn or_buyer_reference(
+    cited: Vec<String>,
+    structured: &Value,
+    read: impl Fn(&str) -> Vec<String>,
+) -> Vec<String> {
+    if !cited.is_empty() {
+        return cited;
+    }
+    let mut keys: Vec<String> = structured
+        .get("einvoice")
+        .and_then(|e| e.get("buyer_reference"))
+        .map(reference_values)
+        .unwrap_or_default()
+        .iter()
+        .flat_map(|raw| read(raw))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
 /// A reference field may be a string, a number, a list of either, or a string listing
 /// several ("PO-1, PO-2", "4500012345 / AB-778": [`split_references`]).
 fn reference_values(value: &Value) -> Vec<String> {
@@ -665,6 +692,24 @@ mod tests {
             DocumentType::Invoice,
         );
         assert_eq!(both.purchase_orders, ["LS-2024-107", "PO-2024-42"]);
+    }
+
+    #[test]
+    fn bt_10_is_the_order_reference_matching_cites_when_bt_13_is_empty() {
+        // As the e-invoice reader stores KoSIT 03.04a: no BT-13, BT-10 set.
+        let without = json!({
+            "invoice_number": "RE-1",
+            "einvoice": {"provider": "einvoice", "buyer_reference": "4500012345"}
+        });
+        let refs = References::read(&without, DocumentType::Invoice);
+        assert_eq!(refs.purchase_orders, ["4500012345"]);
+        let keys = SearchKeys::read(&without, DocumentType::Invoice);
+        assert!(keys.cited.contains(&"po:4500012345".to_owned()), "{keys:?}");
+        // BT-13 present: BT-13 alone.
+        let mut with = without.clone();
+        with["po_reference"] = json!("PO-2024-0042");
+        let refs = References::read(&with, DocumentType::Invoice);
+        assert_eq!(refs.purchase_orders, ["PO-2024-42"]);
     }
 
     #[test]
