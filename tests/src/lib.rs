@@ -9,6 +9,7 @@ pub mod hostile;
 pub mod hostile_files;
 pub mod ingestion_harness;
 pub mod llm;
+pub mod logs;
 pub mod pdf;
 pub mod sandbox;
 pub mod scan;

@@ -333,7 +333,7 @@ SELECT d.id,
 /// Of `names` (normalised counterparty names), those behind which two or more different
 /// VAT ids stand, each carried by at least [`VAT_ID_MIN_DOCUMENTS`] of the tenant's
 /// documents: look-alike suppliers ("Müller GmbH" and "Mueller GmbH" of two companies),
-/// whose name alone tells nothing (issue 24 item 4). One document's misread VAT id does
+/// whose name alone tells nothing. One document's misread VAT id does
 /// not make a name ambiguous. Read from `counterparty_vat_id`, which triggers keep.
 pub async fn names_with_several_vat_ids(
     pool: &PgPool,

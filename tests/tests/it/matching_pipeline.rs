@@ -30,14 +30,19 @@ async fn run_with(
     config: &MatchingConfig,
     id: Uuid,
 ) -> Result<matching::MatchReport, MatchingError> {
-    let doc: Document = match status::claim(pool, id, None, status::DEFAULT_CLAIM_LEASE)
+    let doc = claimed(pool, id).await;
+    matching::match_document(pool, llm, config, &doc).await
+}
+
+/// The document, claimed for matching as a delivery claims it.
+async fn claimed(pool: &PgPool, id: Uuid) -> Document {
+    match status::claim(pool, id, None, status::DEFAULT_CLAIM_LEASE)
         .await
         .unwrap()
     {
         status::Claim::Claimed(doc) => doc,
         other => panic!("document {id} not claimable: {other:?}"),
-    };
-    matching::match_document(pool, llm, config, &doc).await
+    }
 }
 
 /// The members of a document's cluster, sorted (just the document when it has none).
@@ -1481,13 +1486,7 @@ async fn the_write_phase_counts_the_runs_own_links_toward_the_single_partner_rul
         invoice("RE-2024-0815", "4500012345", "", "2024-03-08", 1190.0),
     )
     .await;
-    let doc = match status::claim(&pool, inv, None, status::DEFAULT_CLAIM_LEASE)
-        .await
-        .unwrap()
-    {
-        status::Claim::Claimed(doc) => doc,
-        other => panic!("{other:?}"),
-    };
+    let doc = claimed(&pool, inv).await;
     let amount = Evidence::Amount {
         source: 1190.0,
         candidate: 1190.0,
@@ -1634,13 +1633,7 @@ async fn a_candidate_re_extracted_while_the_run_decided_gets_no_edge_from_its_ol
         invoice("RE-2024-0815", "4500012345", "", "2024-03-08", 1190.0),
     )
     .await;
-    let doc = match status::claim(&pool, inv, None, status::DEFAULT_CLAIM_LEASE)
-        .await
-        .unwrap()
-    {
-        status::Claim::Claimed(doc) => doc,
-        other => panic!("{other:?}"),
-    };
+    let doc = claimed(&pool, inv).await;
     // The run read the order as it was…
     let read = data_version(&pool, po).await;
     let decision = Decision {
@@ -1762,17 +1755,6 @@ async fn the_vat_ids_behind_a_name_follow_every_save_change_and_delete(pool: PgP
 async fn statements_of_a_write(pool: &PgPool, orders: usize) -> usize {
     use docflow::matching::decide::Decision;
     use docflow::matching::score::Evidence;
-    #[derive(Clone, Default)]
-    struct Logs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-    impl std::io::Write for Logs {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
     let t = tenant(pool, "Acme AG").await;
     // An order and `orders` invoices citing it (each invoice has one order: every
     // decision is under the single-partner rule), and a delivery note sharing the order
@@ -1811,23 +1793,11 @@ async fn statements_of_a_write(pool: &PgPool, orders: usize) -> usize {
             reasoning: None,
         });
     }
-    let doc = match status::claim(pool, po, None, status::DEFAULT_CLAIM_LEASE)
-        .await
-        .unwrap()
-    {
-        status::Claim::Claimed(doc) => doc,
-        other => panic!("{other:?}"),
-    };
-    let logs = Logs::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::DEBUG)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
+    let doc = claimed(pool, po).await;
+    let logs = docflow_tests::logs::Logs::default();
     let mut tx = pool.begin().await.unwrap();
     {
-        let _guard = tracing::subscriber::set_default(subscriber);
+        let _guard = logs.capture_debug_text();
         let written = matching::write::write_matches(
             &mut tx,
             t,
@@ -1842,8 +1812,10 @@ async fn statements_of_a_write(pool: &PgPool, orders: usize) -> usize {
         assert_eq!(written.edges, orders);
     }
     tx.rollback().await.unwrap();
-    let log = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
-    log.lines().filter(|l| l.contains("sqlx::query")).count()
+    logs.text()
+        .lines()
+        .filter(|l| l.contains("sqlx::query"))
+        .count()
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]

@@ -816,20 +816,6 @@ async fn a_text_too_long_for_the_embeddings_model_is_matched_without_the_semanti
     assert!(linked.contains(&dn) && linked.contains(&po), "{report:?}");
 }
 
-/// Log lines written while the guard lives.
-#[derive(Clone, Default)]
-struct Logs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_tenant_above_the_exact_search_threshold_finds_its_neighbour_through_the_hnsw_index(
     pool: PgPool,
@@ -857,14 +843,8 @@ async fn a_tenant_above_the_exact_search_threshold_finds_its_neighbour_through_t
     .await
     .unwrap();
 
-    let logs = Logs::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::DEBUG)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let guard = tracing::subscriber::set_default(subscriber);
+    let logs = docflow_tests::logs::Logs::default();
+    let guard = logs.capture_debug_text();
     let query = matching::candidates::Query {
         tenant_id: t,
         document_id: Uuid::new_v4(),
@@ -885,7 +865,7 @@ async fn a_tenant_above_the_exact_search_threshold_finds_its_neighbour_through_t
     let found = nearest(&pool, &query, &probe, 10, 0.4).await.unwrap();
     drop(guard);
 
-    let log = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    let log = logs.text();
     assert!(
         log.contains("exact=false") && log.contains("nearest-neighbour search"),
         "{log}"
