@@ -7,6 +7,7 @@
 //! whose `lambda_runtime` talks to a Runtime API (the stand-in in [`rapi`]), against the
 //! shared Postgres, moto, and local stand-ins for the LLM and Maesn.
 
+mod bulk;
 mod httpcount;
 mod pgcount;
 mod pipeline;
@@ -1686,6 +1687,15 @@ async fn main() -> anyhow::Result<()> {
     if !args.wants("pipeline") {
     } else if let Err(e) = pipeline::pipeline(&mut report, &args.bins, args.pairs).await {
         failures.push(format!("pipeline: {e:#}"));
+    }
+
+    eprintln!(
+        "== bulk import ({} documents of one tenant)",
+        bulk::DOCUMENTS
+    );
+    if !args.wants("bulk") {
+    } else if let Err(e) = bulk::bulk_import(&mut report, &args.bins).await {
+        failures.push(format!("bulk import: {e:#}"));
     }
 
     let table = report.markdown();

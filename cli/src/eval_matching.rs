@@ -36,6 +36,15 @@ pub struct Args {
     /// Concurrent local event-source mappings, each running batches of 10 concurrently.
     #[arg(long, default_value_t = 4)]
     pub pollers: usize,
+    /// Spread the purchases over this many tenants (1 to 3); 1 is a customer's bulk
+    /// import, every write phase in one tenant.
+    #[arg(long, default_value_t = 3)]
+    pub tenants: usize,
+    /// Stop when no document finished for this long. A record given back to the queue
+    /// (a duplicate meeting a live claim comes back after the claim lease, 160 s) needs
+    /// more than the default.
+    #[arg(long, default_value_t = 60)]
+    pub stall_seconds: u64,
     /// Also print this many wrong and this many missed edges, with both documents.
     #[arg(long, default_value_t = 0)]
     pub show_errors: usize,
@@ -229,13 +238,14 @@ async fn evaluate_in(
         seed: args.seed,
         documents: args.documents,
         pollers: args.pollers,
-        stall: Duration::from_secs(60),
+        stall: Duration::from_secs(args.stall_seconds),
         semantic_cases: args.embeddings,
         mix: if args.classic {
             Mix::Classic
         } else {
             Mix::Full
         },
+        tenants: args.tenants,
     };
     let outcome = evaluate(&pool, &sqs, options, |event| {
         matching::handler(&deps, event)
@@ -259,6 +269,13 @@ async fn evaluate_in(
         },
         outcome.elapsed.as_secs_f64(),
         outcome.run.batches
+    );
+    let documents = outcome.set.documents.len();
+    println!(
+        "queue run: {documents} documents, {} tenant(s), {:.1} s, {:.0} documents/minute",
+        outcome.set.tenants.len(),
+        outcome.run_time.as_secs_f64(),
+        documents as f64 * 60.0 / outcome.run_time.as_secs_f64().max(f64::EPSILON)
     );
     println!("{}", outcome.report);
     use docflow::matching::eval::describe;

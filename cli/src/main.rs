@@ -384,7 +384,11 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
         } => migrate(&database_url()).await,
         Command::Eval {
             command: EvalCommand::Matching(args),
-        } => eval_matching::run(&database_url(), &args).await,
+        } => {
+            // The matching function's warnings (a record given back, a lost deadlock).
+            init_logs("warn", None);
+            eval_matching::run(&database_url(), &args).await
+        }
         Command::Extract {
             file,
             provider,

@@ -387,6 +387,20 @@ pub fn generate_with(seed: u64, documents: usize, semantic_cases: bool) -> EvalS
 
 /// [`generate_with`] with the purchases of `mix`.
 pub fn generate_mix(seed: u64, documents: usize, semantic_cases: bool, mix: Mix) -> EvalSet {
+    generate_for(seed, documents, semantic_cases, mix, TENANTS.len())
+}
+
+/// [`generate_mix`] for the first `tenants` tenants (1 to 3): one tenant is a customer's
+/// bulk import, every purchase in one tenant's write phases. With 3, exactly
+/// [`generate_mix`]'s set.
+pub fn generate_for(
+    seed: u64,
+    documents: usize,
+    semantic_cases: bool,
+    mix: Mix,
+    tenants: usize,
+) -> EvalSet {
+    let tenants = tenants.clamp(1, TENANTS.len());
     let mut rng = StdRng::seed_from_u64(seed);
     let suppliers: Vec<Supplier> = SUPPLIERS
         .iter()
@@ -404,7 +418,7 @@ pub fn generate_mix(seed: u64, documents: usize, semantic_cases: bool, mix: Mix)
             next_dn: rng.random_range(1..5_000),
         })
         .collect();
-    let tenant_suppliers = (0..TENANTS.len())
+    let tenant_suppliers = (0..tenants)
         .map(|_| {
             let mut all: Vec<usize> = (0..SUPPLIERS.len()).collect();
             all.shuffle(&mut rng);
@@ -419,13 +433,13 @@ pub fn generate_mix(seed: u64, documents: usize, semantic_cases: bool, mix: Mix)
         twins: None,
         suppliers,
         tenant_suppliers,
-        next_po: (0..TENANTS.len()).map(|t| 40 + t as u32 * 7).collect(),
+        next_po: (0..tenants).map(|t| 40 + t as u32 * 7).collect(),
         documents: Vec::new(),
         edges: BTreeSet::new(),
         next_case: 0,
     };
     while g.documents.len() < documents {
-        let tenant = g.rng.random_range(0..TENANTS.len());
+        let tenant = g.rng.random_range(0..tenants);
         let roll = g.rng.random_range(0..100);
         if mix == Mix::Full {
             g.full_mix(tenant, roll);
@@ -447,7 +461,7 @@ pub fn generate_mix(seed: u64, documents: usize, semantic_cases: bool, mix: Mix)
     if semantic_cases {
         let target = g.documents.len() + documents.div_ceil(10);
         while g.documents.len() < target {
-            let tenant = g.rng.random_range(0..TENANTS.len());
+            let tenant = g.rng.random_range(0..tenants);
             g.renamed_supplier(tenant);
         }
     }
@@ -455,7 +469,7 @@ pub fn generate_mix(seed: u64, documents: usize, semantic_cases: bool, mix: Mix)
     arrival.shuffle(&mut g.rng);
     EvalSet {
         seed,
-        tenants: TENANTS.iter().map(|t| (*t).to_owned()).collect(),
+        tenants: TENANTS[..tenants].iter().map(|t| (*t).to_owned()).collect(),
         documents: g.documents,
         edges: g.edges,
         arrival,
@@ -2329,6 +2343,8 @@ pub struct EvalOptions {
     pub semantic_cases: bool,
     /// Which purchases the set holds.
     pub mix: Mix,
+    /// How many tenants the purchases are spread over (1 to 3, [`generate_for`]).
+    pub tenants: usize,
 }
 
 /// What an evaluation found.
@@ -2337,7 +2353,10 @@ pub struct EvalOutcome {
     pub set: EvalSet,
     pub report: Report,
     pub run: RunStats,
+    /// Generating, inserting, the queue run and measuring.
     pub elapsed: Duration,
+    /// The queue run alone: the first message sent to the last document finished.
+    pub run_time: Duration,
 }
 
 /// Generates the set, inserts it, sends it through a fresh queue (deleted afterwards) to
@@ -2353,11 +2372,12 @@ where
     Fut: Future<Output = Result<SqsBatchResponse, lambda_runtime::Error>>,
 {
     let started = std::time::Instant::now();
-    let set = generate_mix(
+    let set = generate_for(
         options.seed,
         options.documents,
         options.semantic_cases,
         options.mix,
+        options.tenants,
     );
     let ids = insert(pool, &set).await?;
     let name = format!(
@@ -2374,6 +2394,7 @@ where
     )
     .await?;
     let mapping = EventSourceMapping::new(sqs.clone(), &queue.url).await?;
+    let run_started = std::time::Instant::now();
     let run = run_through_queue(
         pool,
         &mapping,
@@ -2384,6 +2405,7 @@ where
         handler,
     )
     .await;
+    let run_time = run_started.elapsed();
     for url in [&queue.url, &queue.dlq_url] {
         if let Err(e) = sqs.delete_queue().queue_url(url).send().await {
             tracing::warn!(queue = %url, error.message = %e, "could not delete the eval queue");
@@ -2396,6 +2418,7 @@ where
         report,
         run,
         elapsed: started.elapsed(),
+        run_time,
     })
 }
 
@@ -2414,6 +2437,20 @@ mod tests {
         );
         assert_eq!((a.edges.clone(), a.arrival.clone()), (b.edges, b.arrival));
         assert_ne!(a.arrival, c.arrival);
+    }
+
+    #[test]
+    fn a_one_tenant_set_holds_every_purchase_in_the_first_tenant() {
+        let one = generate_for(5, 500, false, Mix::Full, 1);
+        assert_eq!(one.tenants, vec![TENANTS[0].to_owned()]);
+        assert!(one.documents.len() >= 500);
+        assert!(one.documents.iter().all(|d| d.tenant == 0));
+        let three = generate_for(5, 500, false, Mix::Full, 3);
+        let mix = generate_mix(5, 500, false, Mix::Full);
+        assert_eq!(
+            three.documents.iter().map(|d| &d.data).collect::<Vec<_>>(),
+            mix.documents.iter().map(|d| &d.data).collect::<Vec<_>>()
+        );
     }
 
     #[test]

@@ -43,6 +43,15 @@ use crate::telemetry::metrics;
 
 pub use crate::document::{Confidence, DocumentType};
 
+/// How often one run tries its write transaction when Postgres picks it as a deadlock's
+/// victim (see [`match_document_with`]).
+const WRITE_ATTEMPTS: u32 = 3;
+
+/// Whether the transaction was rolled back to break a deadlock (40P01).
+fn is_deadlock(e: &sqlx::Error) -> bool {
+    e.as_database_error().and_then(|d| d.code()).as_deref() == Some("40P01")
+}
+
 /// Who decided a match (`document_match.decided_by`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -505,31 +514,59 @@ pub async fn match_document_with(
 
     let judged: Vec<(Uuid, i64)> = found.iter().map(|c| (c.id, c.data_version)).collect();
     let write_started = std::time::Instant::now();
-    let mut tx = pool
-        .begin()
-        .await
-        .map_err(db("begin the write transaction"))?;
-    let written = write::write_matches(
-        &mut tx,
-        doc.tenant_id,
-        &owner,
-        doc.doc_type,
-        &judged,
-        &decisions,
-    )
-    .await
-    .map_err(db("write the matches"))?;
-    // Stale: dropping the transaction rolls it back (and releases the locks).
-    let Some(written) = written else {
-        return Err(superseded());
+    // A deadlock's victim (40P01: two write phases whose clusters merged while they
+    // waited, see write.rs *Locking*) is rolled back whole and runs again at once, up to
+    // WRITE_ATTEMPTS times; any other error goes to the queue's retry.
+    let mut attempt = 1;
+    let written = loop {
+        let mut tx = pool
+            .begin()
+            .await
+            .map_err(db("begin the write transaction"))?;
+        let result: Result<Option<write::Written>, MatchingError> = async {
+            let Some(written) = write::write_matches(
+                &mut tx,
+                doc.tenant_id,
+                &owner,
+                doc.doc_type,
+                &judged,
+                &decisions,
+            )
+            .await
+            .map_err(db("write the matches"))?
+            else {
+                return Ok(None);
+            };
+            if !status::succeed(&mut tx, &owner)
+                .await
+                .map_err(db("mark the document succeeded"))?
+            {
+                return Ok(None);
+            }
+            Ok(Some(written))
+        }
+        .await;
+        match result {
+            // Stale: dropping the transaction rolls it back (and releases the locks).
+            Ok(None) => return Err(superseded()),
+            Ok(Some(written)) => {
+                tx.commit().await.map_err(db("commit the matches"))?;
+                break written;
+            }
+            Err(MatchingError::Database { source, .. })
+                if attempt < WRITE_ATTEMPTS && is_deadlock(&source) =>
+            {
+                drop(tx);
+                tracing::info!(
+                    document_id = %doc.id,
+                    attempt,
+                    "the write phase lost a deadlock; writing again"
+                );
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
     };
-    if !status::succeed(&mut tx, &owner)
-        .await
-        .map_err(db("mark the document succeeded"))?
-    {
-        return Err(superseded());
-    }
-    tx.commit().await.map_err(db("commit the matches"))?;
     metrics::stage_time(stages::WRITE, write_started.elapsed());
     metrics::count(metrics::matching::CLUSTERS_MERGED, written.merged as u64);
     metrics::count(metrics::matching::CLUSTERS_SPLIT, written.split as u64);

@@ -15,8 +15,9 @@
 //! a standing order's delivery note that names no order fits every week). A link the
 //! references decided removes the document's circumstantial partner of that type. The
 //! LLM's link on circumstance alone is not made beside an existing partner of that type
-//! and removes nothing: the LLM read untrusted document text. Applied under the tenant lock, this makes the outcome independent of
-//! which of the documents arrived first.
+//! and removes nothing: the LLM read untrusted document text. Applied under the region
+//! locks (below), this makes the outcome independent of which of the documents arrived
+//! first.
 //!
 //! Clusters are the connected components of the match graph: after the document's edges
 //! are replaced, every document reachable from it, from its old cluster and from its new
@@ -24,6 +25,23 @@
 //! of its members already carry (so merged clusters keep the bigger one's id and links
 //! from the app stay valid); a split-off part gets a fresh id; a document left without
 //! edges gets no cluster.
+//!
+//! # Locking
+//!
+//! A document's *region* is its cluster, or the document alone when it has none. The
+//! clusters are the components of the match graph, so every edge has both ends in one
+//! region, and everything a write phase reads or changes (the edges of the document and
+//! of the candidates it links, their partners, the components it recomputes) lies in the
+//! regions of the document and the candidates it links. The write phase takes one
+//! transaction-scoped advisory lock per region ([`REGION_KEY`]), smallest key first;
+//! two write phases wait for each other only when their regions meet, and a tenant's
+//! unrelated purchases are written in parallel. A region's membership changes only under
+//! its lock (a merge or split is written by a phase that holds every region it touches),
+//! so once the locks are held the regions read are stable: a document that moved while
+//! the phase waited has its new region locked too, and a component the recompute reaches
+//! beyond the locked regions (left by an older write) is locked before it is written.
+//! Locks taken in such a second round are out of order; Postgres breaks the deadlock
+//! this can give (40P01) and the run writes again (`WRITE_ATTEMPTS`).
 
 use std::collections::HashMap;
 
@@ -34,6 +52,7 @@ use super::DecidedBy;
 use super::DocumentType;
 use super::decide::Decision;
 use super::score::{Tier, proximity};
+use crate::telemetry::metrics;
 
 /// What the write phase changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +72,112 @@ pub struct Written {
 struct Member {
     id: Uuid,
     cluster_id: Option<Uuid>,
+    /// The advisory lock key of its region ([`REGION_KEY`]).
+    lock_key: i64,
+}
+
+/// The advisory lock key of a document's region, in SQL (`d`: the document row, `$1`:
+/// the tenant): its cluster, or the document itself when it has none. Keys are 64-bit
+/// hashes; two regions that collide only wait for each other.
+pub const REGION_KEY: &str = "hashtextextended('docflow.matching:' || $1::text || ':' || COALESCE(d.cluster_id, d.id)::text, 0)";
+
+/// The region locks this transaction holds.
+#[derive(Debug, Default)]
+struct Held {
+    keys: std::collections::BTreeSet<i64>,
+}
+
+/// Locks the regions of `documents` (transaction-scoped advisory locks), smallest key
+/// first, and reads their regions again: a document that joined another cluster while
+/// this waited (a write phase that held its region merged it) has its new region locked
+/// too, until every region read is held. Locks taken in a later round are out of order;
+/// the rare deadlock that gives is broken by Postgres (40P01) and the caller retries.
+async fn lock_regions(
+    conn: &mut PgConnection,
+    tenant_id: Uuid,
+    documents: &[Uuid],
+    held: &mut Held,
+) -> Result<(), sqlx::Error> {
+    loop {
+        // One statement a round: the regions not yet held, locked in key order (the
+        // sorted subquery is not flattened, so the locks are taken row by row in its
+        // order).
+        let locked: Vec<i64> = sqlx::query_scalar(&format!(
+            r#"
+            SELECT s.key
+              FROM (SELECT DISTINCT {REGION_KEY} AS key
+                      FROM document d
+                     WHERE d.id = ANY($2)
+                     ORDER BY 1) s
+             WHERE s.key <> ALL($3)
+               AND pg_advisory_xact_lock(s.key) IS NOT NULL
+            "#
+        ))
+        .bind(tenant_id)
+        .bind(documents)
+        .bind(held.keys.iter().copied().collect::<Vec<i64>>())
+        .fetch_all(&mut *conn)
+        .await
+        .inspect_err(count_lock_failure)?;
+        if locked.is_empty() {
+            return Ok(());
+        }
+        held.keys.extend(locked);
+    }
+}
+
+/// Counts a lock wait that gave up (55P03, `lock_timeout`) or lost a deadlock (40P01).
+fn count_lock_failure(e: &sqlx::Error) {
+    match e.as_database_error().and_then(|d| d.code()).as_deref() {
+        Some("55P03") => metrics::count(metrics::matching::WRITE_LOCK_TIMEOUTS, 1),
+        Some("40P01") => metrics::count(metrics::matching::WRITE_LOCK_DEADLOCKS, 1),
+        _ => {}
+    }
+}
+
+/// Everything whose cluster may change: `start` and the members of its clusters,
+/// closed under the match edges; with each one's cluster and region.
+async fn reach(
+    conn: &mut PgConnection,
+    tenant_id: Uuid,
+    start: &[Uuid],
+) -> Result<Vec<Member>, sqlx::Error> {
+    let reached: Vec<Uuid> = sqlx::query_scalar(
+        r#"
+        WITH RECURSIVE start AS (
+            SELECT d.id FROM document d WHERE d.id = ANY($1)
+            UNION
+            SELECT d.id
+              FROM document d
+             WHERE d.cluster_id IN (SELECT cluster_id FROM document
+                                     WHERE id = ANY($1) AND cluster_id IS NOT NULL)
+        ), reach(id) AS (
+            SELECT id FROM start
+            UNION
+            -- Two index lookups per document (a side, b side), not a scan of the edges.
+            SELECT other.id
+              FROM reach r
+              CROSS JOIN LATERAL (
+                  SELECT m.document_b_id AS id FROM document_match m WHERE m.document_a_id = r.id
+                  UNION ALL
+                  SELECT m.document_a_id FROM document_match m WHERE m.document_b_id = r.id
+              ) other
+        )
+        SELECT id FROM reach
+        "#,
+    )
+    .bind(start)
+    .fetch_all(&mut *conn)
+    .await?;
+    // By primary key: the recursive query's row estimate would talk the planner into
+    // scanning the whole table for this join.
+    sqlx::query_as::<_, Member>(&format!(
+        "SELECT d.id, d.cluster_id, {REGION_KEY} AS lock_key FROM document d WHERE d.id = ANY($2) ORDER BY d.id"
+    ))
+    .bind(tenant_id)
+    .bind(&reached)
+    .fetch_all(&mut *conn)
+    .await
 }
 
 #[derive(Debug, sqlx::FromRow)]
@@ -66,11 +191,11 @@ struct Edge {
 /// reassigns clusters. A candidate whose data changed since it was read (re-extracted
 /// while this run decided) is left out, edges and decision alike: its own re-match
 /// judges the pair on the new data, and an edge it wrote already stays. Run it inside a
-/// transaction (`&mut *tx`); the caller commits. Matching write phases of one tenant are
-/// serialised with a transaction-scoped advisory lock, so two documents of one cluster
-/// matched at once cannot interleave their cluster updates.
+/// transaction (`&mut *tx`); the caller commits. Write phases whose regions meet are
+/// serialised with transaction-scoped advisory locks (module docs, *Locking*), so two
+/// documents of one cluster matched at once cannot interleave their cluster updates.
 ///
-/// Under that lock it first locks the document's row and checks that `owner` still holds
+/// Under those locks it first locks the document's row and checks that `owner` still holds
 /// the claim and the data version it read ([`super::status::still_owns`]); when not (a
 /// re-extraction or a newer delivery came in while this run decided) it writes nothing
 /// and returns `None`: the caller rolls back and discards the run.
@@ -91,16 +216,20 @@ pub async fn write_matches(
         .execute(&mut *conn)
         .await?;
     // The recursive cluster query's row estimates are wild by nature; left on, JIT
-    // compiles it for a quarter of a second every time while the tenant lock is held.
+    // compiles it for a quarter of a second every time while the region locks are held.
     sqlx::query("SET LOCAL jit = off")
         .execute(&mut *conn)
         .await?;
-    sqlx::query(
-        r#"SELECT pg_advisory_xact_lock(hashtextextended('docflow.matching:' || $1::text, 0))"#,
-    )
-    .bind(tenant_id)
-    .execute(&mut *conn)
-    .await?;
+    // The regions of the document and of every candidate it decided to link: whatever
+    // this phase reads or writes of the match graph lies in them (module docs,
+    // *Locking*). A judged candidate left unlinked is not locked: an edge the document
+    // has to it lies in the document's own region.
+    let mut held = Held::default();
+    let mut region_of: Vec<Uuid> = decisions.iter().map(|d| d.candidate_id).collect();
+    region_of.push(document_id);
+    let waited = std::time::Instant::now();
+    lock_regions(conn, tenant_id, &region_of, &mut held).await?;
+    metrics::time(metrics::matching::WRITE_LOCK_WAIT, waited.elapsed());
     if !super::status::still_owns(conn, owner).await? {
         return Ok(None);
     }
@@ -188,48 +317,31 @@ pub async fn write_matches(
     .execute(&mut *conn)
     .await?;
 
-    // Everything whose cluster may change: the document, its old cluster, the judged
-    // candidates (new partners and dropped ones) and their clusters, closed under the
-    // match edges.
-    let mut start: Vec<Uuid> = judged.to_vec();
-    start.extend(decisions.iter().map(|d| d.candidate_id));
+    // Everything whose cluster may change: the document, its old cluster (which holds
+    // every candidate it had an edge to), its new partners, the documents the rules
+    // unlinked, and their clusters, closed under the match edges.
+    let mut start: Vec<Uuid> = decisions.iter().map(|d| d.candidate_id).collect();
     start.extend(dropped);
     start.push(document_id);
-    let reached: Vec<Uuid> = sqlx::query_scalar(
-        r#"
-        WITH RECURSIVE start AS (
-            SELECT d.id FROM document d WHERE d.id = ANY($1)
-            UNION
-            SELECT d.id
-              FROM document d
-             WHERE d.cluster_id IN (SELECT cluster_id FROM document
-                                     WHERE id = ANY($1) AND cluster_id IS NOT NULL)
-        ), reach(id) AS (
-            SELECT id FROM start
-            UNION
-            -- Two index lookups per document (a side, b side), not a scan of the edges.
-            SELECT other.id
-              FROM reach r
-              CROSS JOIN LATERAL (
-                  SELECT m.document_b_id AS id FROM document_match m WHERE m.document_a_id = r.id
-                  UNION ALL
-                  SELECT m.document_a_id FROM document_match m WHERE m.document_b_id = r.id
-              ) other
-        )
-        SELECT id FROM reach
-        "#,
-    )
-    .bind(&start)
-    .fetch_all(&mut *conn)
-    .await?;
-    // By primary key: the recursive query's row estimate would talk the planner into
-    // scanning the whole table for this join.
-    let members = sqlx::query_as::<_, Member>(
-        r#"SELECT id, cluster_id FROM document WHERE id = ANY($1) ORDER BY id"#,
-    )
-    .bind(&reached)
-    .fetch_all(&mut *conn)
-    .await?;
+    let members = loop {
+        let members = reach(conn, tenant_id, &start).await?;
+        // Every member lies in a locked region while the graph's clusters are its
+        // components; should an older write have left one outside, it is locked too and
+        // the reach read again under the lock.
+        let outside: Vec<Uuid> = members
+            .iter()
+            .filter(|m| !held.keys.contains(&m.lock_key))
+            .map(|m| m.id)
+            .collect();
+        if outside.is_empty() {
+            break members;
+        }
+        tracing::warn!(
+            documents = outside.len(),
+            "documents reached by the cluster recompute lay outside the locked regions; locking them"
+        );
+        lock_regions(conn, tenant_id, &outside, &mut held).await?;
+    };
     let ids: Vec<Uuid> = members.iter().map(|m| m.id).collect();
     let edges = sqlx::query_as::<_, Edge>(
         r#"
@@ -480,7 +592,7 @@ fn tier_of(n: i32) -> Tier {
 }
 
 /// The evidence ranking across documents (module docs; docs/matching.md, *Evidence
-/// ranking*), under the tenant lock, for each new link that references tie: at both of
+/// ranking*), under the region locks, for each new link that references tie: at both of
 /// its ends, the end's existing links to documents of the other end's type are compared
 /// with it.
 ///

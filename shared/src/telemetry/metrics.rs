@@ -186,6 +186,12 @@ pub mod matching {
     pub const LLM_DECISIONS: Metric = counter("LlmDecisions");
     pub const CLUSTERS_MERGED: Metric = counter("ClustersMerged");
     pub const CLUSTERS_SPLIT: Metric = counter("ClustersSplit");
+    /// Time the write phase waited for the locks of the clusters it touches.
+    pub const WRITE_LOCK_WAIT: Metric = millis("WriteLockWait");
+    /// Write phases that gave up waiting for a cluster lock (`lock_timeout`, 55P03).
+    pub const WRITE_LOCK_TIMEOUTS: Metric = counter("WriteLockTimeouts");
+    /// Write phases Postgres chose as a deadlock's victim (40P01), retried in place.
+    pub const WRITE_LOCK_DEADLOCKS: Metric = counter("WriteLockDeadlocks");
 }
 
 /// Where a record's time goes: each step of the record path, timed with [`stage`], per
@@ -730,6 +736,9 @@ pub const ALL: &[Metric] = &[
     matching::LLM_DECISIONS,
     matching::CLUSTERS_MERGED,
     matching::CLUSTERS_SPLIT,
+    matching::WRITE_LOCK_WAIT,
+    matching::WRITE_LOCK_TIMEOUTS,
+    matching::WRITE_LOCK_DEADLOCKS,
     NOTIFICATIONS_FAILED,
     output::EXPORTS_DISPATCHED,
     output::EXPORTS_FAILED,

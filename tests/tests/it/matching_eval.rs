@@ -30,6 +30,7 @@ async fn a_small_labelled_set_is_matched_with_high_precision_and_recall(pool: Pg
         stall: Duration::from_secs(60),
         semantic_cases: false,
         mix: Mix::Classic,
+        tenants: 3,
     };
 
     let outcome = evaluate(&pool, &sqs, options, |event| {
@@ -86,6 +87,7 @@ async fn the_held_out_seed_of_the_full_mix_meets_the_edge_targets_with_every_sce
         stall: Duration::from_secs(60),
         semantic_cases: false,
         mix: Mix::Full,
+        tenants: 3,
     };
 
     let outcome = evaluate(&pool, &sqs, options, |event| {
@@ -178,6 +180,7 @@ async fn a_record_retried_through_the_queue_during_the_evaluation_still_finishes
         stall: Duration::from_secs(60),
         semantic_cases: false,
         mix: Mix::Full,
+        tenants: 3,
     };
 
     let outcome = evaluate(&pool, &sqs, options, |event| {

@@ -553,8 +553,175 @@ async fn rematching_an_edited_document_replaces_its_edges_and_splits_the_cluster
     assert_eq!(state(&pool, po).await.cluster_id, Some(cluster));
 }
 
+/// Takes, on a session of its own, the region lock of `document` (its cluster, or the
+/// document alone) as a write phase would.
+async fn hold_region(
+    pool: &PgPool,
+    tenant: Uuid,
+    document: Uuid,
+) -> sqlx::pool::PoolConnection<sqlx::Postgres> {
+    let mut other = pool.acquire().await.unwrap();
+    sqlx::query(&format!(
+        "SELECT pg_advisory_lock({}) FROM document d WHERE d.id = $2",
+        matching::write::REGION_KEY
+    ))
+    .bind(tenant)
+    .bind(document)
+    .execute(&mut *other)
+    .await
+    .unwrap();
+    other
+}
+
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
-async fn write_phases_of_one_tenant_wait_for_each_other(pool: PgPool) {
+async fn write_phases_whose_clusters_meet_wait_for_each_other(pool: PgPool) {
+    let t = tenant(&pool, "Acme AG").await;
+    let po = matched_document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
+    )
+    .await;
+    let inv = document(
+        &pool,
+        t,
+        DocumentType::Invoice,
+        invoice("RE-1", "PO-2024-0042", "LS-1", "2024-03-05", 1190.0),
+    )
+    .await;
+    // Another write phase holds the order's region (it has no cluster yet: itself).
+    let mut other = hold_region(&pool, t, po).await;
+
+    let matching = tokio::spawn({
+        let pool = pool.clone();
+        async move { run_matching(&pool, None, inv).await }
+    });
+    // The run reached its write phase and queues behind the lock (pg_locks says so).
+    wait_for_advisory_lock_waiter(&pool).await;
+    let edges_while_locked = pairs(&pool).await.len();
+    sqlx::query("SELECT pg_advisory_unlock_all()")
+        .execute(&mut *other)
+        .await
+        .unwrap();
+    let report = matching.await.unwrap();
+
+    assert_eq!(edges_while_locked, 0, "the write phase waited for the lock");
+    assert!(report.is_ok(), "{report:?}");
+    assert_eq!(
+        pairs(&pool).await,
+        vec![pair(inv, po)],
+        "and wrote once it had it"
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_write_phase_of_another_purchase_of_the_tenant_does_not_wait(pool: PgPool) {
+    let t = tenant(&pool, "Acme AG").await;
+    let busy = document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
+    )
+    .await;
+    let po = matched_document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        json!({"document_type": "purchase_order", "invoice_number": "PO-2024-0777", "supplier_name": "Schrauben Schulz GmbH", "supplier_vat_id": "DE811111111", "invoice_date": "2024-03-01", "total": 420.0}),
+    )
+    .await;
+    let inv = document(
+        &pool,
+        t,
+        DocumentType::Invoice,
+        json!({"document_type": "invoice", "invoice_number": "SCH-17", "po_reference": "PO-2024-0777", "supplier_name": "Schrauben Schulz GmbH", "supplier_vat_id": "DE811111111", "invoice_date": "2024-03-04", "total": 420.0}),
+    )
+    .await;
+    // The first purchase's write phase is under way: its transaction holds its locks.
+    let busy = claimed(&pool, busy).await;
+    let mut open = pool.begin().await.unwrap();
+    let written =
+        matching::write::write_matches(&mut open, t, &busy.owner(), busy.doc_type, &[], &[])
+            .await
+            .unwrap();
+    assert!(written.is_some());
+
+    // Bounded only so that a regression fails instead of hanging on the held lock.
+    let report = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        run_matching(&pool, None, inv),
+    )
+    .await
+    .expect("the write phase waited for an unrelated purchase's lock");
+
+    assert!(report.is_ok(), "{report:?}");
+    assert_eq!(pairs(&pool).await, vec![pair(inv, po)]);
+    open.rollback().await.unwrap();
+}
+
+/// A trigger that fails the first `times` inserts into `document_match` with 40P01, as
+/// Postgres fails a deadlock's victim (a sequence counts them: it survives the rollback).
+async fn lose_deadlocks(pool: &PgPool, times: i64) {
+    for statement in [
+        "CREATE SEQUENCE test_deadlocks".to_owned(),
+        format!(
+            r#"CREATE FUNCTION test_lose_deadlock() RETURNS trigger LANGUAGE plpgsql AS $$
+               BEGIN
+                 IF nextval('test_deadlocks') <= {times} THEN
+                   RAISE EXCEPTION 'deadlock detected' USING ERRCODE = '40P01';
+                 END IF;
+                 RETURN NEW;
+               END $$"#
+        ),
+        "CREATE TRIGGER test_lose_deadlock BEFORE INSERT ON document_match FOR EACH ROW EXECUTE FUNCTION test_lose_deadlock()".to_owned(),
+    ] {
+        sqlx::query(&statement).execute(pool).await.unwrap();
+    }
+}
+
+async fn deadlocks_lost(pool: &PgPool) -> i64 {
+    sqlx::query_scalar("SELECT last_value FROM test_deadlocks")
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_write_phase_that_loses_a_deadlock_writes_again_at_once(pool: PgPool) {
+    let t = tenant(&pool, "Acme AG").await;
+    let po = matched_document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
+    )
+    .await;
+    let inv = document(
+        &pool,
+        t,
+        DocumentType::Invoice,
+        invoice("RE-1", "PO-2024-0042", "LS-1", "2024-03-05", 1190.0),
+    )
+    .await;
+    lose_deadlocks(&pool, 1).await;
+
+    let report = run_matching(&pool, None, inv).await;
+
+    assert!(report.is_ok(), "{report:?}");
+    assert_eq!(pairs(&pool).await, vec![pair(inv, po)]);
+    assert_eq!(deadlocks_lost(&pool).await, 2, "one lost, one written");
+    assert_eq!(
+        state(&pool, inv).await.matching_status.as_deref(),
+        Some("succeeded")
+    );
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_write_phase_that_keeps_losing_deadlocks_gives_the_message_back_after_three_tries(
+    pool: PgPool,
+) {
     let t = tenant(&pool, "Acme AG").await;
     let _po = matched_document(
         &pool,
@@ -570,31 +737,13 @@ async fn write_phases_of_one_tenant_wait_for_each_other(pool: PgPool) {
         invoice("RE-1", "PO-2024-0042", "LS-1", "2024-03-05", 1190.0),
     )
     .await;
-    // Another write phase of the same tenant holds the tenant's lock.
-    let mut other = pool.acquire().await.unwrap();
-    sqlx::query("SELECT pg_advisory_lock(hashtextextended('docflow.matching:' || $1::text, 0))")
-        .bind(t)
-        .execute(&mut *other)
-        .await
-        .unwrap();
+    lose_deadlocks(&pool, 1000).await;
 
-    let matching = tokio::spawn({
-        let pool = pool.clone();
-        async move { run_matching(&pool, None, inv).await }
-    });
-    // The run reached its write phase and queues behind the lock (pg_locks says so).
-    wait_for_advisory_lock_waiter(&pool).await;
-    let edges_while_locked = pairs(&pool).await.len();
-    sqlx::query("SELECT pg_advisory_unlock(hashtextextended('docflow.matching:' || $1::text, 0))")
-        .bind(t)
-        .execute(&mut *other)
-        .await
-        .unwrap();
-    let report = matching.await.unwrap();
+    let error = run_matching(&pool, None, inv).await.unwrap_err();
 
-    assert_eq!(edges_while_locked, 0, "the write phase waited for the lock");
-    assert!(report.is_ok(), "{report:?}");
-    assert_eq!(pairs(&pool).await.len(), 1, "and wrote once it had it");
+    assert_eq!(deadlocks_lost(&pool).await, 3);
+    assert!(error.is_transient(), "{error}");
+    assert!(pairs(&pool).await.is_empty());
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
