@@ -317,15 +317,35 @@ fn pdf_error(e: zugferd::Error) -> EInvoiceError {
     }
 }
 
-/// BT-3 → the contract's type: 381/396 (and the other credit-note codes of UNTDID
-/// 1001: 261, 262, 296, 308, 532) are credit notes, everything else an EN 16931
-/// invoice carries (380, 384, 389, 326, 386, 875-877, ...) an invoice.
-pub fn document_type(type_code: Option<&str>, ubl_credit_note: bool) -> DocumentType {
-    match type_code {
-        Some("381" | "396" | "261" | "262" | "296" | "308" | "532") => DocumentType::CreditNote,
-        Some(_) => DocumentType::Invoice,
-        None if ubl_credit_note => DocumentType::CreditNote,
-        None => DocumentType::Invoice,
+/// BT-3 → the contract's type, by the code lists of EN 16931 (BR-CL-01) as the
+/// `en16931` crate carries them: a code of the credit-note list (81, 83, 261, 262, 296,
+/// 308, 381, 396, 420, 458, 502, 503, 532; 81 is on both lists, and the crate counts it
+/// as a credit note) is a credit note, any other code an invoice. Without a code, the
+/// UBL root decides. An invoice code with a negative BT-112 (`gross_total`) is a credit
+/// in substance: a credit note (Mustang's `validAvoir_FR_type380_BASICWL.pdf`, a 380
+/// of −233.47).
+pub fn document_type(
+    type_code: Option<&str>,
+    ubl_credit_note: bool,
+    gross_total: Option<f64>,
+) -> DocumentType {
+    let credit = match type_code {
+        Some(code) => en16931::codes::generated::CREDIT_NOTE_TYPE_CODES.contains(&code.trim()),
+        None => ubl_credit_note,
+    };
+    if credit || gross_total.is_some_and(|t| t < 0.0) {
+        DocumentType::CreditNote
+    } else {
+        DocumentType::Invoice
+    }
+}
+
+/// BT-146 over BT-149: the price of one unit. A base quantity that is absent, zero or
+/// negative (R121 refuses those) leaves the net price as it is.
+fn unit_price(net_price: Option<f64>, base_quantity: Option<f64>) -> Option<f64> {
+    match base_quantity {
+        Some(base) if base > 0.0 => net_price.map(|p| p / base),
+        _ => net_price,
     }
 }
 
@@ -407,7 +427,12 @@ fn to_extraction(i: &Invoice, mut source: EInvoiceSource) -> Extraction {
                 .or_else(|| text(&l.item.description))
                 .unwrap_or_default(),
             quantity: amount(l.quantity),
-            unit_price: amount(l.price.net_price),
+            // BT-146 is the price of BT-149 units (1 when absent): per unit, it is
+            // divided by the base quantity.
+            unit_price: unit_price(
+                amount(l.price.net_price),
+                l.price.base_quantity.and_then(amount),
+            ),
             amount: amount(l.net_amount),
         })
         .collect();
@@ -418,6 +443,7 @@ fn to_extraction(i: &Invoice, mut source: EInvoiceSource) -> Extraction {
         document_type: Some(document_type(
             i.type_code.as_ref().map(ToString::to_string).as_deref(),
             i.kind == en16931::invoice::DocumentKind::CreditNote,
+            amount(i.totals.gross_total),
         )),
         invoice_number: text(&i.number),
         invoice_date: date(i.issue_date),
@@ -627,14 +653,26 @@ mod tests {
     }
 
     #[test]
-    fn credit_note_codes_map_to_credit_notes_and_keep_the_code() {
-        for code in ["381", "396"] {
-            assert_eq!(document_type(Some(code), false), DocumentType::CreditNote);
+    fn bt_3_credit_note_codes_of_untdid_1001_map_to_credit_notes_and_keep_the_code() {
+        // BR-CL-01's credit-note list (EN 16931, UNTDID 1001 restricted).
+        for code in [
+            "81", "83", "261", "262", "296", "308", "381", "396", "420", "458", "502", "503", "532",
+        ] {
+            assert_eq!(
+                document_type(Some(code), false, Some(10.0)),
+                DocumentType::CreditNote,
+                "{code}"
+            );
         }
         for code in ["380", "384", "389", "326", "386", "875"] {
-            assert_eq!(document_type(Some(code), false), DocumentType::Invoice);
+            assert_eq!(
+                document_type(Some(code), false, Some(10.0)),
+                DocumentType::Invoice,
+                "{code}"
+            );
         }
-        assert_eq!(document_type(None, true), DocumentType::CreditNote);
+        assert_eq!(document_type(None, true, None), DocumentType::CreditNote);
+        assert_eq!(document_type(None, false, None), DocumentType::Invoice);
         let cii = UBL.replace("_ubl.xml", "_uncefact.xml");
         let xml = std::fs::read_to_string(corpus(&cii)).unwrap().replacen(
             "<ram:TypeCode>380</ram:TypeCode>",
@@ -648,6 +686,52 @@ mod tests {
             Some("381"),
             "the code is kept"
         );
+    }
+
+    #[test]
+    fn bt_112_negative_on_an_invoice_code_is_a_credit_note() {
+        assert_eq!(
+            document_type(Some("380"), false, Some(-233.47)),
+            DocumentType::CreditNote
+        );
+        assert_eq!(
+            document_type(Some("384"), false, Some(-1.0)),
+            DocumentType::CreditNote
+        );
+        // Mustang's French "avoir" issued as a 380 (BASIC WL): BT-112 −233.47.
+        let e = read(
+            &std::fs::read(corpus("mustang-samples/validAvoir_FR_type380_BASICWL.pdf")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(e.total, Some(-233.47));
+        assert_eq!(e.document_type, Some(DocumentType::CreditNote));
+        assert_eq!(e.einvoice.unwrap().type_code.as_deref(), Some("380"));
+    }
+
+    #[test]
+    fn bt_149_base_quantity_divides_the_net_price_into_a_unit_price() {
+        assert_eq!(unit_price(Some(250.0), Some(100.0)), Some(2.5));
+        assert_eq!(unit_price(Some(250.0), None), Some(250.0));
+        assert_eq!(unit_price(Some(250.0), Some(0.0)), Some(250.0));
+        // A KoSIT invoice whose first line's price is written per 10 units: BT-146 ten
+        // times the unit price, BT-149 10. The unit price is the one the original states.
+        let xml = std::fs::read_to_string(corpus(UBL)).unwrap();
+        let plain = read(xml.as_bytes()).unwrap();
+        let first = &plain.line_items[0];
+        let (unit_before, quantity) = (first.unit_price.unwrap(), first.quantity.unwrap());
+        let open = xml.find("<cbc:PriceAmount").unwrap();
+        let value = open + xml[open..].find('>').unwrap() + 1;
+        let close = value + xml[value..].find('<').unwrap();
+        let per_ten = format!(
+            "{}{:.2}</cbc:PriceAmount><cbc:BaseQuantity>10</cbc:BaseQuantity>{}",
+            &xml[..value],
+            unit_before * 10.0,
+            &xml[close + "</cbc:PriceAmount>".len()..]
+        );
+        let e = read(per_ten.as_bytes()).unwrap();
+        let unit = e.line_items[0].unit_price.unwrap();
+        assert!((unit - unit_before).abs() < 1e-9, "{unit} vs {unit_before}");
+        assert_eq!(e.line_items[0].quantity, Some(quantity));
     }
 
     #[test]
