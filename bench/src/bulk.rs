@@ -63,11 +63,26 @@ pub async fn bulk_import(report: &mut Report, bins: &Path) -> anyhow::Result<()>
             .join(" | ")
     );
     let run = Run::read(&stdout)?;
+    // What an unfinished run printed about its documents and queues.
+    let not_done: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("not finished: "))
+        .take(20)
+        .collect();
+    if !not_done.is_empty() {
+        report.details.insert(
+            "bulk_import_not_finished".into(),
+            serde_json::json!(not_done),
+        );
+        eprintln!("{}", not_done.join("\n"));
+    }
     let lines: Vec<&str> = stdout.lines().collect();
     let metrics = docflow_tests::emf::Metrics::of(&lines);
+    // Every figure is the matching function's, under its `function` dimension.
+    let function = [(docflow::telemetry::metrics::dimension::FUNCTION, "matching")];
     let mut waits = metrics.values(
         docflow::telemetry::metrics::matching::WRITE_LOCK_WAIT.name,
-        &[],
+        &function,
     );
     waits.sort_by(f64::total_cmp);
     let quantile = |q: f64| {
@@ -76,7 +91,11 @@ pub async fn bulk_import(report: &mut Report, bins: &Path) -> anyhow::Result<()>
             .copied()
             .unwrap_or(0.0)
     };
-    let sum = |name: &str| metrics.sum(name, &[]);
+    let sum = |name: &str| metrics.sum(name, &function);
+    anyhow::ensure!(
+        sum(docflow::telemetry::metrics::batch::RECORDS_RECEIVED.name) > 0.0,
+        "no matching metrics in the eval's output"
+    );
     use docflow::telemetry::metrics::{batch, matching};
     let timeouts = sum(matching::WRITE_LOCK_TIMEOUTS.name);
     let deadlocks = sum(matching::WRITE_LOCK_DEADLOCKS.name);

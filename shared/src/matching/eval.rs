@@ -2406,6 +2406,42 @@ where
     )
     .await;
     let run_time = run_started.elapsed();
+    // Where the messages of an unfinished run are (in flight, waiting, dead-lettered):
+    // what says whether a document's message is still coming.
+    let mut run = run;
+    if let Ok(stats) = run.as_mut()
+        && stats.unfinished > 0
+    {
+        for (label, url) in [("queue", &queue.url), ("dead-letter queue", &queue.dlq_url)] {
+            use aws_sdk_sqs::types::QueueAttributeName as A;
+            let line = match sqs
+                .get_queue_attributes()
+                .queue_url(url)
+                .attribute_names(A::ApproximateNumberOfMessages)
+                .attribute_names(A::ApproximateNumberOfMessagesNotVisible)
+                .attribute_names(A::ApproximateNumberOfMessagesDelayed)
+                .send()
+                .await
+            {
+                Ok(out) => {
+                    let get = |a: A| {
+                        out.attributes()
+                            .and_then(|m| m.get(&a))
+                            .cloned()
+                            .unwrap_or_else(|| "?".into())
+                    };
+                    format!(
+                        "{label} at the end: {} visible, {} in flight, {} delayed",
+                        get(A::ApproximateNumberOfMessages),
+                        get(A::ApproximateNumberOfMessagesNotVisible),
+                        get(A::ApproximateNumberOfMessagesDelayed)
+                    )
+                }
+                Err(e) => format!("{label}: attributes not read: {e}"),
+            };
+            stats.not_done.push(line);
+        }
+    }
     for url in [&queue.url, &queue.dlq_url] {
         if let Err(e) = sqs.delete_queue().queue_url(url).send().await {
             tracing::warn!(queue = %url, error.message = %e, "could not delete the eval queue");
