@@ -52,8 +52,9 @@ module "ingestion" {
   batch_size          = 10
   maximum_concurrency = var.maximum_concurrency["ingestion"]
   enabled             = var.consumers_enabled
+  live_version        = lookup(var.live_versions, "ingestion", null)
   # Records of a batch processed at once, hence Textract jobs polled at once per instance
-  # (preflight.tf bounds the product with the Textract quota).
+  # (quotas.tf holds the product to the Textract quotas).
   batch_concurrency = var.ingestion_batch_concurrency
 
   max_receive_count         = var.max_receive_count
@@ -99,6 +100,7 @@ module "matching" {
   batch_size          = 10
   maximum_concurrency = var.maximum_concurrency["matching"]
   enabled             = var.consumers_enabled
+  live_version        = lookup(var.live_versions, "matching", null)
 
   max_receive_count         = var.max_receive_count
   message_retention_seconds = var.message_retention_seconds
@@ -138,6 +140,7 @@ module "document_output" {
   batch_size          = 10
   maximum_concurrency = var.maximum_concurrency["document-output"]
   enabled             = var.consumers_enabled
+  live_version        = lookup(var.live_versions, "document-output", null)
 
   # Its own receive count (issue 25, item 11): a passing refusal (Maesn 503, 429) backs
   # off 60 s · 2^(n−1), at most 900 s, so 10 receives span 60+120+240+480+5·900 =
@@ -170,15 +173,17 @@ module "document_output" {
   metrics_namespace        = local.metrics_namespace
 }
 
-# Textract throttling (issue 29, item 5): a throttled call fails the record's OCR as a
-# transient error, so its message is retried and burns one of its receives. Textract's
+# Textract throttling: a throttled call fails the record's OCR as a transient error, so
+# its message is retried and burns one of its receives. quotas.tf keeps the rate
+# ingestion can reach within the account's quotas; this alarm sees what it cannot (the
+# quotas lowered, another workload in the account using Textract). Textract's
 # metrics are per account and region (dimension Operation), not per function: with
 # ocr_provider = textract, ingestion is what calls these three operations.
 resource "aws_cloudwatch_metric_alarm" "textract_throttled" {
   count = var.ocr_provider == "textract" ? 1 : 0
 
   alarm_name        = "${local.name_prefix}docflow-textract-throttled"
-  alarm_description = "Textract throttled OCR calls in 5 minutes (ThrottledCount of DetectDocumentText, StartDocumentTextDetection, GetDocumentTextDetection): ingestion retries them and each retry uses a receive. Lower maximum_concurrency[ingestion] or ingestion_batch_concurrency, or raise the Textract quotas (Service Quotas) and textract_requests_per_second_quota."
+  alarm_description = "Textract throttled OCR calls in 5 minutes (ThrottledCount of DetectDocumentText, StartDocumentTextDetection, GetDocumentTextDetection): ingestion retries them and each retry uses a receive. Lower maximum_concurrency[ingestion] or ingestion_batch_concurrency, or request higher Textract quotas in Service Quotas (the plan reads them)."
 
   metric_query {
     id          = "throttled"

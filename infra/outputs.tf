@@ -26,6 +26,16 @@ output "function_names" {
   }
 }
 
+output "live_aliases" {
+  description = "The alias each function is invoked through (the queues' event source mappings, the sweeper's schedule) and the published version it points to. Rollback: aws lambda update-alias --function-name <function> --name <alias> --function-version <earlier version> (README.md, Rollback)."
+  value = {
+    ingestion         = { function = module.ingestion.function_name, alias = module.ingestion.alias_name, arn = module.ingestion.alias_arn, version = module.ingestion.live_version }
+    matching          = { function = module.matching.function_name, alias = module.matching.alias_name, arn = module.matching.alias_arn, version = module.matching.live_version }
+    "document-output" = { function = module.document_output.function_name, alias = module.document_output.alias_name, arn = module.document_output.alias_arn, version = module.document_output.live_version }
+    sweeper           = { function = aws_lambda_function.sweeper.function_name, alias = aws_lambda_alias.sweeper_live.name, arn = aws_lambda_alias.sweeper_live.arn, version = aws_lambda_alias.sweeper_live.function_version }
+  }
+}
+
 output "event_source_mapping_uuids" {
   description = "Event source mapping per queue function (aws lambda update-event-source-mapping --uuid ... --no-enabled pauses consumption)."
   value = {

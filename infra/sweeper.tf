@@ -158,6 +158,10 @@ resource "aws_lambda_function" "sweeper" {
   timeout          = local.sweeper_timeout_seconds
   kms_key_arn      = var.kms_key_arn
 
+  # Numbered, immutable versions; the schedule invokes the alias below, so a release is
+  # rolled back by moving the alias (README.md, Rollback).
+  publish = true
+
   # No reserved concurrency (issue 29): Lambda refuses a reservation that leaves less
   # than its minimum unreserved, which a new account (10 concurrent executions) cannot
   # spare. Sweeps cannot overlap anyway: the schedule's interval is longer than the
@@ -217,10 +221,21 @@ resource "aws_lambda_function" "sweeper" {
   }
 }
 
+# What the schedule invokes: the version this apply publishes, or live_versions["sweeper"]
+# to keep an earlier one. `aws lambda update-alias` moves it at once (README.md, Rollback).
+resource "aws_lambda_alias" "sweeper_live" {
+  name             = "live"
+  description      = "The version of ${local.sweeper_name} that its schedule invokes"
+  function_name    = aws_lambda_function.sweeper.function_name
+  function_version = coalesce(lookup(var.live_versions, "sweeper", null), aws_lambda_function.sweeper.version)
+}
+
 # EventBridge invokes asynchronously; do not let Lambda retry a failed sweep later,
-# the next scheduled run does the same work with fresh data.
+# the next scheduled run does the same work with fresh data. Asynchronous settings are
+# kept per version or alias: these are the alias's, which the schedule invokes.
 resource "aws_lambda_function_event_invoke_config" "sweeper" {
   function_name                = aws_lambda_function.sweeper.function_name
+  qualifier                    = aws_lambda_alias.sweeper_live.name
   maximum_retry_attempts       = 0
   maximum_event_age_in_seconds = 60
 }
@@ -235,13 +250,16 @@ resource "aws_cloudwatch_event_rule" "sweeper" {
 
 resource "aws_cloudwatch_event_target" "sweeper" {
   rule = aws_cloudwatch_event_rule.sweeper.name
-  arn  = aws_lambda_function.sweeper.arn
+  arn  = aws_lambda_alias.sweeper_live.arn
 }
 
+# A permission on the alias (qualifier) admits invocations of the alias ARN, which is
+# what the target calls; one on the unqualified function would not.
 resource "aws_lambda_permission" "sweeper_schedule" {
   statement_id  = "AllowEventBridgeSchedule"
   action        = "lambda:InvokeFunction"
   function_name = aws_lambda_function.sweeper.function_name
+  qualifier     = aws_lambda_alias.sweeper_live.name
   principal     = "events.amazonaws.com"
   source_arn    = aws_cloudwatch_event_rule.sweeper.arn
 }
@@ -313,11 +331,11 @@ resource "aws_cloudwatch_metric_alarm" "sweeper_not_invoked" {
   ok_actions    = var.consumers_enabled ? [aws_sns_topic.alarms.arn] : []
 }
 
-# EventBridge could not invoke the sweeper (permission removed, function deleted or
+# EventBridge could not invoke the sweeper (permission removed, alias or function deleted,
 # throttled): the rule counts each failed delivery.
 resource "aws_cloudwatch_metric_alarm" "sweeper_schedule_failed" {
   alarm_name        = "${local.sweeper_name}-schedule-failed-invocations"
-  alarm_description = "EventBridge failed to invoke the sweeper from rule ${local.sweeper_name}: check the function's resource policy (AllowEventBridgeSchedule), that the function exists, and its throttles."
+  alarm_description = "EventBridge failed to invoke the sweeper from rule ${local.sweeper_name}: check the resource policy of the alias live (AllowEventBridgeSchedule), that the alias and the function exist, and its throttles."
 
   namespace           = "AWS/Events"
   metric_name         = "FailedInvocations"

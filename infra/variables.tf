@@ -82,7 +82,7 @@ variable "ocr_provider" {
 # --- queues -------------------------------------------------------------------------------
 
 variable "max_receive_count" {
-  description = "Receives before a message moves to its DLQ; also MAX_RECEIVE_COUNT of every queue function. AWS suggests >= 5 when throttling is possible; docflow keeps its workers' 3 and caps concurrency so throttled receives are rare."
+  description = "Receives before a message of ingestion or matching moves to its DLQ; also their MAX_RECEIVE_COUNT. AWS suggests at least 5 for a queue that feeds Lambda, because a throttled invocation also counts a receive; docflow keeps 3, the workers' attempt budget (matching: 300 s, 1800 s, then failed), for the reasons in README.md (\"Why 3 receives\"): the mappings' maximum concurrency fits the account's quota (read from Service Quotas), so they do not throttle themselves. Raise it when other workloads share the account's unreserved concurrency."
   type        = number
   default     = 3
 
@@ -146,13 +146,13 @@ variable "ingestion_batch_concurrency" {
 }
 
 variable "textract_requests_per_second_quota" {
-  description = "The lowest of the account's Textract request quotas in aws_region for DetectDocumentText, StartDocumentTextDetection and GetDocumentTextDetection (Service Quotas console, Amazon Textract; lower in smaller regions). With ocr_provider = textract the plan fails when maximum_concurrency[ingestion] x ingestion_batch_concurrency jobs, each polled every 5 s, could exceed it."
+  description = "Only where Service Quotas cannot answer (the local emulator): one request rate standing for each of the Textract quotas DetectDocumentText, StartDocumentTextDetection and GetDocumentTextDetection. null (the default) reads the three quotas of the account in aws_region from Service Quotas (quotas.tf), so the plan checks the rate ingestion can reach against what the account really has."
   type        = number
-  default     = 10
+  default     = null
 
   validation {
-    condition     = var.textract_requests_per_second_quota > 0
-    error_message = "textract_requests_per_second_quota must be above 0."
+    condition     = var.textract_requests_per_second_quota == null ? true : var.textract_requests_per_second_quota > 0
+    error_message = "textract_requests_per_second_quota must be above 0, or null to read the quotas from Service Quotas."
   }
 }
 
@@ -224,7 +224,7 @@ variable "secret_recovery_window_days" {
 }
 
 variable "kms_key_arn" {
-  description = "Optional customer managed KMS key for queues, logs, function environments, the secret, the bucket and the alarm topic. null = AWS managed encryption everywhere. Its key policy must allow cloudwatch.amazonaws.com (alarms to SNS) and logs.<region>.amazonaws.com."
+  description = "Optional customer managed KMS key for queues, logs, function environments, the secret and the bucket. null = AWS managed encryption everywhere. This stack does not own the key, so it does not write its policy: README.md (\"The KMS key policy\") lists each statement the policy needs. The alarm topic gets a key of its own, whose policy Terraform manages."
   type        = string
   default     = null
 
@@ -287,7 +287,7 @@ variable "vpc_id" {
 }
 
 variable "subnet_ids" {
-  description = "Private subnets for the functions, at least two for availability. They need a route to the AWS APIs (NAT gateway or VPC endpoints) and, for the LLM, OCR, Maesn and Slack APIs, a NAT gateway."
+  description = "Private subnets for the functions, at least two for availability. They need a route to the AWS APIs (a NAT gateway, or the interface endpoints of vpc_endpoints; the plan checks their route tables) and, for the LLM, Maesn and Slack APIs, a NAT gateway."
   type        = list(string)
 
   validation {
@@ -304,6 +304,17 @@ variable "route_table_ids" {
   validation {
     condition     = alltrue([for id in var.route_table_ids : can(regex("^rtb-[0-9a-f]+$", id))])
     error_message = "route_table_ids must be route table ids (rtb-...)."
+  }
+}
+
+variable "vpc_endpoints" {
+  description = "How the functions reach Secrets Manager, SQS, SES and Textract. \"none\" (the default): through the NAT gateway, and the plan fails unless the route table of every subnet in subnet_ids sends 0.0.0.0/0 to a NAT gateway (or to a transit gateway or network interface that leads to one). \"create\": this stack creates an interface endpoint (private DNS) in subnet_ids for each of those services the configuration uses, with a security group that admits HTTPS from the functions. \"existing\": the VPC has such endpoints already; the plan reads them and fails when one is missing or has no private DNS. S3 always takes the gateway endpoint (manage_s3_gateway_endpoint)."
+  type        = string
+  default     = "none"
+
+  validation {
+    condition     = contains(["none", "create", "existing"], var.vpc_endpoints)
+    error_message = "vpc_endpoints must be none, create or existing."
   }
 }
 
@@ -374,12 +385,24 @@ variable "consumers_enabled" {
 }
 
 variable "lambda_concurrent_executions_quota" {
-  description = "The account's Lambda concurrent executions in aws_region: `aws lambda get-account-settings --query AccountLimit.ConcurrentExecutions` (new accounts: 10). The plan fails when the sum of maximum_concurrency plus the sweeper does not fit into it, instead of throttling in production."
+  description = "Only where Service Quotas cannot answer (the local emulator): the account's Lambda concurrent executions. null (the default) reads the quota \"Concurrent executions\" (lambda, L-B99A9384) of the account in aws_region from Service Quotas (quotas.tf); the plan fails when the sum of maximum_concurrency plus the sweeper does not fit into it, instead of throttling in production."
   type        = number
+  default     = null
 
   validation {
-    condition     = var.lambda_concurrent_executions_quota >= 1 && floor(var.lambda_concurrent_executions_quota) == var.lambda_concurrent_executions_quota
-    error_message = "lambda_concurrent_executions_quota must be a whole number >= 1 (aws lambda get-account-settings --query AccountLimit.ConcurrentExecutions)."
+    condition     = var.lambda_concurrent_executions_quota == null ? true : var.lambda_concurrent_executions_quota >= 1 && floor(var.lambda_concurrent_executions_quota) == var.lambda_concurrent_executions_quota
+    error_message = "lambda_concurrent_executions_quota must be a whole number >= 1, or null to read the quota from Service Quotas."
+  }
+}
+
+variable "live_versions" {
+  description = "Published version each function's alias \"live\" points to, by function (ingestion, matching, document-output, sweeper). A function not named here runs the version this apply publishes. Name one to keep an earlier version live across applies after a rollback (README.md, Rollback); remove it once the fix is deployed."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for name, version in var.live_versions : contains(["ingestion", "matching", "document-output", "sweeper"], name) && can(regex("^[1-9][0-9]*$", version))])
+    error_message = "live_versions keys must be ingestion, matching, document-output or sweeper, each value a published version number (\"7\")."
   }
 }
 

@@ -1,5 +1,6 @@
 terraform {
-  required_version = ">= 1.6.0, < 2.0.0"
+  # 1.10: the S3 backend's native state locking (use_lockfile, environments/example.backend.hcl).
+  required_version = ">= 1.10.0, < 2.0.0"
 
   required_providers {
     aws = {

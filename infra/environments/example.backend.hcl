@@ -4,4 +4,4 @@ bucket       = "example-terraform-state"
 key          = "docflow/staging/terraform.tfstate"
 region       = "eu-central-1"
 encrypt      = true
-use_lockfile = true # S3-native locking, Terraform >= 1.10 (older: dynamodb_table = "<lock table>")
+use_lockfile = true # S3-native state locking; versions.tf requires Terraform >= 1.10 for it

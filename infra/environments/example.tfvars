@@ -16,14 +16,24 @@ rds_proxy_endpoint         = "docflow.proxy-abcdefghijkl.eu-central-1.rds.amazon
 ses_identity_arn      = "arn:aws:ses:eu-central-1:123456789012:identity/example.com"
 alarm_email_addresses = ["oncall@example.com"]
 
-# aws lambda get-account-settings --query AccountLimit.ConcurrentExecutions
-# (a new account has 10: request more, or lower maximum_concurrency to fit).
-lambda_concurrent_executions_quota = 1000
+# The account's quotas (Lambda concurrent executions, the Textract request rates) are
+# read from Service Quotas at plan time (quotas.tf): a new account's 10 concurrent
+# executions fails the plan with these maximum_concurrency values; request more, or
+# lower them to fit.
+
+# How the functions reach Secrets Manager, SQS, SES and Textract: "none" = through the
+# NAT gateway of subnet_ids' route tables (the plan checks it), "create" = interface
+# endpoints made by this stack, "existing" = the VPC's own (README.md, Network).
+vpc_endpoints = "none"
+
+# After a rollback (README.md, Rollback): keep a function's alias on an earlier version.
+# live_versions = { ingestion = "41" }
 
 # false on the first apply; true once the secret is filled and the schema migrated
 # (README.md, Deploy, steps 4-6).
 consumers_enabled = false
 
+# 3 receives, not AWS's suggested 5: README.md, "Why 3 receives".
 max_receive_count = 3
 # Outlasts an hour of Maesn refusals with the output backoff (docs/document-output.md).
 document_output_max_receive_count = 10

@@ -18,8 +18,10 @@ log_level    = "info"
 # No RDS Proxy in the emulator: the local database URL is not verified against a CA.
 database_tls = "require"
 
-# moto does not limit concurrency; the precondition still runs against this value.
+# moto has no Service Quotas: the quotas are given here instead of read (quotas.tf), and
+# the checks still run against them. moto limits neither.
 lambda_concurrent_executions_quota = 1000
+textract_requests_per_second_quota = 1000
 
 max_receive_count = 3
 maximum_concurrency = {

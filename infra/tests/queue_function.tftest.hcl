@@ -15,6 +15,27 @@ mock_provider "aws" {
       partition = "aws"
     }
   }
+
+  # Apply runs (the aliases) give resources their computed values: ARNs that pass the
+  # module's validations.
+  mock_resource "aws_iam_role" {
+    defaults = {
+      arn = "arn:aws:iam::123456789012:role/mock-function"
+    }
+  }
+
+  mock_resource "aws_lambda_function" {
+    defaults = {
+      arn     = "arn:aws:lambda:eu-central-1:123456789012:function:mock"
+      version = "4"
+    }
+  }
+
+  mock_resource "aws_lambda_alias" {
+    defaults = {
+      arn = "arn:aws:lambda:eu-central-1:123456789012:function:mock:live"
+    }
+  }
 }
 
 variables {
@@ -65,8 +86,10 @@ run "the_module_derives_a_visibility_of_six_timeouts" {
   }
 }
 
-# Issue 29, item 8: an alarm on the DLQ's depth stays in ALARM while old messages wait,
-# so later arrivals page no one. The alarm watches the depth's growth instead.
+# An alarm on the DLQ's depth stays in ALARM while old messages wait, so later arrivals
+# page no one. The alarm watches the depth's growth instead, with the missing points of
+# an idle DLQ (SQS publishes none after six quiet hours) filled with 0, so that the
+# first dead letter is a growth too.
 run "the_dlq_alarm_fires_on_new_arrivals_not_on_old_messages" {
   command = plan
 
@@ -75,8 +98,8 @@ run "the_dlq_alarm_fires_on_new_arrivals_not_on_old_messages" {
   }
 
   assert {
-    condition     = anytrue([for q in aws_cloudwatch_metric_alarm.dlq_new_messages.metric_query : q.return_data == true && can(regex("^(DIFF|RATE)\\(visible\\)$", q.expression))])
-    error_message = "the DLQ alarm must return DIFF (or RATE) of the DLQ's visible messages"
+    condition     = anytrue([for q in aws_cloudwatch_metric_alarm.dlq_new_messages.metric_query : q.return_data == true && can(regex("^DIFF\\(FILL\\(visible, *0\\)\\)$", q.expression))])
+    error_message = "the DLQ alarm must return DIFF(FILL(visible, 0)): the growth of the DLQ's visible messages, missing points counted as 0"
   }
 
   assert {
@@ -90,7 +113,7 @@ run "the_dlq_alarm_fires_on_new_arrivals_not_on_old_messages" {
   }
 }
 
-# Items 6 and 12: the role's VPC, KMS and S3 listing grants.
+# The role's VPC, KMS and S3 listing grants.
 run "the_role_describes_subnets_and_uses_kms_and_listing_only_where_it_must" {
   command = plan
 
@@ -121,12 +144,12 @@ run "the_role_describes_subnets_and_uses_kms_and_listing_only_where_it_must" {
   }
 
   assert {
-    condition     = alltrue([for s in data.aws_iam_policy_document.permissions.statement : anytrue([for c in s.condition : c.variable == "s3:prefix" && toset(c.values) == toset(["documents/*"])]) if contains(s.actions, "s3:ListBucket")])
-    error_message = "s3:ListBucket must be limited to the function's prefixes (s3:prefix)"
+    condition     = alltrue([for s in data.aws_iam_policy_document.permissions.statement : anytrue([for c in s.condition : c.variable == "s3:prefix" && c.test == "StringLike" && toset(c.values) == toset(["documents/*"])]) if contains(s.actions, "s3:ListBucket")])
+    error_message = "s3:ListBucket must be limited to the function's prefixes with StringLike on s3:prefix (IfExists would let a listing without a prefix see the whole bucket)"
   }
 }
 
-# Item 1: the zip's recorded architecture must be the function's.
+# The zip's recorded architecture must be the function's.
 run "a_zip_built_for_another_architecture_fails_the_plan" {
   command = plan
 
@@ -196,7 +219,8 @@ run "a_dlq_that_keeps_messages_no_longer_than_its_queue_fails_the_plan" {
     dlq_message_retention_seconds = 1209600
   }
 
-  expect_failures = [aws_sqs_queue.source]
+  # The DLQ's age alarm could not fire before such a message expires either.
+  expect_failures = [aws_sqs_queue.source, aws_cloudwatch_metric_alarm.dlq_oldest_message_age]
 }
 
 run "a_maximum_concurrency_below_two_is_rejected" {
@@ -241,7 +265,7 @@ run "a_batch_above_ten_without_a_batching_window_fails_the_plan" {
   expect_failures = [aws_lambda_event_source_mapping.this]
 }
 
-# Issue 27: the batch runtime skips the extension before work when the queue's visibility
+# The batch runtime skips the extension before work when the queue's visibility
 # minus the batching window covers it, so it must be told the mapping's window.
 run "the_function_is_told_the_batching_window_of_its_mapping" {
   command = plan
@@ -267,5 +291,100 @@ run "the_function_is_told_the_batching_window_of_its_mapping" {
   assert {
     condition     = aws_sqs_queue.source.visibility_timeout_seconds == 365
     error_message = "the window adds to the minimum visibility"
+  }
+}
+
+# A dead letter nobody handled: an alarm on its age in the DLQ, long before SQS expires it
+# 14 days after it entered the source queue (7 days' retention there).
+run "an_old_dead_letter_raises_an_alarm_before_it_expires" {
+  command = plan
+
+  module {
+    source = "./modules/queue-function"
+  }
+
+  assert {
+    condition = (
+      aws_cloudwatch_metric_alarm.dlq_oldest_message_age.namespace == "AWS/SQS"
+      && aws_cloudwatch_metric_alarm.dlq_oldest_message_age.metric_name == "ApproximateAgeOfOldestMessage"
+      && aws_cloudwatch_metric_alarm.dlq_oldest_message_age.dimensions["QueueName"] == "docflow-matching-dlq"
+      && aws_cloudwatch_metric_alarm.dlq_oldest_message_age.statistic == "Maximum"
+      && aws_cloudwatch_metric_alarm.dlq_oldest_message_age.comparison_operator == "GreaterThanThreshold"
+      && aws_cloudwatch_metric_alarm.dlq_oldest_message_age.threshold == 259200
+      && length(aws_cloudwatch_metric_alarm.dlq_oldest_message_age.alarm_actions) == 1
+    )
+    error_message = "an alarm with actions when the DLQ's oldest message is older than 3 days"
+  }
+}
+
+run "the_dlq_age_alarm_leaves_time_for_a_longer_source_retention" {
+  command = plan
+
+  module {
+    source = "./modules/queue-function"
+  }
+
+  variables {
+    message_retention_seconds = 1036800 # 12 days
+  }
+
+  assert {
+    condition     = aws_cloudwatch_metric_alarm.dlq_oldest_message_age.threshold == 86400
+    error_message = "with 2 days between the source's retention and the DLQ's, the alarm fires after 1 day"
+  }
+}
+
+run "a_dlq_age_alarm_after_the_expiry_fails_the_plan" {
+  command = plan
+
+  module {
+    source = "./modules/queue-function"
+  }
+
+  variables {
+    dlq_oldest_message_age_alarm_seconds = 691200 # 8 days: 8 + 7 > 14
+  }
+
+  expect_failures = [aws_cloudwatch_metric_alarm.dlq_oldest_message_age]
+}
+
+# Rollback: every change publishes a version, and the queue invokes the alias "live".
+run "the_queue_invokes_the_live_alias_of_the_published_version" {
+  command = apply
+
+  module {
+    source = "./modules/queue-function"
+  }
+
+  assert {
+    condition     = aws_lambda_function.this.publish
+    error_message = "the function must publish versions"
+  }
+
+  assert {
+    condition     = aws_lambda_alias.live.name == "live" && aws_lambda_alias.live.function_name == aws_lambda_function.this.function_name && aws_lambda_alias.live.function_version == aws_lambda_function.this.version
+    error_message = "the alias live points to the version this apply published"
+  }
+
+  assert {
+    condition     = aws_lambda_event_source_mapping.this.function_name == aws_lambda_alias.live.arn
+    error_message = "the event source mapping must invoke the alias, so that moving it rolls the function back"
+  }
+}
+
+run "a_pinned_version_keeps_the_alias_on_it" {
+  command = plan
+
+  module {
+    source = "./modules/queue-function"
+  }
+
+  variables {
+    live_version = "7"
+  }
+
+  assert {
+    condition     = aws_lambda_alias.live.function_version == "7"
+    error_message = "live_version keeps an earlier version live"
   }
 }

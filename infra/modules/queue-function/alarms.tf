@@ -1,4 +1,4 @@
-# Five alarms per function, all to var.alarm_topic_arn (alarm and OK). The README's
+# Six alarms per function, all to var.alarm_topic_arn (alarm and OK). The README's
 # "Alarms" section says what each one means and what to do.
 
 # New arrivals in the DLQ, not its depth: an alarm on "DLQ not empty" stays in ALARM
@@ -6,13 +6,17 @@
 # count messages that a redrive policy moves as NumberOfMessagesSent to the DLQ, so the
 # alarm watches the depth's increase: DIFF of ApproximateNumberOfMessagesVisible between
 # consecutive periods is above 0 exactly when messages arrived faster than they left.
+# SQS publishes no datapoint for a queue that has been inactive (empty, not called) for
+# six hours, which a healthy DLQ always is: without FILL the first arrival after such a
+# quiet spell has no earlier point, DIFF returns nothing and the alarm stays OK. FILL
+# turns the missing points into 0, so the first dead letter is a growth from 0.
 resource "aws_cloudwatch_metric_alarm" "dlq_new_messages" {
   alarm_name        = "${local.dlq_name}-new-messages"
   alarm_description = "New messages of ${local.queue_name} exhausted ${var.max_receive_count} receives and arrived in ${local.dlq_name} (its depth grew in 5 minutes). Inspect them (docflow dlq) and redrive or discard."
 
   metric_query {
     id          = "arrivals"
-    expression  = "DIFF(visible)"
+    expression  = "DIFF(FILL(visible, 0))"
     label       = "Growth of the DLQ's visible messages per 5 minutes"
     return_data = true
   }
@@ -36,6 +40,42 @@ resource "aws_cloudwatch_metric_alarm" "dlq_new_messages" {
   ok_actions    = [var.alarm_topic_arn]
 
   tags = var.tags
+}
+
+# Dead letters nobody handled. The new-messages alarm pages once per arrival and returns
+# to OK; this one stays in ALARM while a message waits in the DLQ longer than
+# local.dlq_oldest_message_age_alarm_seconds (3 days by default), long before SQS expires
+# it. SQS keeps a dead letter's original enqueue time, so it expires
+# dlq_message_retention_seconds (14 days) after it entered the source queue, while the
+# DLQ's ApproximateAgeOfOldestMessage counts from its arrival in the DLQ: the
+# precondition keeps the threshold plus the source queue's retention (7 days) below the
+# DLQ's retention, so even a message that waited out the whole source retention still
+# has days left when this fires (3 + 7 < 14: at least 4 days; typically 11).
+resource "aws_cloudwatch_metric_alarm" "dlq_oldest_message_age" {
+  alarm_name        = "${local.dlq_name}-oldest-message-age"
+  alarm_description = "A message has waited in ${local.dlq_name} for more than ${local.dlq_oldest_message_age_alarm_seconds / 3600} h. SQS deletes it ${var.dlq_message_retention_seconds / 86400} days after it first entered ${local.queue_name}: inspect it (docflow dlq list), then redrive (docflow dlq redrive) or discard it before then."
+
+  namespace           = "AWS/SQS"
+  metric_name         = "ApproximateAgeOfOldestMessage"
+  dimensions          = { QueueName = aws_sqs_queue.dlq.name }
+  statistic           = "Maximum"
+  period              = 300
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = local.dlq_oldest_message_age_alarm_seconds
+  treat_missing_data  = "notBreaching"
+
+  alarm_actions = [var.alarm_topic_arn]
+  ok_actions    = [var.alarm_topic_arn]
+
+  tags = var.tags
+
+  lifecycle {
+    precondition {
+      condition     = local.dlq_oldest_message_age_alarm_seconds + var.message_retention_seconds < var.dlq_message_retention_seconds
+      error_message = "dlq_oldest_message_age_alarm_seconds (${local.dlq_oldest_message_age_alarm_seconds} s) plus the source queue's retention (${var.message_retention_seconds} s) must stay below the DLQ's retention (${var.dlq_message_retention_seconds} s): a dead letter expires that long after it entered the source queue, so a later alarm could fire after the message is gone."
+    }
+  }
 }
 
 resource "aws_cloudwatch_metric_alarm" "oldest_message_age" {

@@ -99,9 +99,11 @@ data "aws_iam_policy_document" "permissions" {
 
   # Without s3:ListBucket a GetObject/HeadObject on a missing key answers 403 instead of
   # 404, and "reuse the stored transcription if present" could not tell the two apart.
-  # Listing is limited to the prefixes the function reads or writes. IfExists: the
-  # ListBucket check S3 makes for a GetObject/HeadObject of a missing key carries no
-  # s3:prefix, and must still pass to answer 404.
+  # Listing is limited to the prefixes the function reads or writes. StringLike, not
+  # StringLikeIfExists: a ListObjects request without a prefix carries no s3:prefix,
+  # and IfExists would let it list the whole bucket (every tenant's documents). The
+  # ListBucket check S3 makes for a GetObject/HeadObject of a missing key evaluates
+  # s3:prefix as the requested key, which these patterns match, so it still answers 404.
   dynamic "statement" {
     for_each = local.uses_s3 ? [[var.documents_bucket_arn]] : []
 
@@ -111,7 +113,7 @@ data "aws_iam_policy_document" "permissions" {
       resources = statement.value
 
       condition {
-        test     = "StringLikeIfExists"
+        test     = "StringLike"
         variable = "s3:prefix"
         values   = [for prefix in distinct(concat(var.s3_read_prefixes, var.s3_write_prefixes)) : "${prefix}*"]
       }

@@ -12,6 +12,10 @@ locals {
   minimum_visibility_timeout_seconds = 6 * var.timeout_seconds + var.maximum_batching_window_seconds
   visibility_timeout_seconds         = var.visibility_timeout_seconds == null ? local.minimum_visibility_timeout_seconds : var.visibility_timeout_seconds
 
+  # A dead letter expires dlq_message_retention_seconds after it entered the source
+  # queue; its DLQ age counts from its arrival in the DLQ (alarms.tf).
+  dlq_oldest_message_age_alarm_seconds = coalesce(var.dlq_oldest_message_age_alarm_seconds, min(259200, floor((var.dlq_message_retention_seconds - var.message_retention_seconds) / 2)))
+
   uses_s3              = length(var.s3_read_prefixes) + length(var.s3_write_prefixes) > 0
   s3_read_object_arns  = [for prefix in var.s3_read_prefixes : "${var.documents_bucket_arn}/${prefix}*"]
   s3_write_object_arns = [for prefix in var.s3_write_prefixes : "${var.documents_bucket_arn}/${prefix}*"]
@@ -138,6 +142,10 @@ resource "aws_lambda_function" "this" {
   timeout          = var.timeout_seconds
   kms_key_arn      = var.kms_key_arn
 
+  # Every change of code or configuration becomes a numbered, immutable version; the
+  # mapping invokes the alias below, so a release is rolled back by moving the alias.
+  publish = true
+
   environment {
     variables = local.environment
   }
@@ -171,9 +179,19 @@ resource "aws_lambda_function" "this" {
   }
 }
 
+# What the queue invokes: the version Terraform just published, or var.live_version to
+# keep an earlier one (a rollback that survives the next apply). `aws lambda update-alias`
+# moves it at once; the next apply moves it back to this value (../../README.md, Rollback).
+resource "aws_lambda_alias" "live" {
+  name             = var.alias_name
+  description      = "The version of ${local.function_name} that ${local.queue_name} invokes"
+  function_name    = aws_lambda_function.this.function_name
+  function_version = coalesce(var.live_version, aws_lambda_function.this.version)
+}
+
 resource "aws_lambda_event_source_mapping" "this" {
   event_source_arn                   = aws_sqs_queue.source.arn
-  function_name                      = aws_lambda_function.this.arn
+  function_name                      = aws_lambda_alias.live.arn
   batch_size                         = var.batch_size
   maximum_batching_window_in_seconds = var.maximum_batching_window_seconds
   enabled                            = var.enabled

@@ -8,6 +8,21 @@ output "function_arn" {
   value       = aws_lambda_function.this.arn
 }
 
+output "alias_name" {
+  description = "Name of the alias the event source mapping invokes (rollback: move it to an earlier version)."
+  value       = aws_lambda_alias.live.name
+}
+
+output "alias_arn" {
+  description = "ARN of the alias the event source mapping invokes."
+  value       = aws_lambda_alias.live.arn
+}
+
+output "live_version" {
+  description = "The published version the alias points to."
+  value       = aws_lambda_alias.live.function_version
+}
+
 output "role_arn" {
   description = "ARN of the function's execution role."
   value       = aws_iam_role.this.arn
@@ -62,6 +77,7 @@ output "alarm_names" {
   description = "Names of the alarms of this instance."
   value = [
     aws_cloudwatch_metric_alarm.dlq_new_messages.alarm_name,
+    aws_cloudwatch_metric_alarm.dlq_oldest_message_age.alarm_name,
     aws_cloudwatch_metric_alarm.oldest_message_age.alarm_name,
     aws_cloudwatch_metric_alarm.errors.alarm_name,
     aws_cloudwatch_metric_alarm.throttles.alarm_name,

@@ -189,6 +189,28 @@ variable "maximum_concurrency" {
   }
 }
 
+variable "alias_name" {
+  description = "Alias that the event source mapping invokes. Terraform points it at the version it publishes; a rollback moves it to an earlier one."
+  type        = string
+  default     = "live"
+
+  validation {
+    condition     = can(regex("^[a-zA-Z][a-zA-Z0-9_-]{0,127}$", var.alias_name)) && !can(regex("^[0-9]+$", var.alias_name))
+    error_message = "alias_name must start with a letter and hold only letters, digits, - and _ (Lambda's alias names; a number would be a version)."
+  }
+}
+
+variable "live_version" {
+  description = "Published version the alias points to. null (the default) = the version this apply publishes; a number such as \"7\" keeps an earlier version live across applies (a rollback that the next apply does not undo)."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.live_version == null ? true : can(regex("^[1-9][0-9]*$", var.live_version))
+    error_message = "live_version must be a published version number (\"1\", \"2\", ...) or null."
+  }
+}
+
 variable "enabled" {
   description = "Whether the event source mapping polls the queue. false keeps messages in the queue (first apply, incidents)."
   type        = bool
@@ -374,6 +396,17 @@ variable "oldest_message_age_alarm_seconds" {
   validation {
     condition     = var.oldest_message_age_alarm_seconds >= 60
     error_message = "oldest_message_age_alarm_seconds must be at least 60."
+  }
+}
+
+variable "dlq_oldest_message_age_alarm_seconds" {
+  description = "Alarm when a message has waited in the DLQ longer than this. SQS expires a dead letter dlq_message_retention_seconds after it first entered the source queue, while the DLQ's age metric counts from its arrival there, so the alarm must fire while even a message that used up the source queue's retention still has time left: this plus message_retention_seconds must stay below dlq_message_retention_seconds. null = 3 days, or half of that margin when it is shorter than 6 days."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.dlq_oldest_message_age_alarm_seconds == null ? true : var.dlq_oldest_message_age_alarm_seconds >= 3600
+    error_message = "dlq_oldest_message_age_alarm_seconds must be at least 3600 (an hour; the new-messages alarm is the one that fires on arrival) or null."
   }
 }
 
