@@ -114,7 +114,7 @@ for m in declared.get("aws_lambda_event_source_mapping", []):
         continue
     x = found[0]
     want_concurrency = (m.get("scaling_config") or [{}])[0].get("maximum_concurrency")
-    check(True, f"event source mapping {queue} -> {x['FunctionArn'].rsplit(':', 1)[-1]}")
+    check(True, f"event source mapping {queue} -> {x['FunctionArn'].split(':function:', 1)[-1]}")
     check(
         "ReportBatchItemFailures" in (x.get("FunctionResponseTypes") or [])
         and x.get("FunctionResponseTypes") == m["function_response_types"],
@@ -149,11 +149,33 @@ for rule in declared.get("aws_cloudwatch_event_rule", []):
     )
 for target in declared.get("aws_cloudwatch_event_target", []):
     arns = [t["Arn"] for t in events.list_targets_by_rule(Rule=target["rule"])["Targets"]]
-    check(target["arn"] in arns, f"schedule {target['rule']} invokes {target['arn'].rsplit(':', 1)[-1]}", f"targets {arns}")
+    check(target["arn"] in arns, f"schedule {target['rule']} invokes {target['arn'].split(':function:', 1)[-1]}", f"targets {arns}")
+# A permission with a qualifier is in the policy of that alias or version, and admits
+# only invocations of its ARN; one without is in the unqualified function's policy.
 for perm in declared.get("aws_lambda_permission", []):
-    policy = json.loads(lam.get_policy(FunctionName=perm["function_name"])["Policy"])
+    qualifier = {"Qualifier": perm["qualifier"]} if perm.get("qualifier") else {}
+    invoked = perm["function_name"] + (f":{perm['qualifier']}" if qualifier else "")
+    try:
+        policy = json.loads(lam.get_policy(FunctionName=perm["function_name"], **qualifier)["Policy"])
+    except Exception as e:  # noqa: BLE001 - no policy at all is a missing permission
+        check(False, f"{perm['principal']} may invoke {invoked}", str(e))
+        continue
     sids = [s.get("Sid") for s in policy.get("Statement", [])]
-    check(perm["statement_id"] in sids, f"{perm['principal']} may invoke {perm['function_name']}", f"statements {sids}")
+    check(perm["statement_id"] in sids, f"{perm['principal']} may invoke {invoked}", f"statements {sids}")
+
+# The aliases the mappings and the schedule invoke, each on the version Terraform set.
+for alias in declared.get("aws_lambda_alias", []):
+    invoked = f"{alias['function_name']}:{alias['name']}"
+    try:
+        got = lam.get_alias(FunctionName=alias["function_name"], Name=alias["name"])
+    except Exception as e:  # noqa: BLE001
+        check(False, f"alias {invoked} exists", str(e))
+        continue
+    check(
+        got.get("FunctionVersion") == alias["function_version"] != "$LATEST",
+        f"alias {invoked} -> version {alias['function_version']}",
+        f"found {got.get('FunctionVersion')}",
+    )
 
 # The alarms: each exists with the comparison, threshold, missing-data treatment, arming
 # and actions Terraform declared (moto stores alarms but never evaluates them).

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make deploy-local: applies infra/ with Terraform to a local AWS emulator, then checks
 # with the AWS API that what Terraform declared exists there: queues and redrive
-# policies, functions, event source mappings (ReportBatchItemFailures, maximum
-# concurrency), the sweeper's schedule.
+# policies, functions, their aliases, event source mappings (ReportBatchItemFailures,
+# maximum concurrency), the sweeper's schedule and its permission on the alias, the
+# alarms, the S3 gateway endpoint.
 #
 #   scripts/deploy-local.sh                 apply, check, stop the emulator
 #   scripts/deploy-local.sh --keep          leave the emulator running to look at it
@@ -63,7 +64,7 @@ skip() {
 
 plugin_dir="${TF_PLUGIN_DIR:-/opt/tf-plugins}"
 command -v terraform >/dev/null 2>&1 \
-  || skip "terraform is not installed (Terraform >= 1.6; see infra/README.md)"
+  || skip "terraform is not installed (Terraform >= 1.10; see infra/README.md)"
 [[ -d "$plugin_dir/registry.terraform.io/hashicorp/aws" ]] \
   || skip "no local copy of the hashicorp/aws provider in $plugin_dir (TF_PLUGIN_DIR); 'terraform init' cannot download it without network"
 [[ -x .venv/bin/moto_server ]] || skip "the project virtualenv with moto is missing; run 'make up' (or 'make venv') first"
@@ -177,11 +178,13 @@ rm -rf "$work/infra/.terraform" "$work/infra/.terraform.lock.hcl" "$work/infra/t
 cp infra/environments/local/moto_override.tf infra/environments/local/emulator.tf infra/environments/local/network_override.tf "$work/infra/"
 cp infra/environments/local/queue_function_override.tf "$work/infra/modules/queue-function/moto_override.tf"
 not_applied=("aws_sqs_queue_redrive_allow_policy (×3): moto accepts RedriveAllowPolicy but does not return it; the provider would wait for it until it times out")
-# What the scratch copy adapts to moto's answers, so that the plan after the apply can
-# be held to empty (infra/environments/local/*_override.tf).
+# What the scratch copy adapts to moto (infra/environments/local/*_override.tf): its
+# answers, so that the plan after the apply can be held to empty, and its default VPC.
 adapted=(
   "aws_sqs_queue.source redrive_policy (×3): not compared after the apply (moto spells it back with Python's JSON separators; AWS returns the string as set); check_deploy.py checks its target and maxReceiveCount"
+  "aws_lambda_event_source_mapping.this function_name (×3): not compared after the apply; the mapping invokes the alias live, which moto resolves to its version (<function>:1) where AWS keeps the alias ARN; check_deploy.py finds each mapping by the function ARN the state records"
   "aws_vpc_security_group_*_rule referencing a group (×2): description and referenced_security_group_id not compared after the apply; moto returns the id as <account>/<sg-id> and drops the description"
+  "network.tf's egress check: every function subnet counts as reaching the AWS APIs; moto's default VPC routes 0.0.0.0/0 to an internet gateway and has no NAT gateway, and the functions never run in the emulator"
 )
 
 tf() { TF_IN_AUTOMATION=1 terraform -chdir="$work/infra" "$@"; }
@@ -244,7 +247,7 @@ plan_seconds=$(( $(date +%s) - plan_started ))
 
 echo "== not applied against moto:"
 for line in "${not_applied[@]}"; do echo "   - $line"; done
-echo "== adapted to moto's answers:"
+echo "== adapted to moto (infra/environments/local/):"
 for line in "${adapted[@]}"; do echo "   - $line"; done
 echo "== deploy-local: applied in ${apply_seconds} s, planned in ${plan_seconds} s, all done in $(( $(date +%s) - started )) s"
 if $keep; then

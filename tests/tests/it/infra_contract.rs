@@ -68,14 +68,21 @@ fn the_checker_sees_three_queue_functions_and_the_scheduled_sweeper() {
             "{}",
             instance.address
         );
+        assert_eq!(count("aws_lambda_alias"), 1, "{}", instance.address);
         assert_eq!(
             count("aws_cloudwatch_metric_alarm"),
-            5,
+            6,
             "{}",
             instance.address
         );
     }
     assert!(infra.root.resource("aws_lambda_function.sweeper").is_some());
+    assert!(
+        infra
+            .root
+            .resource("aws_lambda_alias.sweeper_live")
+            .is_some()
+    );
     assert!(
         infra
             .root
@@ -172,6 +179,116 @@ fn a_mapping_without_maximum_concurrency_is_reported() {
             "aws_lambda_event_source_mapping.this",
             "maximum_concurrency is not set",
         ],
+    );
+}
+
+#[test]
+fn a_mapping_that_invokes_the_function_instead_of_its_alias_is_reported() {
+    let broken = real_infra().replace(
+        MODULE_MAIN,
+        "function_name                      = aws_lambda_alias.live.arn",
+        "function_name                      = aws_lambda_function.this.arn",
+    );
+    let found = violations(&broken);
+    for instance in [
+        "module.ingestion",
+        "module.matching",
+        "module.document_output",
+    ] {
+        assert_reported(
+            &found,
+            &[
+                instance,
+                "aws_lambda_event_source_mapping.this",
+                "invokes aws_lambda_function.this itself, not an alias of it",
+            ],
+        );
+    }
+}
+
+#[test]
+fn a_mapping_through_an_alias_of_another_function_is_reported() {
+    let broken = real_infra().replace(
+        MODULE_MAIN,
+        "function_name    = aws_lambda_function.this.function_name",
+        r#"function_name    = "staging-docflow-sweeper""#,
+    );
+    let found = violations(&broken);
+    assert_reported(
+        &found,
+        &[
+            "module.matching: aws_lambda_event_source_mapping.this",
+            "neither a function of this module nor the ARN of an alias of one",
+        ],
+    );
+    assert_reported(
+        &found,
+        &[
+            "module.matching: aws_lambda_alias.live",
+            "function_name does not refer to a function of this module",
+        ],
+    );
+}
+
+#[test]
+fn a_function_that_publishes_no_versions_is_reported() {
+    let found = violations(&real_infra().replace(MODULE_MAIN, "publish = true", "publish = false"));
+    for instance in [
+        "module.ingestion",
+        "module.matching",
+        "module.document_output",
+    ] {
+        assert_reported(
+            &found,
+            &[
+                &format!("{instance}: aws_lambda_function.this"),
+                "publish must be true",
+            ],
+        );
+    }
+    let found =
+        violations(&real_infra().replace("sweeper.tf", "publish = true", "publish = false"));
+    assert_reported(
+        &found,
+        &["root: aws_lambda_function.sweeper", "publish must be true"],
+    );
+}
+
+#[test]
+fn an_alias_that_follows_neither_the_published_nor_the_pinned_version_is_reported() {
+    let fixed = real_infra().replace(
+        "sweeper.tf",
+        r#"function_version = coalesce(lookup(var.live_versions, "sweeper", null), aws_lambda_function.sweeper.version)"#,
+        r#"function_version = "1""#,
+    );
+    assert_reported(
+        &violations(&fixed),
+        &[
+            "root: aws_lambda_alias.sweeper_live",
+            "function_version is 1, not the version the apply publishes",
+        ],
+    );
+    // Right without a pin, so only pinning a version shows that a rollback would not
+    // survive the next apply.
+    let unpinnable = real_infra().replace(
+        MODULE_MAIN,
+        "function_version = coalesce(var.live_version, aws_lambda_function.this.version)",
+        "function_version = aws_lambda_function.this.version",
+    );
+    let found = violations(&unpinnable);
+    assert_reported(
+        &found,
+        &[
+            "module.ingestion: aws_lambda_alias.live",
+            "does not follow var.live_versions",
+        ],
+    );
+    assert!(
+        !found
+            .iter()
+            .any(|v| v.contains("not the version the apply publishes")),
+        "{}",
+        found.join("\n")
     );
 }
 
@@ -642,12 +759,12 @@ fn a_missing_dlq_alarm_is_reported() {
 
 // --- issue 29 ------------------------------------------------------------------------------
 
-/// Item 8: an alarm on the DLQ's depth latches while old messages wait there.
+/// An alarm on the DLQ's depth latches while old messages wait there.
 #[test]
 fn a_dlq_alarm_on_its_depth_instead_of_new_arrivals_is_reported() {
     let broken = real_infra().replace(
         MODULE_ALARMS,
-        r#"expression  = "DIFF(visible)""#,
+        r#"expression  = "DIFF(FILL(visible, 0))""#,
         r#"expression  = "visible""#,
     );
     for instance in [
@@ -660,6 +777,75 @@ fn a_dlq_alarm_on_its_depth_instead_of_new_arrivals_is_reported() {
             &[instance, "must fire on new messages in the DLQ"],
         );
     }
+}
+
+/// SQS publishes no datapoint for a DLQ inactive for six hours: without FILL, DIFF has no
+/// earlier point when the first dead letter arrives, and the alarm stays OK.
+#[test]
+fn a_dlq_alarm_without_fill_is_reported() {
+    let broken = real_infra().replace(
+        MODULE_ALARMS,
+        r#"expression  = "DIFF(FILL(visible, 0))""#,
+        r#"expression  = "DIFF(visible)""#,
+    );
+    let found = violations(&broken);
+    for instance in [
+        "module.ingestion",
+        "module.matching",
+        "module.document_output",
+    ] {
+        assert_reported(
+            &found,
+            &[
+                &format!("{instance}: aws_cloudwatch_metric_alarm.dlq_new_messages"),
+                "without FILL(<id>, 0)",
+            ],
+        );
+    }
+}
+
+#[test]
+fn a_dlq_without_an_age_alarm_that_fires_before_its_messages_expire_is_reported() {
+    let missing = real_infra().replace(
+        MODULE_ALARMS,
+        "metric_name         = \"ApproximateAgeOfOldestMessage\"\n  dimensions          = { QueueName = aws_sqs_queue.dlq.name }",
+        "metric_name         = \"NumberOfMessagesReceived\"\n  dimensions          = { QueueName = aws_sqs_queue.dlq.name }",
+    );
+    assert_reported(
+        &violations(&missing),
+        &[
+            "module.document_output",
+            "no alarm with actions on AWS/SQS ApproximateAgeOfOldestMessage of ${aws_sqs_queue.dlq.name}",
+        ],
+    );
+
+    // 8 days: a message that waited the source queue's 7 days expires after 7 in the DLQ.
+    let too_late = real_infra().replace(
+        MODULE_ALARMS,
+        "threshold           = local.dlq_oldest_message_age_alarm_seconds",
+        "threshold           = 691200",
+    );
+    assert_reported(
+        &violations(&too_late),
+        &[
+            "module.ingestion: aws_cloudwatch_metric_alarm.dlq_oldest_message_age",
+            "fires after 691200 s in the DLQ, too late",
+            "must stay below 604800 s",
+        ],
+    );
+
+    let averaged = real_infra().replace(
+        MODULE_ALARMS,
+        "dimensions          = { QueueName = aws_sqs_queue.dlq.name }\n  statistic           = \"Maximum\"",
+        "dimensions          = { QueueName = aws_sqs_queue.dlq.name }\n  statistic           = \"Average\"",
+    );
+    assert_reported(
+        &violations(&averaged),
+        &[
+            "module.matching: aws_cloudwatch_metric_alarm.dlq_oldest_message_age",
+            "Maximum of ApproximateAgeOfOldestMessage",
+        ],
+    );
 }
 
 /// The contract is checked with a customer managed key too: the KMS statements exist
@@ -718,7 +904,25 @@ fn listing_the_documents_bucket_beyond_the_function_prefixes_is_reported() {
         &violations(&broken),
         &[
             "module.ingestion",
-            "grants s3:ListBucket without an s3:prefix condition on [\"documents/*\", \"ingestions/*\"]",
+            "grants s3:ListBucket without a StringLike condition on s3:prefix [\"documents/*\", \"ingestions/*\"]",
+        ],
+    );
+}
+
+#[test]
+fn listing_the_documents_bucket_with_if_exists_is_reported() {
+    // A ListObjects request without a prefix has no s3:prefix: IfExists lets it list
+    // every tenant's documents.
+    let broken = real_infra().replace(
+        MODULE_IAM,
+        r#"test     = "StringLike""#,
+        r#"test     = "StringLikeIfExists""#,
+    );
+    assert_reported(
+        &violations(&broken),
+        &[
+            "module.document_output",
+            "grants s3:ListBucket without a StringLike condition on s3:prefix [\"documents/*\"]",
         ],
     );
 }
@@ -892,7 +1096,7 @@ fn an_error_rate_that_does_not_divide_by_the_invocations_is_reported() {
 fn a_sweeper_without_its_schedule_target_is_reported() {
     let broken = real_infra().replace(
         "sweeper.tf",
-        "resource \"aws_cloudwatch_event_target\" \"sweeper\" {\n  rule = aws_cloudwatch_event_rule.sweeper.name\n  arn  = aws_lambda_function.sweeper.arn\n}\n",
+        "resource \"aws_cloudwatch_event_target\" \"sweeper\" {\n  rule = aws_cloudwatch_event_rule.sweeper.name\n  arn  = aws_lambda_alias.sweeper_live.arn\n}\n",
         "",
     );
     assert_reported(
@@ -900,6 +1104,54 @@ fn a_sweeper_without_its_schedule_target_is_reported() {
         &[
             "aws_lambda_function.sweeper",
             "not invoked by an EventBridge schedule",
+        ],
+    );
+}
+
+#[test]
+fn a_schedule_that_invokes_the_sweeper_instead_of_its_alias_is_reported() {
+    let broken = real_infra().replace(
+        "sweeper.tf",
+        "arn  = aws_lambda_alias.sweeper_live.arn",
+        "arn  = aws_lambda_function.sweeper.arn",
+    );
+    assert_reported(
+        &violations(&broken),
+        &[
+            "root: aws_lambda_function.sweeper",
+            "its schedule's target is the function itself, not an alias of it",
+        ],
+    );
+}
+
+#[test]
+fn an_eventbridge_permission_on_the_unqualified_sweeper_is_reported() {
+    let broken = real_infra().replace(
+        "sweeper.tf",
+        "  qualifier     = aws_lambda_alias.sweeper_live.name\n",
+        "",
+    );
+    assert_reported(
+        &violations(&broken),
+        &[
+            "root: aws_lambda_function.sweeper",
+            "its schedule invokes aws_lambda_alias.sweeper_live, but no lambda permission for events.amazonaws.com is qualified with it",
+        ],
+    );
+}
+
+#[test]
+fn a_no_retry_setting_on_the_unqualified_sweeper_is_reported() {
+    let broken = real_infra().replace(
+        "sweeper.tf",
+        "  qualifier                    = aws_lambda_alias.sweeper_live.name\n",
+        "",
+    );
+    assert_reported(
+        &violations(&broken),
+        &[
+            "root: aws_lambda_function.sweeper",
+            "no aws_lambda_function_event_invoke_config with maximum_retry_attempts = 0 on aws_lambda_alias.sweeper_live",
         ],
     );
 }
@@ -946,6 +1198,7 @@ resource "aws_lambda_event_source_mapping" "jobs" {
     for fragment in [
         "root: aws_lambda_event_source_mapping.jobs: function_response_types lacks ReportBatchItemFailures",
         "root: aws_lambda_event_source_mapping.jobs: scaling_config.maximum_concurrency is not set",
+        "root: aws_lambda_event_source_mapping.jobs: function_name invokes aws_lambda_function.worker itself",
         "root: aws_sqs_queue.jobs: visibility timeout 30 s is below",
         "root: aws_sqs_queue.jobs: has no redrive policy",
         "root: aws_sqs_queue.jobs: is not encrypted",

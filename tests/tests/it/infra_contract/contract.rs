@@ -166,6 +166,7 @@ pub fn check(infra: &Infra) -> Vec<String> {
         check_queue_alarms(instance, &mut found);
     }
     check_database_tls(infra, &mut found);
+    check_aliases(infra, &mut found);
     check_metric_alarms(infra, &mut found);
     check_dashboard(infra, &mut found);
     found.0
@@ -246,18 +247,52 @@ fn contract_for(function: &Resource) -> Option<&'static FunctionContract> {
 
 // --- SQS triggers ----------------------------------------------------------------------------
 
-/// The queue and function an event source mapping connects.
+/// The queue and function an event source mapping connects, and the alias it invokes
+/// the function through (`None`: the function itself).
 struct SqsTrigger<'a> {
     queue: &'a Resource,
     function: &'a Resource,
+    alias: Option<&'a Resource>,
 }
 
 fn sqs_trigger<'a>(module: &'a Module, mapping: &'a Resource) -> Result<SqsTrigger<'a>, String> {
     let queue = referenced(module, mapping.attr("event_source_arn"), "aws_sqs_queue")
         .ok_or("event_source_arn is not the ARN of a queue of this module")?;
-    let function = referenced(module, mapping.attr("function_name"), "aws_lambda_function")
-        .ok_or("function_name does not refer to a function of this module")?;
-    Ok(SqsTrigger { queue, function })
+    let (function, alias) = invoked(module, mapping.attr("function_name")).ok_or(
+        "function_name is neither a function of this module nor the ARN of an alias of one",
+    )?;
+    Ok(SqsTrigger {
+        queue,
+        function,
+        alias,
+    })
+}
+
+/// What `value` invokes: a function of `module` (`"${aws_lambda_function.x.…}"`), or the
+/// ARN of an alias of `module` (`"${aws_lambda_alias.x.arn}"`) whose `function_name`
+/// refers to a function of `module`, with that alias.
+fn invoked(module: &Module, value: Option<Value>) -> Option<(&Resource, Option<&Resource>)> {
+    if let Some(function) = referenced(module, value.clone(), "aws_lambda_function") {
+        return Some((function, None));
+    }
+    let is_arn = value
+        .as_ref()
+        .and_then(reference)
+        .is_some_and(|parts| parts.last() == Some(&"arn"));
+    let alias = referenced(module, value, "aws_lambda_alias").filter(|_| is_arn)?;
+    let function = referenced(module, alias.attr("function_name"), "aws_lambda_function")?;
+    Some((function, Some(alias)))
+}
+
+/// The aliases of `module` whose `function_name` refers to `function`.
+fn aliases_of<'a>(module: &'a Module, function: &Resource) -> Vec<&'a Resource> {
+    module
+        .of_kind("aws_lambda_alias")
+        .filter(|alias| {
+            referenced(module, alias.attr("function_name"), "aws_lambda_function")
+                .is_some_and(|f| f.address == function.address)
+        })
+        .collect()
 }
 
 fn sqs_triggers(module: &Module) -> Vec<SqsTrigger<'_>> {
@@ -316,6 +351,16 @@ fn check_event_source_mapping(module: &Module, mapping: &Resource, found: &mut V
         Ok(trigger) => trigger,
         Err(why) => return found.add(module, mapping, why),
     };
+    if trigger.alias.is_none() {
+        found.add(
+            module,
+            mapping,
+            format!(
+                "function_name invokes {} itself, not an alias of it: moving the alias (a rollback) would not change what this queue runs",
+                trigger.function.address
+            ),
+        );
+    }
     check_visibility_timeout(module, &trigger, window, found);
     check_code_knows_the_visibility(module, &trigger, found);
     check_code_knows_the_batching_window(module, &trigger, window, found);
@@ -550,14 +595,18 @@ fn check_queue_alarms(instance: &Module, found: &mut Violations) {
         }
         if let Some(dlq) = dlq {
             check_dlq_alarm(instance, &queue_name(dlq), found);
+            check_dlq_age_alarm(instance, t.queue, dlq, found);
         }
     }
 }
 
-/// Issue 29, item 8: the DLQ alarm fires on new arrivals. On the depth
-/// (ApproximateNumberOfMessagesVisible > 0) it stays in ALARM while old messages wait,
-/// and a second failure pages no one; SQS does not count messages a redrive policy moves
-/// as NumberOfMessagesSent. So: DIFF or RATE of the DLQ's visible messages, > 0.
+/// The DLQ alarm fires on new arrivals. On the depth (visible messages above 0) it stays
+/// in ALARM while old messages wait, and a second failure pages no one; SQS does not
+/// count messages a redrive policy moves as `NumberOfMessagesSent`. So: DIFF or
+/// RATE of the DLQ's visible messages above 0, taken of `FILL(visible, 0)`: SQS publishes
+/// no datapoint for a queue inactive for six hours, which a healthy DLQ is, so without
+/// FILL the first dead letter after a quiet spell has no earlier point, DIFF returns
+/// nothing and the alarm stays OK.
 fn check_dlq_alarm(instance: &Module, dlq_name: &str, found: &mut Violations) {
     let metric = "ApproximateNumberOfMessagesVisible";
     let reads_dlq = |q: &hcl::Block| {
@@ -585,20 +634,93 @@ fn check_dlq_alarm(instance: &Module, dlq_name: &str, found: &mut Violations) {
         .filter(|q| reads_dlq(q))
         .map(|q| text(attr(&q.body, "id").as_ref()))
         .collect();
-    let on_arrivals = blocks(&alarm.body, "metric_query").any(|q| {
-        attr(&q.body, "return_data") == Some(Value::Bool(true))
-            && ids.iter().any(|id| {
-                let expression = text(attr(&q.body, "expression").as_ref()).replace(' ', "");
-                expression == format!("DIFF({id})") || expression == format!("RATE({id})")
+    let returned: Vec<String> = blocks(&alarm.body, "metric_query")
+        .filter(|q| attr(&q.body, "return_data") == Some(Value::Bool(true)))
+        .map(|q| text(attr(&q.body, "expression").as_ref()).replace(' ', ""))
+        .collect();
+    let growth_of = |of: &dyn Fn(&str) -> String| {
+        returned.iter().any(|expression| {
+            ids.iter().any(|id| {
+                *expression == format!("DIFF({})", of(id))
+                    || *expression == format!("RATE({})", of(id))
             })
-    });
+        })
+    };
+    let filled = growth_of(&|id| format!("FILL({id},0)"));
+    let unfilled = growth_of(&|id| id.to_string());
     let fires_on_first = number(alarm.attr("threshold").as_ref()) == Some(0.0)
         && text(alarm.attr("comparison_operator").as_ref()) == "GreaterThanThreshold";
-    if !(on_arrivals && fires_on_first) {
+    if !((filled || unfilled) && fires_on_first) {
         found.add(
             instance,
             alarm,
-            "must fire on new messages in the DLQ (DIFF or RATE of its visible messages > 0), not on its depth, which stays in ALARM while old messages wait",
+            "must fire on new messages in the DLQ (DIFF or RATE of FILL(<its visible messages>, 0) > 0), not on its depth, which stays in ALARM while old messages wait",
+        );
+    } else if !filled {
+        found.add(
+            instance,
+            alarm,
+            format!(
+                "takes DIFF or RATE of {ids:?} without FILL(<id>, 0): SQS publishes no datapoint for a queue inactive for six hours, which an empty DLQ is, so the first dead letter after a quiet spell has no earlier point and never fires the alarm"
+            ),
+        );
+    }
+}
+
+/// A dead letter nobody handles expires unseen: an alarm with actions on the Maximum of
+/// the DLQ's ApproximateAgeOfOldestMessage, firing while it can still be redriven. A
+/// message keeps its enqueue time when it moves, so it expires the DLQ's retention after
+/// it entered the source queue, where it may have waited the source's whole retention;
+/// the DLQ's age counts from its arrival there. So the threshold plus the source's
+/// retention must stay below the DLQ's retention.
+fn check_dlq_age_alarm(
+    instance: &Module,
+    queue: &Resource,
+    dlq: &Resource,
+    found: &mut Violations,
+) {
+    let metric = "ApproximateAgeOfOldestMessage";
+    let subject = format!("${{{}.name}}", dlq.address);
+    let Some(alarm) = find_alarm(instance, "AWS/SQS", metric, "QueueName", &subject) else {
+        return found.add_to(
+            &instance.address,
+            format!(
+                "no alarm with actions on AWS/SQS {metric} of {subject}: a dead letter nobody handles expires unseen"
+            ),
+        );
+    };
+    if text(alarm.attr("statistic").as_ref()) != "Maximum" {
+        found.add(
+            instance,
+            alarm,
+            format!("must watch the Maximum of {metric} (an age, not a count)"),
+        );
+    }
+    let threshold = number_or(alarm.attr("threshold"), f64::NAN);
+    let retention = number_or(
+        queue.attr("message_retention_seconds"),
+        DEFAULT_RETENTION_SECONDS,
+    );
+    let dlq_retention = number_or(
+        dlq.attr("message_retention_seconds"),
+        DEFAULT_RETENTION_SECONDS,
+    );
+    if threshold.is_nan() || retention.is_nan() || dlq_retention.is_nan() {
+        return found.add(
+            instance,
+            alarm,
+            "its threshold or a queue's retention cannot be evaluated before apply",
+        );
+    }
+    if threshold + retention >= dlq_retention {
+        found.add(
+            instance,
+            alarm,
+            format!(
+                "fires after {threshold} s in the DLQ, too late: a dead letter expires {dlq_retention} s after it entered {} (it keeps its enqueue time), where it may have waited {retention} s, so the threshold must stay below {} s",
+                queue.address,
+                dlq_retention - retention
+            ),
         );
     }
 }
@@ -1024,28 +1146,152 @@ fn check_environment_holds_no_secret(
     }
 }
 
+/// A scheduled function is invoked by an EventBridge rule with a `schedule_expression`,
+/// through an alias of it (a rollback moves the alias). What applies to an invocation is
+/// what is set on the ARN invoked, so the alias also carries the permission for
+/// EventBridge (`qualifier`: one on the function admits only the unqualified ARN) and the
+/// asynchronous settings: no retries, or a retry could run beside the next scheduled run.
 fn check_scheduled(module: &Module, function: &Resource, found: &mut Violations) {
-    let arn = format!("${{{}.arn}}", function.address);
-    let scheduled = module.of_kind("aws_cloudwatch_event_target").any(|target| {
-        target.attr("arn") == Some(Value::from(arn.as_str()))
-            && referenced(module, target.attr("rule"), "aws_cloudwatch_event_rule")
+    let targets: Vec<Option<&Resource>> = module
+        .of_kind("aws_cloudwatch_event_target")
+        .filter(|target| {
+            referenced(module, target.attr("rule"), "aws_cloudwatch_event_rule")
                 .is_some_and(|rule| rule.attr("schedule_expression").is_some())
-    });
-    let permitted = module.of_kind("aws_lambda_permission").any(|permission| {
-        text(permission.attr("principal").as_ref()) == "events.amazonaws.com"
-            && referenced(
-                module,
-                permission.attr("function_name"),
-                "aws_lambda_function",
-            )
-            .is_some_and(|f| f.address == function.address)
-    });
-    if !scheduled || !permitted {
-        found.add(
+        })
+        .filter_map(|target| invoked(module, target.attr("arn")))
+        .filter(|(f, _)| f.address == function.address)
+        .map(|(_, alias)| alias)
+        .collect();
+    // The alias a permission or an invoke config applies to: its qualifier names it, or
+    // its function_name is the alias's ARN. None: the unqualified function.
+    let qualified = |resource: &Resource| -> Option<Option<String>> {
+        let (f, by_arn) = invoked(module, resource.attr("function_name"))?;
+        if f.address != function.address {
+            return None;
+        }
+        let qualifier = resource.attr("qualifier").filter(|q| !q.is_null());
+        let by_qualifier = qualifier.map(|q| {
+            aliases_of(module, function)
+                .into_iter()
+                .find(|alias| {
+                    q == Value::from(format!("${{{}.name}}", alias.address))
+                        || Some(&q) == alias.attr("name").as_ref()
+                })
+                .map_or_else(|| text(Some(&q)), |alias| alias.address.clone())
+        });
+        Some(by_arn.map(|a| a.address.clone()).or(by_qualifier))
+    };
+    let permitted: Vec<Option<String>> = module
+        .of_kind("aws_lambda_permission")
+        .filter(|p| text(p.attr("principal").as_ref()) == "events.amazonaws.com")
+        .filter_map(&qualified)
+        .collect();
+    if targets.is_empty() || permitted.is_empty() {
+        return found.add(
             module,
             function,
             "is not invoked by an EventBridge schedule (rule with schedule_expression, target and lambda permission)",
         );
+    }
+    for target in targets {
+        let Some(alias) = target else {
+            found.add(
+                module,
+                function,
+                "its schedule's target is the function itself, not an alias of it: moving the alias (a rollback) would not change what the schedule runs",
+            );
+            continue;
+        };
+        if !permitted.contains(&Some(alias.address.clone())) {
+            found.add(
+                module,
+                function,
+                format!(
+                    "its schedule invokes {}, but no lambda permission for events.amazonaws.com is qualified with it (qualifier = {}.name): a permission on the function admits only the unqualified ARN",
+                    alias.address, alias.address
+                ),
+            );
+        }
+        let no_retries = module
+            .of_kind("aws_lambda_function_event_invoke_config")
+            .filter(|config| qualified(config) == Some(Some(alias.address.clone())))
+            .any(|config| number(config.attr("maximum_retry_attempts").as_ref()) == Some(0.0));
+        if !no_retries {
+            found.add(
+                module,
+                function,
+                format!(
+                    "no aws_lambda_function_event_invoke_config with maximum_retry_attempts = 0 on {} (qualifier), the alias its schedule invokes: asynchronous settings apply per version or alias, and Lambda's default retries a failed run twice, beside the next scheduled one",
+                    alias.address
+                ),
+            );
+        }
+    }
+}
+
+/// Every alias follows its function's published versions: the function publishes one on
+/// every change (`publish = true`; without it the alias could only point at `$LATEST`,
+/// and there would be no earlier version to move it back to), the alias points at the
+/// version the apply publishes, and `live_versions` pins it to an earlier one (a rollback
+/// that survives the next apply).
+fn check_aliases(infra: &Infra, found: &mut Violations) {
+    let unpinned = infra.with_root_inputs(&[("live_versions", Value::Object(Map::new()))]);
+    for module in unpinned.modules() {
+        for alias in module.of_kind("aws_lambda_alias") {
+            let Some(function) =
+                referenced(module, alias.attr("function_name"), "aws_lambda_function")
+            else {
+                found.add(
+                    module,
+                    alias,
+                    "function_name does not refer to a function of this module",
+                );
+                continue;
+            };
+            if function.attr("publish") != Some(Value::Bool(true)) {
+                found.add(
+                    module,
+                    function,
+                    format!(
+                        "publish must be true: {} can only follow published versions, and a rollback moves it to an earlier one",
+                        alias.address
+                    ),
+                );
+            }
+            let published = Value::from(format!("${{{}.version}}", function.address));
+            if alias.attr("function_version") != Some(published) {
+                found.add(
+                    module,
+                    alias,
+                    format!(
+                        "function_version is {}, not the version the apply publishes ({}.version)",
+                        text(alias.attr("function_version").as_ref()),
+                        function.address
+                    ),
+                );
+            }
+        }
+    }
+    let pinned_version = "7";
+    let all_pinned = Map::from_iter(
+        FUNCTIONS
+            .iter()
+            .map(|c| (c.name.to_string(), Value::from(pinned_version))),
+    );
+    let pinned = infra.with_root_inputs(&[("live_versions", Value::Object(all_pinned))]);
+    for module in pinned.modules() {
+        for alias in module.of_kind("aws_lambda_alias") {
+            if alias.attr("function_version") != Some(Value::from(pinned_version)) {
+                found.add(
+                    module,
+                    alias,
+                    format!(
+                        "function_version does not follow var.live_versions: pinned to {pinned_version:?}, it is {}",
+                        text(alias.attr("function_version").as_ref())
+                    ),
+                );
+            }
+        }
     }
 }
 
@@ -1374,8 +1620,10 @@ fn check_permissions(
         );
     }
 
-    // Issue 29, item 12: S3 listing only under the function's prefixes. IfExists, so the
-    // ListBucket check of a GetObject on a missing key (no s3:prefix) still answers 404.
+    // S3 listing only under the function's prefixes, with StringLike: StringLikeIfExists
+    // would also admit a listing without a prefix (no s3:prefix key), the whole bucket.
+    // The ListBucket check of a GetObject on a missing key carries the key as s3:prefix,
+    // so it still answers 404.
     let mut prefixes: Vec<String> = contract
         .s3_reads
         .iter()
@@ -1386,20 +1634,18 @@ fn check_permissions(
     prefixes.dedup();
     for statement in statements.iter().filter(|s| s.grants("s3:ListBucket")) {
         let limited = statement.conditions.iter().any(|c| {
-            c.variable == "s3:prefix"
-                && matches!(c.test.as_str(), "StringLike" | "StringLikeIfExists")
-                && {
-                    let mut values = c.values.clone();
-                    values.sort();
-                    values == prefixes
-                }
+            c.variable == "s3:prefix" && c.test == "StringLike" && {
+                let mut values = c.values.clone();
+                values.sort();
+                values == prefixes
+            }
         });
         if !limited {
             found.add(
                 module,
                 function,
                 format!(
-                    "statement {:?} grants s3:ListBucket without an s3:prefix condition on {prefixes:?}",
+                    "statement {:?} grants s3:ListBucket without a StringLike condition on s3:prefix {prefixes:?} (StringLikeIfExists admits a listing without a prefix: the whole bucket)",
                     statement.sid
                 ),
             );

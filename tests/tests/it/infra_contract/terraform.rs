@@ -608,6 +608,17 @@ fn base_context(placeholders: &[(String, Value)]) -> Context<'static> {
     ctx.declare_func("merge", variadic(merge));
     ctx.declare_func("concat", variadic(concat));
     ctx.declare_func("distinct", one(distinct));
+    ctx.declare_func(
+        "lookup",
+        FuncDef::builder()
+            .param(ParamType::Any)
+            .param(ParamType::Any)
+            .variadic_param(ParamType::Any)
+            .build(lookup),
+    );
+    ctx.declare_func("coalesce", variadic(coalesce));
+    ctx.declare_func("min", variadic(min));
+    ctx.declare_func("floor", one(floor));
     ctx
 }
 
@@ -693,4 +704,44 @@ fn distinct(args: FuncArgs) -> Result<Value, String> {
         }
     }
     Ok(Value::Array(kept))
+}
+
+/// `lookup(map, key, default)`. A map known only after apply is no map: the call stays
+/// unevaluated.
+fn lookup(args: FuncArgs) -> Result<Value, String> {
+    let object = args[0]
+        .as_object()
+        .ok_or("lookup: the first argument must be a map")?;
+    let key = args[1].as_str().ok_or("lookup: the key must be a string")?;
+    match (object.get(key), args.get(2)) {
+        (Some(value), _) => Ok(value.clone()),
+        (None, Some(default)) => Ok(default.clone()),
+        (None, None) => Err(format!("lookup: no key {key:?} and no default")),
+    }
+}
+
+/// The first argument that is neither null nor `""`. A reference known only after apply
+/// (its `${…}` text) counts as set, as a resource attribute does in Terraform.
+fn coalesce(args: FuncArgs) -> Result<Value, String> {
+    args.iter()
+        .find(|v| !v.is_null() && v.as_str() != Some(""))
+        .cloned()
+        .ok_or_else(|| "coalesce: every argument is null or empty".to_string())
+}
+
+fn min(args: FuncArgs) -> Result<Value, String> {
+    args.iter()
+        .map(|v| v.as_number().and_then(hcl::Number::as_f64))
+        .collect::<Option<Vec<f64>>>()
+        .and_then(|numbers| numbers.into_iter().reduce(f64::min))
+        .map(Value::from)
+        .ok_or_else(|| "min: arguments must be numbers".to_string())
+}
+
+fn floor(args: FuncArgs) -> Result<Value, String> {
+    let number = args[0]
+        .as_number()
+        .and_then(hcl::Number::as_f64)
+        .ok_or("floor: the argument must be a number")?;
+    Ok(Value::from(number.floor()))
 }
