@@ -91,7 +91,8 @@ pub async fn bulk_import(report: &mut Report, bins: &Path) -> anyhow::Result<()>
             .copied()
             .unwrap_or(0.0)
     };
-    let sum = |name: &str| metrics.sum(name, &function);
+    // + 0.0: an empty f64 sum is −0.0.
+    let sum = |name: &str| metrics.sum(name, &function) + 0.0;
     anyhow::ensure!(
         sum(docflow::telemetry::metrics::batch::RECORDS_RECEIVED.name) > 0.0,
         "no matching metrics in the eval's output"
