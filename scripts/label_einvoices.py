@@ -14,7 +14,7 @@ are listed on stderr and skipped.
     scripts/label_einvoices.py /tmp/xr ../shared/corpora/xrechnung-testsuite/src/test/business-cases
     docflow eval extraction /tmp/xr
 
-Labels: document_type (BT-3: 381/396 credit_note), invoice_number (BT-1), invoice_date
+Labels: document_type (BT-3 of BR-CL-01's credit-note list, or a negative BT-112: credit_note), invoice_number (BT-1), invoice_date
 (BT-2), due_date (BT-9), currency (BT-5), supplier_name (BT-27), supplier_vat_id (BT-31),
 supplier_iban (BT-84), customer_name (BT-44), subtotal (BT-109), vat_amount (BT-110),
 total (BT-112), po_reference (BT-13), delivery_note_reference (BT-16),
@@ -34,7 +34,9 @@ RSM = "{urn:un:unece:uncefact:data:standard:CrossIndustryInvoice:100}"
 RAM = "{urn:un:unece:uncefact:data:standard:ReusableAggregateBusinessInformationEntity:100}"
 UDT = "{urn:un:unece:uncefact:data:standard:UnqualifiedDataType:100}"
 
-CREDIT_NOTE_CODES = {"381", "396", "261", "262", "296", "308", "532"}
+# BR-CL-01's credit-note list (EN 16931 validation artefacts, UNTDID 1001 restricted);
+# 81 is on both lists and counts as a credit note.
+CREDIT_NOTE_CODES = {"81", "83", "261", "262", "296", "308", "381", "396", "420", "458", "502", "503", "532"}
 
 
 def text(node, path):
@@ -61,8 +63,12 @@ def cii_date(node, path):
     return value
 
 
-def doc_type(code, credit_note_root=False):
+def doc_type(code, total, credit_note_root=False):
+    """A credit-note code, or no code on a CreditNote root; an invoice code whose gross
+    total (BT-112) is negative is a credit in substance."""
     if code in CREDIT_NOTE_CODES or (code is None and credit_note_root):
+        return "credit_note"
+    if total is not None and total < 0:
         return "credit_note"
     return "invoice"
 
@@ -88,7 +94,9 @@ def ubl(root):
     monetary = root.find(CAC + "LegalMonetaryTotal")
     line_tag = CAC + ("CreditNoteLine" if credit else "InvoiceLine")
     return {
-        "document_type": doc_type(code, credit),
+        "document_type": doc_type(
+            code, amount(text(monetary, CBC + "TaxInclusiveAmount")), credit
+        ),
         "invoice_number": text(root, CBC + "ID"),
         "invoice_date": text(root, CBC + "IssueDate"),
         "due_date": due,
@@ -144,7 +152,7 @@ def cii(root):
             f"{RAM}SpecifiedLineTradeSettlement/{RAM}SpecifiedTradeSettlementLineMonetarySummation/{RAM}LineTotalAmount",
         ))})
     return {
-        "document_type": doc_type(code),
+        "document_type": doc_type(code, amount(text(summation, RAM + "GrandTotalAmount"))),
         "invoice_number": text(doc, RAM + "ID"),
         "invoice_date": cii_date(doc, f"{RAM}IssueDateTime/{UDT}DateTimeString"),
         "due_date": cii_date(settlement, f"{RAM}SpecifiedTradePaymentTerms/{RAM}DueDateDateTime/{UDT}DateTimeString"),
