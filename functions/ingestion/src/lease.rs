@@ -128,28 +128,35 @@ pub async fn unclaimed(pool: &PgPool, id: IngestionId, stale_after: Duration) ->
 
 /// Renews the lease while a long attempt runs (the heartbeat's hook, before it extends
 /// the message's visibility). Only our own lease: a claim that took the ingestion over
-/// keeps its own. Returns whether the lease is still ours; a failure to renew is logged
-/// (the next beat tries again) and counts as still ours.
+/// keeps its own. Returns whether the lease is still ours: renewed, or the ingestion
+/// finished under our own claim token (this attempt completed it and a beat came before
+/// the attempt returned: cancelling it then would fail a finished record). A failure to
+/// renew is logged (the next beat tries again) and counts as still ours.
 pub async fn renew_lease(pool: &PgPool, claimed: &Claimed) -> bool {
-    let renewed = sqlx::query(
+    let renewed = sqlx::query_scalar::<_, bool>(
         r#"
-        UPDATE ingestion
-           SET started_at = now(), updated_at = now()
-         WHERE id = $1 AND status = 'in-progress' AND claim_token = $2
+        WITH renewed AS (
+            UPDATE ingestion
+               SET started_at = now(), updated_at = now()
+             WHERE id = $1 AND status = 'in-progress' AND claim_token = $2
+            RETURNING id
+        )
+        SELECT EXISTS (SELECT 1 FROM renewed)
+            OR EXISTS (SELECT 1 FROM ingestion WHERE id = $1 AND claim_token = $2)
         "#,
     )
     .bind(claimed.id)
     .bind(claimed.token)
-    .execute(pool)
+    .fetch_one(pool)
     .await;
     match renewed {
-        Ok(done) if done.rows_affected() == 0 => {
+        Ok(false) => {
             tracing::warn!(
                 "the ingestion lease is no longer ours (finished, or claimed by another delivery); not renewing it"
             );
             false
         }
-        Ok(_) => true,
+        Ok(true) => true,
         Err(e) => {
             tracing::warn!(error.message = %e, error.cause_chain = ?e, "could not renew the ingestion lease");
             true

@@ -1558,6 +1558,41 @@ async fn the_claim_says_whether_an_earlier_attempt_could_have_stored_a_transcrip
     assert!(claim(failed).await.tried_before);
 }
 
+/// Timeline: the attempt completes the ingestion under its own claim (t=0), a heartbeat
+/// fires before the attempt has returned (t=0+). The beat finds the row no longer
+/// `in-progress`; it must not read that as a lost lease, or it cancels a finished
+/// attempt and the record is reported failed (seen once in a loaded fresh-clone run).
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_beat_after_the_attempt_finished_its_own_ingestion_keeps_the_attempt(pool: PgPool) {
+    use docflow::ids::IngestionId;
+    let h = harness(pool, Ocr::Native).await;
+    let id = Uuid::new_v4();
+    h.seed(id, "pdf", Some(invoice_pdf())).await;
+    let stale = Duration::from_secs(300);
+    let a = ingestion::claim(&h.pool, IngestionId(id), stale)
+        .await
+        .unwrap()
+        .expect("A claims the new ingestion");
+    sqlx::query("UPDATE ingestion SET status = 'completed', completed_at = now() WHERE id = $1")
+        .bind(id)
+        .execute(&h.pool)
+        .await
+        .unwrap();
+
+    assert!(
+        ingestion::renew_lease(&h.pool, &a).await,
+        "the beat cancels an attempt that finished its own ingestion"
+    );
+
+    // Taken over by another claim instead (its token): the lease is lost.
+    sqlx::query("UPDATE ingestion SET claim_token = gen_random_uuid() WHERE id = $1")
+        .bind(id)
+        .execute(&h.pool)
+        .await
+        .unwrap();
+    assert!(!ingestion::renew_lease(&h.pool, &a).await);
+}
+
 /// Issue 28, item 1. Timeline (defaults): the lease goes stale 300 s after its last
 /// renewal; the heartbeat renews it every `HEARTBEAT_SECONDS` (< 300 s) and hides the
 /// message until 360 s after its last beat. Worker A claims at t=0 and is paused (a
