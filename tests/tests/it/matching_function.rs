@@ -127,20 +127,7 @@ async fn poison_and_missing_document_samples_are_discarded(pool: PgPool) {
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn the_batch_sample_matches_its_valid_record_and_discards_the_others(pool: PgPool) {
     let t = tenant(&pool, "Acme AG").await;
-    let po = matched_document(
-        &pool,
-        t,
-        DocumentType::PurchaseOrder,
-        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
-    )
-    .await;
-    let inv = document(
-        &pool,
-        t,
-        DocumentType::Invoice,
-        invoice("RE-1", "PO-2024-0042", "LS-1", "2024-03-05", 1190.0),
-    )
-    .await;
+    let (po, inv) = order_and_invoice(&pool, t).await;
     let mut event = sample("batch");
     event.records[0].body = Some(inv.to_string());
     let deps = deps(&pool, None, slack_notifier(&slack_server().await)).await;

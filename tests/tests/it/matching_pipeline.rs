@@ -576,20 +576,7 @@ async fn hold_region(
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn write_phases_whose_clusters_meet_wait_for_each_other(pool: PgPool) {
     let t = tenant(&pool, "Acme AG").await;
-    let po = matched_document(
-        &pool,
-        t,
-        DocumentType::PurchaseOrder,
-        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
-    )
-    .await;
-    let inv = document(
-        &pool,
-        t,
-        DocumentType::Invoice,
-        invoice("RE-1", "PO-2024-0042", "LS-1", "2024-03-05", 1190.0),
-    )
-    .await;
+    let (po, inv) = order_and_invoice(&pool, t).await;
     // Another write phase holds the order's region (it has no cluster yet: itself).
     let mut other = hold_region(&pool, t, po).await;
 
@@ -691,20 +678,7 @@ async fn deadlocks_lost(pool: &PgPool) -> i64 {
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_write_phase_that_loses_a_deadlock_writes_again_at_once(pool: PgPool) {
     let t = tenant(&pool, "Acme AG").await;
-    let po = matched_document(
-        &pool,
-        t,
-        DocumentType::PurchaseOrder,
-        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
-    )
-    .await;
-    let inv = document(
-        &pool,
-        t,
-        DocumentType::Invoice,
-        invoice("RE-1", "PO-2024-0042", "LS-1", "2024-03-05", 1190.0),
-    )
-    .await;
+    let (po, inv) = order_and_invoice(&pool, t).await;
     lose_deadlocks(&pool, 1).await;
 
     let report = run_matching(&pool, None, inv).await;
@@ -723,20 +697,7 @@ async fn a_write_phase_that_keeps_losing_deadlocks_gives_the_message_back_after_
     pool: PgPool,
 ) {
     let t = tenant(&pool, "Acme AG").await;
-    let _po = matched_document(
-        &pool,
-        t,
-        DocumentType::PurchaseOrder,
-        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
-    )
-    .await;
-    let inv = document(
-        &pool,
-        t,
-        DocumentType::Invoice,
-        invoice("RE-1", "PO-2024-0042", "LS-1", "2024-03-05", 1190.0),
-    )
-    .await;
+    let (_po, inv) = order_and_invoice(&pool, t).await;
     lose_deadlocks(&pool, 1000).await;
 
     let error = run_matching(&pool, None, inv).await.unwrap_err();

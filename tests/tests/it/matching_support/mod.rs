@@ -50,6 +50,26 @@ pub async fn document(pool: &PgPool, tenant_id: Uuid, doc_type: DocumentType, da
     .unwrap()
 }
 
+/// The commonest purchase: order PO-2024-0042, matched before, and invoice RE-1 that
+/// cites it, not matched yet. Returns (order, invoice).
+pub async fn order_and_invoice(pool: &PgPool, tenant_id: Uuid) -> (Uuid, Uuid) {
+    let po = matched_document(
+        pool,
+        tenant_id,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
+    )
+    .await;
+    let inv = document(
+        pool,
+        tenant_id,
+        DocumentType::Invoice,
+        invoice("RE-1", "PO-2024-0042", "LS-1", "2024-03-05", 1190.0),
+    )
+    .await;
+    (po, inv)
+}
+
 /// A document that was matched before: its normalised fields are on the row.
 pub async fn matched_document(
     pool: &PgPool,
