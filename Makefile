@@ -17,6 +17,12 @@ export DOCFLOW_PGSERVER := 1
 endif
 export DATABASE_URL ?= postgres://postgres@127.0.0.1:$(PGSERVER_PORT)/docflow
 export PGSERVER_PORT
+# The functions reach the database as AWS runs it: as their own roles, over TLS
+# (verify-full against the local CA of scripts/postgres-up.sh), through the RDS Proxy
+# stand-in on RDS_PROXY_PORT (scripts/rds-proxy-up.sh; docs/local-development.md).
+export RDS_PROXY_PORT ?= $(shell echo $$(($(PGSERVER_PORT) + 1)))
+export DB_INSTANCE_PORT ?= $(shell echo $$(($(PGSERVER_PORT) + 2)))
+export DOCFLOW_LOCAL_CA ?= $(CURDIR)/.local/tls/ca.pem
 export DOCFLOW_SECRET_ID ?= docflow/app
 export MAX_RECEIVE_COUNT ?= 3
 # The public corpora the e-invoice and extraction tests read (../shared/corpora beside the
@@ -38,14 +44,18 @@ $(VENV)/.installed: requirements-dev.txt
 
 venv: $(VENV)/.installed
 
-## up: start the local Postgres (unless DATABASE_URL is given) and moto, migrate, create queues/DLQs, bucket, secret
+## up: start the local Postgres (unless DATABASE_URL is given), moto and the RDS Proxy
+## stand-in; create the roles, migrate as the owner, create queues/DLQs, bucket, secret
 up: venv
 	scripts/postgres-up.sh
 	scripts/moto-up.sh
-	cargo run --quiet -p docflow-cli -- local up
+	cargo build --quiet -p docflow-cli
+	scripts/rds-proxy-up.sh
+	$${CARGO_TARGET_DIR:-target}/debug/docflow local up
 
 ## down: stop what `make up` started
 down:
+	scripts/rds-proxy-down.sh
 	scripts/moto-down.sh
 	scripts/postgres-down.sh
 

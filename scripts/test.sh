@@ -57,6 +57,7 @@ phase "build + stack" "$t"
 
 target_dir="${CARGO_TARGET_DIR:-target}"
 t=$(date +%s)
+DOCFLOW_BIN="$target_dir/debug/docflow" scripts/rds-proxy-up.sh
 "$target_dir/debug/docflow" local up
 phase "local up" "$t"
 

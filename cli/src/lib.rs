@@ -6,7 +6,8 @@
 //! - [`status`], [`dlq`], [`ingest`], [`seed`], [`export`]: the operations commands
 //!   ([`tenants`]: which tenant they act for);
 //! - [`samples`], [`maesn`], [`demo`]: the demo's documents, its Maesn stand-in, and its
-//!   approval and summary steps.
+//!   approval and summary steps;
+//! - [`rds_proxy`]: the local stand-in for RDS Proxy in front of PostgreSQL.
 
 pub mod demo;
 pub mod dlq;
@@ -14,6 +15,7 @@ pub mod errors;
 pub mod export;
 pub mod ingest;
 pub mod maesn;
+pub mod rds_proxy;
 pub mod run;
 pub mod samples;
 pub mod seed;

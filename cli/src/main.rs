@@ -180,6 +180,28 @@ enum LocalCommand {
         #[arg(long)]
         state: Option<std::path::PathBuf>,
     },
+    /// Serve the RDS Proxy stand-in in front of the local PostgreSQL until stopped: TLS
+    /// with the local CA's server certificate, startup `options` refused as RDS Proxy
+    /// refuses them, pinning conditions counted (docs/local-development.md).
+    RdsProxy {
+        #[arg(long, default_value = "127.0.0.1:5434")]
+        listen: String,
+        /// The PostgreSQL behind it.
+        #[arg(long, default_value = "127.0.0.1:5433")]
+        upstream: String,
+        /// The server certificate (PEM chain) and its key.
+        #[arg(long)]
+        cert: std::path::PathBuf,
+        #[arg(long)]
+        key: std::path::PathBuf,
+        /// Where to write the counters (JSON), every second.
+        #[arg(long)]
+        stats: Option<std::path::PathBuf>,
+        /// Stand in for a DB instance's endpoint instead: TLS only, nothing refused or
+        /// counted (the local PostgreSQL build has no TLS of its own).
+        #[arg(long)]
+        instance: bool,
+    },
 }
 
 #[derive(Args)]
@@ -696,10 +718,45 @@ async fn local(command: LocalCommand) -> anyhow::Result<()> {
             max_receive_count,
         } => {
             let database_url = database_url();
-            migrate(&database_url).await?;
+            // As AWS runs it: the superuser creates the roles and the database, the owner
+            // migrates, each function's role is tried through the RDS Proxy stand-in.
+            let local_db = docflow::local::database::LocalDatabase::from_env()?;
+            local_db.bootstrap().await?;
+            migrate(&local_db.owner_url()).await?;
+            let mut failed = Vec::new();
+            for role in docflow::db::FUNCTION_ROLES {
+                let url = local_db.function_url(role.function, None)?;
+                let pool = docflow::db::lazy_pool(
+                    &url.clone().into(),
+                    1,
+                    &format!("docflow-{}", role.function),
+                    None,
+                )?;
+                let check = docflow::db::check_role(&pool, &role).await;
+                pool.close().await;
+                match &check.error {
+                    None => println!(
+                        "role {}: read and write through the RDS Proxy stand-in",
+                        role.role
+                    ),
+                    Some(e) => failed.push(format!("{}: {e}", role.role)),
+                }
+            }
+            if !failed.is_empty() {
+                anyhow::bail!(
+                    "function roles that cannot work (is the RDS Proxy stand-in up? `make up` starts it): {}",
+                    failed.join("; ")
+                );
+            }
             let config = docflow::aws::local(&endpoint.endpoint);
             let mut secret = serde_json::Map::new();
             secret.insert("database_url".into(), database_url.clone().into());
+            for role in docflow::db::FUNCTION_ROLES {
+                secret.insert(
+                    format!("database_url_{}", role.function),
+                    local_db.function_url(role.function, None)?.into(),
+                );
+            }
             secret.insert(
                 docflow::datev::API_KEY_SECRET.into(),
                 maesn::DEMO_API_KEY.into(),
@@ -721,6 +778,22 @@ async fn local(command: LocalCommand) -> anyhow::Result<()> {
             println!("bucket {}", docflow::local::DOCUMENTS_BUCKET);
             println!("secret {}", docflow::local::SECRET_ID);
             Ok(())
+        }
+        LocalCommand::RdsProxy {
+            listen,
+            upstream,
+            cert,
+            key,
+            stats,
+            instance,
+        } => {
+            init_logs("info", None);
+            let options = docflow_cli::rds_proxy::Options {
+                upstream,
+                tls: Some(docflow_cli::rds_proxy::tls_config(&cert, &key)?),
+                proxy: !instance,
+            };
+            docflow_cli::rds_proxy::run_forever(&listen, options, stats.as_deref()).await
         }
         LocalCommand::Maesn {
             listen,

@@ -258,15 +258,25 @@ impl Local {
         self.var("LLM_PROVIDER").unwrap_or_else(|| "rules".into())
     }
 
-    /// A pool of `max_connections` (lazy, as in `Common::from_env`), or the shared one.
-    /// Its connections are named `docflow-<function>` in `pg_stat_activity`.
+    /// A function's pool of `max_connections` (lazy and checked, as in
+    /// `Common::from_env`), or the shared one. Its connections are named
+    /// `docflow-<function>` in `pg_stat_activity`. The URL: the secret's
+    /// `database_url_<function>` (the function's own role, as its own secret holds it in
+    /// AWS; `docflow local up` writes one per function), else `DATABASE_URL`, else the
+    /// secret's `database_url`.
     async fn pool(&self, function: &str, max_connections: u32) -> anyhow::Result<PgPool> {
         if let Some(pool) = &self.pool {
             return Ok(pool.clone());
         }
-        let url = match &self.settings.database_url {
-            Some(url) => url.clone(),
-            None => self
+        let own = self
+            .secrets
+            .get(&format!("database_url_{function}"))
+            .await
+            .ok();
+        let url = match (own, &self.settings.database_url) {
+            (Some(url), _) => url,
+            (None, Some(url)) => url.clone(),
+            (None, None) => self
                 .secrets
                 .get("database_url")
                 .await
@@ -280,9 +290,26 @@ impl Local {
         )?)
     }
 
-    /// A pool for the CLI's own queries.
+    /// A pool for the CLI's own queries (the operator's: `DATABASE_URL`, else the
+    /// secret's `database_url`), without a function's session check.
     pub async fn database(&self) -> anyhow::Result<PgPool> {
-        self.pool("cli", 4).await
+        if let Some(pool) = &self.pool {
+            return Ok(pool.clone());
+        }
+        let url = match &self.settings.database_url {
+            Some(url) => url.clone(),
+            None => self
+                .secrets
+                .get("database_url")
+                .await
+                .context("no DATABASE_URL and no database_url in the secret")?,
+        };
+        Ok(docflow::db::lazy_pool_unchecked(
+            &url,
+            4,
+            "docflow-cli",
+            self.settings.database_tls,
+        )?)
     }
 
     /// The settings as `function` sees them in AWS: its own source queue's visibility.

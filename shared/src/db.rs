@@ -73,13 +73,17 @@ pub const IDLE_IN_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(15);
 /// timeout). Matching's write phase sets the same value for its tenant lock.
 pub const LOCK_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// The connect options of every connection docflow opens: the backstop timeouts above
-/// and an `application_name` (`docflow-<function>`), so `pg_stat_activity` tells whose
-/// session it is. `tls` (the environment's `DATABASE_TLS`, see
+/// The connect options of every connection docflow opens: an `application_name`
+/// (`docflow-<function>`), so `pg_stat_activity` tells whose session it is, and nothing
+/// in the startup packet's `options`: RDS Proxy refuses any ("Feature not supported: RDS
+/// Proxy currently doesn't support command-line options"). The session settings
+/// ([`LOCK_TIMEOUT`], [`IDLE_IN_TRANSACTION_TIMEOUT`]) are the function roles' own
+/// (`ALTER ROLE … SET`, in the migrations) and checked on connect by [`lazy_pool`].
+/// `tls` (the environment's `DATABASE_TLS`, see
 /// [`Settings::database_tls`](crate::settings::Settings::database_tls)), when set,
 /// replaces whatever `sslmode` the URL carries: a secret whose URL says `disable`,
 /// `prefer` or `require` cannot downgrade an environment that verifies the server's
-/// certificate. `None` keeps the URL's own mode (local runs).
+/// certificate. `None` keeps the URL's own mode (and its `sslrootcert`).
 pub fn connect_options(
     url: &SecretString,
     application_name: &str,
@@ -92,13 +96,228 @@ pub fn connect_options(
     if let Some(mode) = tls {
         options = options.ssl_mode(mode);
     }
-    Ok(options.application_name(application_name).options([
-        (
-            "idle_in_transaction_session_timeout",
-            format!("{}ms", IDLE_IN_TRANSACTION_TIMEOUT.as_millis()),
-        ),
-        ("lock_timeout", format!("{}ms", LOCK_TIMEOUT.as_millis())),
-    ]))
+    Ok(options.application_name(application_name))
+}
+
+/// What a function's session is checked for when its pool opens it: the role's session
+/// settings and the schema the function was built for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    /// `lock_timeout`, milliseconds (0: off).
+    pub lock_timeout_ms: i64,
+    /// `idle_in_transaction_session_timeout`, milliseconds (0: off).
+    pub idle_in_transaction_timeout_ms: i64,
+    /// The newest migration applied, `None` when none is.
+    pub schema_version: Option<i64>,
+}
+
+/// Why a function refuses a session, and so consumes nothing: every claim fails, its
+/// message is released and comes back later (on its last receive, to the DLQ).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SessionRefused {
+    #[error(
+        "the database role's {setting} is {found_ms} ms, not at most {expected_ms} ms (0 is off): \
+         the role's session settings come from the migrations (ALTER ROLE … SET); migrate, or \
+         connect as a function role"
+    )]
+    Setting {
+        setting: &'static str,
+        found_ms: i64,
+        expected_ms: i64,
+    },
+    #[error(
+        "the schema is at migration {found:?}, older than {expected} this code was built with: \
+         run the migrations (the migrate function) first"
+    )]
+    SchemaBehind { found: Option<i64>, expected: i64 },
+}
+
+/// The database role each function connects as (created by the migrations, which give
+/// each only the grants its function uses), with a table it reads and one it writes:
+/// what [`check_role`] tries.
+pub const FUNCTION_ROLES: [FunctionRole; 4] = [
+    FunctionRole {
+        function: "ingestion",
+        role: "docflow_ingestion",
+        reads: "document",
+        writes: "ingestion",
+    },
+    FunctionRole {
+        function: "matching",
+        role: "docflow_matching",
+        reads: "document",
+        writes: "document_match",
+    },
+    FunctionRole {
+        function: "document-output",
+        role: "docflow_document_output",
+        reads: "document",
+        writes: "document_output_job",
+    },
+    FunctionRole {
+        function: "sweeper",
+        role: "docflow_sweeper",
+        reads: "document",
+        writes: "document_output_job",
+    },
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FunctionRole {
+    pub function: &'static str,
+    pub role: &'static str,
+    pub reads: &'static str,
+    pub writes: &'static str,
+}
+
+/// What [`check_role`] found, as the migrate function and `docflow local up` report it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RoleCheck {
+    pub role: String,
+    pub read: bool,
+    pub write: bool,
+    /// Why the session, the read or the write failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Connects as a function's role (`pool`: that role's, e.g. through RDS Proxy) and tries
+/// what the function will do first: a checked session ([`Session::check`]), a read, and
+/// a write rolled back (an `UPDATE` that matches no row still needs the privilege).
+pub async fn check_role(pool: &PgPool, role: &FunctionRole) -> RoleCheck {
+    let mut check = RoleCheck {
+        role: role.role.to_owned(),
+        read: false,
+        write: false,
+        error: None,
+    };
+    let result: Result<(), String> = async {
+        let mut conn = pool.acquire().await.map_err(|e| e.to_string())?;
+        let user: String = sqlx::query_scalar("SELECT current_user::text")
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(|e| e.to_string())?;
+        if user != role.role {
+            return Err(format!("connected as {user}, not {}", role.role));
+        }
+        sqlx::query(&format!("SELECT 1 FROM {} LIMIT 1", role.reads))
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| format!("read {}: {e}", role.reads))?;
+        check.read = true;
+        let mut tx = sqlx::Connection::begin(&mut *conn)
+            .await
+            .map_err(|e| e.to_string())?;
+        sqlx::query(&format!("UPDATE {} SET id = id WHERE false", role.writes))
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| format!("write {}: {e}", role.writes))?;
+        tx.rollback().await.map_err(|e| e.to_string())?;
+        check.write = true;
+        Ok(())
+    }
+    .await;
+    check.error = result.err();
+    check
+}
+
+/// The newest migration compiled into this binary.
+pub fn expected_schema_version() -> i64 {
+    MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0)
+}
+
+impl Session {
+    /// Reads the session's effective settings and the schema version, in one round trip.
+    pub async fn read(conn: &mut sqlx::PgConnection) -> Result<Session, sqlx::Error> {
+        let (lock, idle, schema): (i64, i64, Option<i64>) = sqlx::query_as(
+            "SELECT (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout'), \
+                    (SELECT setting::bigint FROM pg_settings \
+                      WHERE name = 'idle_in_transaction_session_timeout'), \
+                    (SELECT max(version) FROM _sqlx_migrations WHERE success)",
+        )
+        .fetch_one(conn)
+        .await?;
+        Ok(Session {
+            lock_timeout_ms: lock,
+            idle_in_transaction_timeout_ms: idle,
+            schema_version: schema,
+        })
+    }
+
+    /// Whether a function may consume with this session: both timeouts on and no longer
+    /// than docflow's, and the schema at least as new as the code.
+    pub fn check(&self) -> Result<(), SessionRefused> {
+        for (setting, found_ms, expected) in [
+            ("lock_timeout", self.lock_timeout_ms, LOCK_TIMEOUT),
+            (
+                "idle_in_transaction_session_timeout",
+                self.idle_in_transaction_timeout_ms,
+                IDLE_IN_TRANSACTION_TIMEOUT,
+            ),
+        ] {
+            let expected_ms = expected.as_millis() as i64;
+            if found_ms <= 0 || found_ms > expected_ms {
+                return Err(SessionRefused::Setting {
+                    setting,
+                    found_ms,
+                    expected_ms,
+                });
+            }
+        }
+        let expected = expected_schema_version();
+        if self.schema_version.is_none_or(|found| found < expected) {
+            return Err(SessionRefused::SchemaBehind {
+                found: self.schema_version,
+                expected,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Checks a new connection of a function's pool ([`Session::check`]), logging what it
+/// found; a refused session is closed, so the statement that wanted it fails.
+async fn check_new_session(conn: &mut sqlx::PgConnection) -> Result<(), sqlx::Error> {
+    let session = match Session::read(conn).await {
+        Ok(session) => session,
+        Err(e) => {
+            // 42P01: no _sqlx_migrations, the schema was never migrated.
+            let never = e
+                .as_database_error()
+                .and_then(|d| d.code())
+                .is_some_and(|code| code == "42P01");
+            if !never {
+                return Err(e);
+            }
+            Session {
+                lock_timeout_ms: 0,
+                idle_in_transaction_timeout_ms: 0,
+                schema_version: None,
+            }
+        }
+    };
+    match session.check() {
+        Ok(()) => {
+            tracing::info!(
+                lock_timeout_ms = session.lock_timeout_ms,
+                idle_in_transaction_session_timeout_ms = session.idle_in_transaction_timeout_ms,
+                schema_version = session.schema_version,
+                "database session checked"
+            );
+            Ok(())
+        }
+        Err(refused) => {
+            tracing::error!(
+                lock_timeout_ms = session.lock_timeout_ms,
+                idle_in_transaction_session_timeout_ms = session.idle_in_transaction_timeout_ms,
+                schema_version = session.schema_version,
+                expected_schema_version = expected_schema_version(),
+                reason = %refused,
+                "database session refused; consuming nothing until it is fixed"
+            );
+            Err(sqlx::Error::Configuration(Box::new(refused)))
+        }
+    }
 }
 
 /// A pooled connection idle for at least this long is pinged before it is handed out
@@ -108,17 +327,44 @@ pub fn connect_options(
 /// a third of document output's Postgres round trips in `make bench` (issue 27).
 pub const PING_AFTER_IDLE: Duration = Duration::from_secs(1);
 
-/// Builds the pool without connecting: the first query connects, so a cold start never
-/// fails because the database is briefly unreachable, and a Lambda instance opens at
-/// most `max_connections` connections. Every connection carries [`connect_options`],
-/// `tls` included. Connections idle for [`PING_AFTER_IDLE`] are checked before use.
+/// A function's pool, built without connecting: the first query connects, so a cold
+/// start never fails because the database is briefly unreachable, and a Lambda instance
+/// opens at most `max_connections` connections. Every connection carries
+/// [`connect_options`], `tls` included, and is checked when opened ([`Session::check`]):
+/// a role without docflow's session settings, or a schema older than the code, gives a
+/// connection error (logged once per connection with the reason), so the function claims
+/// nothing and its messages come back later. Connections idle for [`PING_AFTER_IDLE`] are
+/// pinged before use.
 pub fn lazy_pool(
     url: &SecretString,
     max_connections: u32,
     application_name: &str,
     tls: Option<PgSslMode>,
 ) -> Result<PgPool, DbSetupError> {
-    Ok(PgPoolOptions::new()
+    Ok(pool_options(max_connections)
+        .after_connect(|conn, _meta| Box::pin(check_new_session(conn)))
+        .connect_lazy_with(connect_options(url, application_name, tls)?))
+}
+
+/// As [`lazy_pool`], without the session check: for the operator's and the test
+/// harness's own connections (migrating, seeding, reading status), never a function's.
+pub fn lazy_pool_unchecked(
+    url: &SecretString,
+    max_connections: u32,
+    application_name: &str,
+    tls: Option<PgSslMode>,
+) -> Result<PgPool, DbSetupError> {
+    Ok(
+        pool_options(max_connections).connect_lazy_with(connect_options(
+            url,
+            application_name,
+            tls,
+        )?),
+    )
+}
+
+fn pool_options(max_connections: u32) -> PgPoolOptions {
+    PgPoolOptions::new()
         .max_connections(max_connections.max(1))
         .acquire_timeout(Duration::from_secs(10))
         .idle_timeout(Duration::from_secs(60))
@@ -131,7 +377,6 @@ pub fn lazy_pool(
                 Ok(true)
             })
         })
-        .connect_lazy_with(connect_options(url, application_name, tls)?))
 }
 
 /// The `application_name` of a function's connections: `docflow-<name>`, with the Lambda
@@ -178,6 +423,58 @@ mod tests {
         assert!(matches!(options.get_ssl_mode(), PgSslMode::Require));
     }
 
+    fn session(lock: i64, idle: i64, schema: Option<i64>) -> Session {
+        Session {
+            lock_timeout_ms: lock,
+            idle_in_transaction_timeout_ms: idle,
+            schema_version: schema,
+        }
+    }
+
+    #[test]
+    fn a_session_without_the_roles_settings_or_behind_the_schema_is_refused() {
+        let now = Some(expected_schema_version());
+        assert_eq!(session(20_000, 15_000, now).check(), Ok(()));
+        // Stricter values are fine.
+        assert_eq!(session(5_000, 1_000, now).check(), Ok(()));
+        for (lock, idle) in [(0, 15_000), (20_000, 0), (60_000, 15_000), (20_000, 30_000)] {
+            assert!(
+                matches!(
+                    session(lock, idle, now).check(),
+                    Err(SessionRefused::Setting { .. })
+                ),
+                "{lock} {idle}"
+            );
+        }
+        assert_eq!(
+            session(20_000, 15_000, Some(expected_schema_version() - 1)).check(),
+            Err(SessionRefused::SchemaBehind {
+                found: Some(expected_schema_version() - 1),
+                expected: expected_schema_version()
+            })
+        );
+        assert!(matches!(
+            session(20_000, 15_000, None).check(),
+            Err(SessionRefused::SchemaBehind { found: None, .. })
+        ));
+        // A newer schema (migrated before this code was deployed) is fine.
+        assert_eq!(
+            session(20_000, 15_000, Some(expected_schema_version() + 1)).check(),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn no_connection_carries_startup_options() {
+        let options = connect_options(
+            &url("postgres://u:p@db.example:5432/docflow"),
+            "docflow-test",
+            Some(PgSslMode::VerifyFull),
+        )
+        .unwrap();
+        assert_eq!(options.get_options(), None);
+    }
+
     #[test]
     fn without_a_tls_mode_the_urls_sslmode_stands() {
         let options = connect_options(
@@ -202,7 +499,8 @@ mod tests {
     #[tokio::test]
     async fn a_connection_closed_while_idle_is_replaced_not_handed_out() {
         let database_url = std::env::var("DATABASE_URL").expect("DATABASE_URL (make up)");
-        let pool = lazy_pool(&url(&database_url), 1, "docflow-test-ping", None).unwrap();
+        // Unchecked: the superuser has no function role's settings; the ping is the same.
+        let pool = lazy_pool_unchecked(&url(&database_url), 1, "docflow-test-ping", None).unwrap();
         let first: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
             .fetch_one(&pool)
             .await

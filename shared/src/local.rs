@@ -19,6 +19,7 @@
 //! There is one implementation of these semantics: the tests, `docflow local run`, `make
 //! demo`, the soak and the bench all use it.
 
+pub mod database;
 mod invoke;
 mod mapping;
 mod runner;

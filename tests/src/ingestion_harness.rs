@@ -336,7 +336,7 @@ pub async fn harness(pool: PgPool, ocr: Ocr) -> Harness {
     )
     .with_metrics(sink.clone());
     let deps = Deps {
-        pool: pool.clone(),
+        pool: crate::function_pool(&pool, "ingestion"),
         s3: calls.s3(&config),
         sqs: calls.sqs(&config),
         runtime,

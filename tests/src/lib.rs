@@ -36,6 +36,30 @@ pub async fn sqs() -> aws_sdk_sqs::Client {
 }
 
 /// A name no other test uses, so tests never share queues, secrets or buckets.
+/// A function's pool to the database of `pool` (a test's), as the function connects in
+/// AWS: as its own role (`docflow::db::FUNCTION_ROLES`), over TLS with `verify-full`
+/// against the local CA, through the RDS Proxy stand-in of `make up`, and checked on
+/// connect (the role's session settings, the schema version). The test keeps `pool`
+/// (the superuser's) for its own seeding and reading.
+pub fn function_pool(pool: &sqlx::PgPool, function: &str) -> sqlx::PgPool {
+    let database = pool
+        .connect_options()
+        .get_database()
+        .expect("a test pool names its database")
+        .to_owned();
+    let local = docflow::local::database::LocalDatabase::from_env().expect("the local stack");
+    let url = local
+        .function_url(function, Some(&database))
+        .expect("a function with a role");
+    docflow::db::lazy_pool(
+        &secrecy::SecretString::from(url),
+        10,
+        &format!("docflow-{function}"),
+        None,
+    )
+    .expect("the function's pool")
+}
+
 pub fn unique(prefix: &str) -> String {
     format!(
         "{prefix}-{}",

@@ -171,7 +171,7 @@ pub async fn setup_with(pool: PgPool, options: Options) -> OutputEnv {
     let client = MaesnClient::new(&maesn_config, Arc::new(store)).expect("maesn client");
     let (metrics_sink, metrics) = docflow::telemetry::metrics::MetricsSink::capture("docflow/test");
     let deps = Deps {
-        pool: pool.clone(),
+        pool: crate::function_pool(&pool, "document-output"),
         runtime: BatchRuntime::new(
             sqs.clone(),
             document_output::batch_config(BatchConfig {

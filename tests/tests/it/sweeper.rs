@@ -79,7 +79,7 @@ async fn env(pool: PgPool) -> Env {
         &sweeper::aws_actions(&docflow::settings::Env::new(|_| None)),
     );
     let deps = Deps {
-        pool: pool.clone(),
+        pool: docflow_tests::function_pool(&pool, "sweeper"),
         sqs: calls.sqs(&aws),
         queues: Queues {
             ingestion: ingestion.url.clone(),
@@ -199,7 +199,7 @@ impl Env {
     /// The ingestion function, sending matchable documents to `matching_url`.
     fn ingestion_deps(&self, matching_url: &str) -> ingestion::Deps {
         ingestion::Deps {
-            pool: self.pool.clone(),
+            pool: docflow_tests::function_pool(&self.pool, "ingestion"),
             s3: self.s3.clone(),
             sqs: self.sqs.clone(),
             runtime: BatchRuntime::new(self.sqs.clone(), BatchConfig::default()),

@@ -378,7 +378,7 @@ pub fn deps_with_sqs(
     sqs: aws_sdk_sqs::Client,
 ) -> matching::Deps {
     matching::Deps {
-        pool: pool.clone(),
+        pool: docflow_tests::function_pool(pool, "matching"),
         runtime: BatchRuntime::new(sqs, BatchConfig::default()),
         llm,
         embeddings: None,
