@@ -70,7 +70,7 @@ if command -v terraform >/dev/null 2>&1 && [[ -d "$plugin_dir/registry.terraform
   TF_IN_AUTOMATION=1 terraform -chdir="$work/infra" init -backend=false -input=false -plugin-dir="$plugin_dir" >/dev/null
   TF_IN_AUTOMATION=1 terraform -chdir="$work/infra" validate "${color[@]}"
   # Terraform hashes the function zips at plan time: placeholders stand in for the build.
-  for function in ingestion matching document-output sweeper; do
+  for function in ingestion matching document-output sweeper migrate; do
     mkdir -p "$work/infra/tests/fixtures/lambda/$function"
     "$venv/bin/python" -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1], "w"); z.writestr("bootstrap", ""); z.close()' \
       "$work/infra/tests/fixtures/lambda/$function/bootstrap.zip"

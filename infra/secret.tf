@@ -1,9 +1,11 @@
 # One JSON secret per function, holding only the credentials that function uses
 # (issue 29, item 11): ingestion cannot read the Maesn key, document output cannot read
 # the LLM keys. Each function's role may read its own secret only (and, for document
-# output and the sweeper, the per-tenant DATEV secrets). Terraform creates them empty:
-# no aws_secretsmanager_secret_version here, so no credential ever enters the state. An
-# operator fills each with `aws secretsmanager put-secret-value` (README.md, The secrets).
+# output and the sweeper, the per-tenant DATEV secrets); the migrate function
+# (migrate.tf) reads its own and the four functions' database URLs. Terraform creates
+# them empty: no aws_secretsmanager_secret_version here, so no credential ever enters
+# the state. An operator fills each with `aws secretsmanager put-secret-value`
+# (README.md, The secrets).
 
 locals {
   # The keys each function's code reads (docflow::bootstrap, llm, embeddings, notify,
@@ -13,6 +15,8 @@ locals {
     matching          = "database_url, the LLM provider's key (anthropic_api_key or openai_api_key), embeddings_api_key (else openai_api_key) with EMBEDDING_PROVIDER, slack_webhook_url"
     "document-output" = "database_url, maesn_api_key, slack_webhook_url"
     sweeper           = "database_url, maesn_api_key, slack_webhook_url"
+    # The schema owner's URL, to the DB instance endpoint (not the RDS Proxy).
+    migrate = "database_url (the schema owner's, to the DB instance)"
   }
 }
 

@@ -335,13 +335,24 @@ variable "database_security_group_id" {
 }
 
 variable "manage_database_ingress" {
-  description = "Add an ingress rule to database_security_group_id that admits the functions. false when the database's owners manage that group."
+  description = "Add an ingress rule to database_security_group_id (and database_instance_security_group_id, when given) that admits the functions. false when the database's owners manage those groups."
   type        = bool
   default     = true
 }
 
+variable "database_instance_security_group_id" {
+  description = "Security group of the DB instance (or Aurora cluster), when it differs from database_security_group_id (that of its RDS Proxy). The migrate function connects to the instance directly: the functions' security group may then reach this group on database_port too, and, with manage_database_ingress, this group admits it. null: the instance is in database_security_group_id (no RDS Proxy, or the proxy and the instance share a group)."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.database_instance_security_group_id == null ? true : can(regex("^sg-[0-9a-f]+$", var.database_instance_security_group_id))
+    error_message = "database_instance_security_group_id must look like sg-0123456789abcdef0, or be null."
+  }
+}
+
 variable "database_port" {
-  description = "Port of the database (or RDS Proxy)."
+  description = "Port of the database and of its RDS Proxy (both take the same)."
   type        = number
   default     = 5432
 }
@@ -379,7 +390,7 @@ variable "sweeper_schedule_expression" {
 # --- going live -------------------------------------------------------------------------------
 
 variable "consumers_enabled" {
-  description = "Whether the event source mappings poll the queues and the sweeper's schedule runs. false (the default) on the first apply: the secret is still empty and the schema not migrated, so every invocation would fail and send its messages to the DLQs. Set true once both are done (README.md, Deploy)."
+  description = "Whether the event source mappings poll the queues and the sweeper's schedule runs. false (the default) on the first apply: the secrets are still empty and the schema not migrated, so every invocation would fail and send its messages to the DLQs. Set true once the secrets are filled and the migrate function has run (README.md, Deploy). The migrate function is invoked by an operator and does not depend on it."
   type        = bool
   default     = false
 }

@@ -26,7 +26,9 @@ BEGIN
         EXECUTE format('ALTER ROLE %I SET lock_timeout = %L', name, '20s');
         EXECUTE format('ALTER ROLE %I SET idle_in_transaction_session_timeout = %L', name, '15s');
         -- Every function checks the schema version it was built for (docflow::db).
-        EXECUTE format('GRANT SELECT ON _sqlx_migrations TO %I', name);
+        IF to_regclass('_sqlx_migrations') IS NOT NULL THEN
+            EXECUTE format('GRANT SELECT ON _sqlx_migrations TO %I', name);
+        END IF;
     END LOOP;
 END
 $$;

@@ -1,5 +1,6 @@
 """Checks a Terraform deployment against the AWS API: what `terraform show -json` says
-was declared must exist, with the settings docflow relies on.
+was declared must exist, with the settings docflow relies on, and the migrate function,
+which only an operator invokes, must have no trigger.
 
     python scripts/check_deploy.py <state.json> <endpoint> <region> <architecture> <consumers_enabled>
 
@@ -176,6 +177,56 @@ for alias in declared.get("aws_lambda_alias", []):
         f"alias {invoked} -> version {alias['function_version']}",
         f"found {got.get('FunctionVersion')}",
     )
+
+# The functions only an operator invokes (migrate: `aws lambda invoke`, README.md, Deploy):
+# no event source mapping, no schedule target and no resource policy may invoke them, on
+# the function or on any alias. Their settings (timeout; no reserved concurrency) and alias
+# are checked with every function above.
+OPERATOR_INVOKED = ("migrate",)
+operator_invoked = [
+    fn["function_name"]
+    for fn in declared.get("aws_lambda_function", [])
+    if fn["function_name"].rsplit("docflow-", 1)[-1] in OPERATOR_INVOKED
+]
+for short in OPERATOR_INVOKED:
+    check(
+        any(name.rsplit("docflow-", 1)[-1] == short for name in operator_invoked),
+        f"function docflow-{short} is declared",
+        f"declared functions: {[fn['function_name'] for fn in declared.get('aws_lambda_function', [])]}",
+    )
+
+
+def invokes(arn, name):
+    """Whether a function ARN (unqualified, or with a version or alias) is function `name`."""
+    return arn.split(":function:", 1)[-1].split(":", 1)[0] == name
+
+
+rule_targets = [
+    (rule["Name"], target["Arn"])
+    for rule in events.list_rules().get("Rules", [])
+    for target in events.list_targets_by_rule(Rule=rule["Name"]).get("Targets", [])
+]
+for name in operator_invoked:
+    found = [x["EventSourceArn"].rsplit(":", 1)[-1] for x in mappings if invokes(x["FunctionArn"], name)]
+    check(not found, f"function {name} has no event source mapping", f"mapped from {found}")
+    found = [rule for rule, arn in rule_targets if invokes(arn, name)]
+    check(not found, f"function {name} is the target of no rule", f"targeted by {found}")
+    aliases = [a["name"] for a in declared.get("aws_lambda_alias", []) if a["function_name"] == name]
+    for qualifier in [None, *aliases]:
+        invoked = name + (f":{qualifier}" if qualifier else "")
+        try:
+            policy = json.loads(lam.get_policy(FunctionName=name, **({"Qualifier": qualifier} if qualifier else {}))["Policy"])
+        except lam.exceptions.ResourceNotFoundException:
+            policy = {}  # no resource policy at all: what an operator-only function has
+        except Exception as e:  # noqa: BLE001 - anything else leaves the question open
+            check(False, f"no principal may invoke {invoked} (operator only)", f"cannot read its policy: {e}")
+            continue
+        statements = policy.get("Statement", [])
+        check(
+            not statements,
+            f"no principal may invoke {invoked} (operator only)",
+            f"statements {[s.get('Sid') for s in statements]}",
+        )
 
 # The alarms: each exists with the comparison, threshold, missing-data treatment, arming
 # and actions Terraform declared (moto stores alarms but never evaluates them).

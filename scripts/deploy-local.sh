@@ -84,7 +84,7 @@ rm -rf "$work"
 mkdir -p "$work"
 
 # --- the function zips ------------------------------------------------------------------
-functions=(ingestion matching document-output sweeper)
+functions=(ingestion matching document-output sweeper migrate)
 target_dir="$(cargo metadata --no-deps --format-version 1 | .venv/bin/python -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
 packages="$(cargo metadata --no-deps --format-version 1 | .venv/bin/python -c 'import json, sys; print(" ".join(p["name"] for p in json.load(sys.stdin)["packages"]))')"
 for f in "${functions[@]}"; do

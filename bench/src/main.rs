@@ -392,7 +392,10 @@ fn lambda_env(function: &str, runtime_api: &str) -> Vec<(String, String)> {
 struct Stack {
     pool: PgPool,
     sqs: aws_sdk_sqs::Client,
+    /// The superuser's: the bench's own seeding and reading, the Python peer.
     database_url: String,
+    /// Where the functions' roles connect (`function_url`).
+    local: docflow::local::database::LocalDatabase,
     secret_id: String,
     bucket: String,
     s3: aws_sdk_s3::Client,
@@ -408,10 +411,29 @@ struct Stack {
 }
 
 impl Stack {
-    /// The settings Terraform gives `function` (DATABASE_URL comes from the secret).
+    /// `function`'s database URL as its secret holds it in AWS: its own role, verify-full,
+    /// through the RDS Proxy stand-in of `make up` (`via`: another stand-in's port).
+    fn function_url(&self, function: &str, via: Option<u16>) -> String {
+        let url = self
+            .local
+            .function_url(function, None)
+            .expect("a function with a database role");
+        match via {
+            Some(port) => url.replacen(
+                &format!("127.0.0.1:{}/", self.local.proxy_port),
+                &format!("127.0.0.1:{port}/"),
+                1,
+            ),
+            None => url,
+        }
+    }
+
+    /// The settings Terraform gives `function`, its database URL as its own secret holds
+    /// it (here in DATABASE_URL: one bench secret serves every function).
     fn env(&self, function: &str, runtime_api: &str) -> Vec<(String, String)> {
         let mut env = lambda_env(function, runtime_api);
         let mut set = |k: &str, v: &str| env.push((k.to_owned(), v.to_owned()));
+        set("DATABASE_URL", &self.function_url(function, None));
         set("DOCFLOW_SECRET_ID", &self.secret_id);
         set("MAX_RECEIVE_COUNT", "3");
         set("DOCUMENTS_BUCKET", &self.bucket);
@@ -1259,8 +1281,85 @@ fn host_port(url: &str) -> Option<&str> {
 }
 
 fn with_database_url(mut env: Vec<(String, String)>, url: &str) -> Vec<(String, String)> {
+    env.retain(|(k, _)| k != "DATABASE_URL");
     env.push(("DATABASE_URL".into(), url.to_owned()));
     env
+}
+
+/// An RDS Proxy stand-in (TLS with the local CA's certificate) in front of a counting
+/// proxy on `upstream_port`.
+async fn counting_stand_in(upstream_port: u16) -> anyhow::Result<docflow_cli::rds_proxy::Running> {
+    let local = docflow::local::database::LocalDatabase::from_env()?;
+    let dir = local
+        .ca
+        .parent()
+        .context("DOCFLOW_LOCAL_CA has no directory")?
+        .to_owned();
+    docflow_cli::rds_proxy::start(
+        "127.0.0.1:0",
+        docflow_cli::rds_proxy::Options {
+            upstream: format!("127.0.0.1:{upstream_port}"),
+            tls: Some(docflow_cli::rds_proxy::tls_config(
+                &dir.join("server.crt"),
+                &dir.join("server.key"),
+            )?),
+            proxy: true,
+        },
+    )
+    .await
+}
+
+/// The counters of the `make up` RDS Proxy stand-in (`.local/rds-proxy-<port>.json`).
+fn stand_in_pins(port: u16) -> Option<docflow_cli::rds_proxy::Pins> {
+    let text = std::fs::read_to_string(format!(".local/rds-proxy-{port}.json")).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// What would have pinned RDS Proxy sessions during the run: the difference of the
+/// stand-in's counters (written every second) between `before` and now.
+fn pinning(report: &mut Report, port: u16, before: Option<docflow_cli::rds_proxy::Pins>) {
+    let section = "RDS Proxy pinning (stand-in)";
+    std::thread::sleep(Duration::from_millis(1500));
+    let (Some(before), Some(after)) = (before, stand_in_pins(port)) else {
+        eprintln!(
+            "   {section}: no counters in .local/rds-proxy-{port}.json (make up starts the stand-in)"
+        );
+        return;
+    };
+    report.plain(
+        section,
+        "sessions through the stand-in",
+        (after.sessions - before.sessions) as f64,
+        "sessions",
+    );
+    report.plain(
+        section,
+        "sessions that would pin",
+        (after.pinned_sessions - before.pinned_sessions) as f64,
+        "sessions",
+    );
+    report.plain(
+        section,
+        "connections refused (startup options)",
+        (after.refused_options - before.refused_options) as f64,
+        "connections",
+    );
+    for (condition, n) in &after.conditions {
+        let was = before.conditions.get(condition).copied().unwrap_or(0);
+        if *n > was {
+            report.plain(
+                section,
+                &format!("statements: {condition}"),
+                (n - was) as f64,
+                "statements",
+            );
+            if let Some(example) = after.examples.get(condition) {
+                report
+                    .details
+                    .insert(format!("pinning example: {condition}"), json!(example));
+            }
+        }
+    }
 }
 
 async fn per_message(
@@ -1277,13 +1376,10 @@ async fn per_message(
     let upstream = host_port(&stack.database_url)
         .ok_or_else(|| anyhow::anyhow!("no host:port in DATABASE_URL {}", stack.database_url))?;
     let proxy = pgcount::start(PG_PROXY_PORT, upstream.to_owned()).await?;
-    let proxied = stack
-        .database_url
-        .replacen(upstream, &format!("127.0.0.1:{}", proxy.port), 1);
-    let proxied = match proxied.contains('?') {
-        true => proxied + "&sslmode=disable",
-        false => proxied + "?sslmode=disable",
-    };
+    // The function's TLS ends at an RDS Proxy stand-in of the bench's own, whose plain
+    // upstream leg the counting proxy reads.
+    let stand_in = counting_stand_in(proxy.port).await?;
+    let proxied = stack.function_url("document-output", Some(stand_in.address.port()));
     let api = rapi::RuntimeApi::start(RUNTIME_API_PORT).await?;
     let env = with_database_url(stack.env("document-output", &api.addr), &proxied);
     let (fun, _) = start_ready(&bin, env, api).await?;
@@ -1311,7 +1407,7 @@ async fn per_message(
     let mut timed = serde_json::Map::new();
     for s3 in [S3::Moto, S3::Memory] {
         let api = rapi::RuntimeApi::start(RUNTIME_API_PORT).await?;
-        let env = with_database_url(stack.env("document-output", &api.addr), &stack.database_url);
+        let env = stack.env("document-output", &api.addr);
         let (fun, _) = start_ready(&bin, s3.apply(env, stack), api).await?;
         fun.batch(queue, &jobs.jobs(10).await?).await?;
         eprintln!("   timing ({})", s3.label());
@@ -1606,6 +1702,7 @@ async fn main() -> anyhow::Result<()> {
         pool: pool.clone(),
         sqs: sqs.clone(),
         database_url: database_url.clone(),
+        local: docflow::local::database::LocalDatabase::from_env()?,
         secret_id,
         bucket: output.bucket.clone(),
         s3,
@@ -1622,6 +1719,7 @@ async fn main() -> anyhow::Result<()> {
 
     let mut report = Report::default();
     let mut failures = Vec::new();
+    let pins_before = stand_in_pins(stack.local.proxy_port);
     eprintln!("== cold starts ({} runs each)", args.runs);
     if !args.wants("cold") {
     } else if let Err(e) = cold_starts(&mut report, &stack, &args).await {
@@ -1697,6 +1795,8 @@ async fn main() -> anyhow::Result<()> {
     } else if let Err(e) = bulk::bulk_import(&mut report, &args.bins).await {
         failures.push(format!("bulk import: {e:#}"));
     }
+    eprintln!("== RDS Proxy pinning (what the stand-in counted during the run)");
+    pinning(&mut report, stack.local.proxy_port, pins_before);
 
     let table = report.markdown();
     println!("{table}");

@@ -33,9 +33,14 @@ pub struct Counters {
     aws: httpcount::Proxy,
     maesn: httpcount::Proxy,
     pg: pgcount::Proxy,
+    #[allow(dead_code)] // held: the stand-in serves while the counters live
+    stand_in: docflow_cli::rds_proxy::Running,
     pub aws_url: String,
     pub maesn_url: String,
+    /// The peer's (the superuser's, through the counting proxy).
     pub database_url: String,
+    /// docflow's functions connect through this RDS Proxy stand-in.
+    pub stand_in_port: u16,
 }
 
 /// One batch's calls, per record.
@@ -99,6 +104,10 @@ impl Counters {
         let upstream = host_port(&stack.database_url)
             .with_context(|| format!("no host:port in DATABASE_URL {}", stack.database_url))?;
         let pg = pgcount::start(PG_PROXY_PORT, upstream.to_owned()).await?;
+        // docflow's functions: TLS to an RDS Proxy stand-in of the counters' own, whose
+        // plain upstream leg the counting proxy reads. The Python peer: straight to the
+        // counting proxy, as the superuser, without TLS.
+        let stand_in = crate::counting_stand_in(pg.port).await?;
         let proxied = stack
             .database_url
             .replacen(upstream, &format!("127.0.0.1:{}", pg.port), 1);
@@ -110,9 +119,11 @@ impl Counters {
             aws_url: aws.url_for(&endpoint),
             maesn_url: maesn.url_for(&stack.maesn_uri),
             database_url,
+            stand_in_port: stand_in.address.port(),
             aws,
             maesn,
             pg,
+            stand_in,
         })
     }
 
@@ -174,9 +185,27 @@ pub fn set(env: &mut Vec<(String, String)>, key: &str, value: &str) {
 }
 
 /// The settings that send a function's calls through the counters.
+/// A docflow function's role URL (its `DATABASE_URL`) goes through the counters' RDS Proxy
+/// stand-in; the peer's URL (the superuser's) through the counting proxy itself.
 fn counted(mut env: Vec<(String, String)>, counters: &Counters) -> Vec<(String, String)> {
     set(&mut env, "AWS_ENDPOINT_URL", &counters.aws_url);
-    set(&mut env, "DATABASE_URL", &counters.database_url);
+    let current = env
+        .iter()
+        .find(|(k, _)| k == "DATABASE_URL")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    let database_url = match (
+        current.contains("sslmode=verify-full"),
+        crate::host_port(&current),
+    ) {
+        (true, Some(host_port)) => current.replacen(
+            host_port,
+            &format!("127.0.0.1:{}", counters.stand_in_port),
+            1,
+        ),
+        _ => counters.database_url.clone(),
+    };
+    set(&mut env, "DATABASE_URL", &database_url);
     if env.iter().any(|(k, _)| k == "MAESN_BASE_URL") {
         set(&mut env, "MAESN_BASE_URL", &counters.maesn_url);
     }
@@ -476,7 +505,6 @@ pub async fn section(
         let batches = 5;
         let api = rapi::RuntimeApi::start(RUNTIME_API_PORT).await?;
         let mut env = ingestion_env(stack, &api.addr);
-        set(&mut env, "DATABASE_URL", &stack.database_url);
         set(&mut env, "MATCHING_QUEUE_URL", &handoff_queue(stack).await);
         let (fun, _) = start_ready(&bins.join("ingestion"), s3.apply(env, stack), api).await?;
         fun.batch(&queue, &pdf_ingestions(stack, 10, base + 3000).await?)

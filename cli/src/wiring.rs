@@ -21,6 +21,7 @@ use docflow::secrets::SecretStore;
 use docflow::settings::{Env, Settings};
 use docflow::sqs::BatchRuntime;
 use docflow::telemetry::metrics::{Captured, MetricsSink};
+use secrecy::ExposeSecret as _;
 use sqlx::PgPool;
 
 /// The SDK configuration of the CLI: from the environment, as the functions build it
@@ -126,8 +127,10 @@ pub struct Local {
     pub settings: Settings,
     pub secrets: Arc<SecretStore>,
     pub queues: Queues,
-    /// Used by every function instead of building a pool per function (tests pass their
-    /// database's pool); `None`: each function gets its own, like separate Lambdas.
+    /// The database the functions use instead of the secret's (tests pass their
+    /// database's pool): each function still connects as its own role through the RDS
+    /// Proxy stand-in of the local stack, to this pool's database; the CLI's own queries
+    /// use this pool. `None`: the URLs of the secret and the environment.
     pub pool: Option<PgPool>,
     /// The real visibility timeout of each function's source queue, by function: its
     /// batch runtime's `QUEUE_VISIBILITY_TIMEOUT_SECONDS`, as Terraform sets it in AWS.
@@ -259,28 +262,45 @@ impl Local {
     }
 
     /// A function's pool of `max_connections` (lazy and checked, as in
-    /// `Common::from_env`), or the shared one. Its connections are named
-    /// `docflow-<function>` in `pg_stat_activity`. The URL: the secret's
-    /// `database_url_<function>` (the function's own role, as its own secret holds it in
-    /// AWS; `docflow local up` writes one per function), else `DATABASE_URL`, else the
-    /// secret's `database_url`.
+    /// `Common::from_env`). Its connections are named
+    /// `docflow-<function>` in `pg_stat_activity`. With `DATABASE_URL` (the local stack's
+    /// or a test's database): the function's own role, through the RDS Proxy stand-in of
+    /// the local stack, to that database. Without: the secret's `database_url_<function>`
+    /// (the function's role, as its own secret holds it in AWS; `docflow local up` writes
+    /// one per function), else the secret's `database_url`.
     async fn pool(&self, function: &str, max_connections: u32) -> anyhow::Result<PgPool> {
         if let Some(pool) = &self.pool {
-            return Ok(pool.clone());
+            let url = docflow::local::database::LocalDatabase::from_env()?
+                .function_url(function, pool.connect_options().get_database())?;
+            return Ok(docflow::db::lazy_pool(
+                &url.into(),
+                max_connections,
+                &format!("docflow-{function}"),
+                None,
+            )?);
         }
-        let own = self
-            .secrets
-            .get(&format!("database_url_{function}"))
-            .await
-            .ok();
-        let url = match (own, &self.settings.database_url) {
-            (Some(url), _) => url,
-            (None, Some(url)) => url.clone(),
-            (None, None) => self
-                .secrets
-                .get("database_url")
-                .await
-                .context("no DATABASE_URL and no database_url in the secret")?,
+        let url = match &self.settings.database_url {
+            // The local stack's database (or a test's): the function's role through the
+            // RDS Proxy stand-in, to that database.
+            Some(url) => {
+                let database = url
+                    .expose_secret()
+                    .parse::<sqlx::postgres::PgConnectOptions>()
+                    .context("DATABASE_URL is not a Postgres URL")?
+                    .get_database()
+                    .map(str::to_owned);
+                docflow::local::database::LocalDatabase::from_env()?
+                    .function_url(function, database.as_deref())?
+                    .into()
+            }
+            None => match self.secrets.get(&format!("database_url_{function}")).await {
+                Ok(url) => url,
+                Err(_) => self
+                    .secrets
+                    .get("database_url")
+                    .await
+                    .context("no DATABASE_URL and no database_url in the secret")?,
+            },
         };
         Ok(docflow::db::lazy_pool(
             &url,
@@ -304,7 +324,7 @@ impl Local {
                 .await
                 .context("no DATABASE_URL and no database_url in the secret")?,
         };
-        Ok(docflow::db::lazy_pool_unchecked(
+        Ok(docflow::db::lazy_pool(
             &url,
             4,
             "docflow-cli",
@@ -320,11 +340,14 @@ impl Local {
     }
 
     async fn common(&self, function: &str) -> anyhow::Result<(PgPool, BatchRuntime)> {
+        let pool = self
+            .pool(function, self.settings.database_max_connections)
+            .await?;
         Ok((
-            self.pool(function, self.settings.database_max_connections)
-                .await?,
+            pool.clone(),
             BatchRuntime::new(self.sqs.clone(), self.settings_of(function).batch)
-                .with_metrics(self.metrics.clone()),
+                .with_metrics(self.metrics.clone())
+                .with_database_gate(pool),
         ))
     }
 
@@ -393,7 +416,8 @@ impl Local {
             self.sqs.clone(),
             document_output::batch_config(*runtime.config()),
         )
-        .with_metrics(self.metrics.clone());
+        .with_metrics(self.metrics.clone())
+        .with_database_gate(pool.clone());
         Ok(document_output::Deps {
             pool,
             runtime,

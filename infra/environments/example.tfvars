@@ -12,6 +12,9 @@ subnet_ids                 = ["subnet-0123456789abcdef0", "subnet-0fedcba9876543
 route_table_ids            = ["rtb-0123456789abcdef0"] # of subnet_ids: the S3 gateway endpoint's routes
 database_security_group_id = "sg-0123456789abcdef0"
 rds_proxy_endpoint         = "docflow.proxy-abcdefghijkl.eu-central-1.rds.amazonaws.com"
+# The DB instance's own group, when it is not database_security_group_id (the proxy's):
+# the migrate function connects to the instance directly (README.md, Database connections).
+# database_instance_security_group_id = "sg-0fedcba9876543210"
 
 ses_identity_arn      = "arn:aws:ses:eu-central-1:123456789012:identity/example.com"
 alarm_email_addresses = ["oncall@example.com"]
@@ -29,8 +32,9 @@ vpc_endpoints = "none"
 # After a rollback (README.md, Rollback): keep a function's alias on an earlier version.
 # live_versions = { ingestion = "41" }
 
-# false on the first apply; true once the secret is filled and the schema migrated
-# (README.md, Deploy, steps 4-6).
+# false on the first apply; true once the secrets are filled, the roles registered with
+# the RDS Proxy and the migrate function invoked
+# (README.md, Deploy, steps 4-8).
 consumers_enabled = false
 
 # 3 receives, not AWS's suggested 5: README.md, "Why 3 receives".

@@ -760,6 +760,16 @@ run "the_schedule_and_the_queues_invoke_the_live_alias" {
     condition     = output.live_aliases["ingestion"].arn == module.ingestion.alias_arn && output.live_aliases["sweeper"].arn == aws_lambda_alias.sweeper_live.arn
     error_message = "the live_aliases output names each function's alias"
   }
+
+  assert {
+    condition     = aws_lambda_function.migrate.publish && aws_lambda_alias.migrate_live.name == "live" && aws_lambda_alias.migrate_live.function_version == aws_lambda_function.migrate.version && output.live_aliases["migrate"].arn == aws_lambda_alias.migrate_live.arn
+    error_message = "the migrate function publishes versions and its alias live names the one just published"
+  }
+
+  assert {
+    condition     = output.migrate_function_name == "test-docflow-migrate" && output.migrate_secret_arn == aws_secretsmanager_secret.migrate.arn && output.secret_arns["migrate"] == aws_secretsmanager_secret.migrate.arn
+    error_message = "the outputs name the migrate function and its secret"
+  }
 }
 
 run "a_pinned_version_stays_live" {
@@ -833,5 +843,103 @@ run "unverified_tls_only_when_asked_for" {
   assert {
     condition     = aws_lambda_function.sweeper.environment[0].variables["DATABASE_TLS"] == "require"
     error_message = "DATABASE_TLS follows database_tls"
+  }
+}
+
+# --- the migrate function (migrate.tf) -------------------------------------------------------
+
+run "the_migrate_function_runs_in_the_vpc" {
+  command = plan
+
+  assert {
+    condition = (
+      aws_lambda_function.migrate.function_name == "test-docflow-migrate"
+      && aws_lambda_function.migrate.timeout == 900
+      && aws_lambda_function.migrate.memory_size == 512
+      && aws_lambda_function.migrate.architectures == tolist(["arm64"])
+      && aws_lambda_function.migrate.tracing_config[0].mode == "Active"
+    )
+    error_message = "migrate: 900 s, 512 MB, the functions' architecture, traced"
+  }
+
+  # No reservation, like the sweeper: a new account (10 concurrent executions) cannot
+  # spare one, and the migrations' advisory lock already runs two invocations one after
+  # the other (migrate.tf).
+  assert {
+    condition     = coalesce(aws_lambda_function.migrate.reserved_concurrent_executions, -1) == -1
+    error_message = "the migrate function must not reserve concurrency"
+  }
+
+  assert {
+    condition     = aws_lambda_function.migrate.vpc_config[0].subnet_ids == aws_lambda_function.sweeper.vpc_config[0].subnet_ids && aws_lambda_function.migrate.vpc_config[0].security_group_ids == aws_lambda_function.sweeper.vpc_config[0].security_group_ids
+    error_message = "migrate runs in the functions' subnets and security group, like the sweeper"
+  }
+
+  assert {
+    condition     = aws_secretsmanager_secret.migrate.name == "test-docflow/migrate"
+    error_message = "the migrate secret is <environment>-docflow/migrate"
+  }
+
+  assert {
+    condition     = toset(keys(local.migrate_function_secrets)) == toset(["ingestion", "matching", "document-output", "sweeper"]) && aws_lambda_function.migrate.environment[0].variables["DATABASE_TLS"] == "verify-full"
+    error_message = "DOCFLOW_FUNCTION_CREDENTIAL_ARNS names the secret of each of the four functions; DATABASE_TLS follows database_tls"
+  }
+
+  # The database's roles and their checks need the secrets, nothing else.
+  assert {
+    condition     = alltrue([for s in data.aws_iam_policy_document.migrate.statement : alltrue([for a in s.actions : !anytrue([for service in ["sqs", "s3", "ses", "textract", "secretsmanager:Put", "secretsmanager:Update", "secretsmanager:Create"] : startswith(a, service)])])])
+    error_message = "the migrate role must not reach SQS, S3, SES or Textract, nor write a secret"
+  }
+
+  assert {
+    condition     = anytrue([for s in data.aws_iam_policy_document.migrate.statement : contains(s.actions, "ec2:DescribeSubnets")]) && aws_iam_role_policy_attachment.migrate_vpc_access.policy_arn == "arn:aws:iam::aws:policy/service-role/AWSLambdaENIManagementAccess"
+    error_message = "Lambda needs the network interface permissions and ec2:DescribeSubnets to attach migrate to its subnets"
+  }
+
+  # The DB instance shares the proxy's group unless told otherwise.
+  assert {
+    condition     = length(aws_vpc_security_group_egress_rule.functions_database_instance) == 0 && length(aws_vpc_security_group_ingress_rule.database_instance_from_functions) == 0
+    error_message = "no extra rule when the DB instance is in database_security_group_id"
+  }
+}
+
+run "the_migrate_function_uses_the_key_only_to_read" {
+  command = plan
+
+  variables {
+    kms_key_arn = "arn:aws:kms:eu-central-1:123456789012:key/00000000-0000-0000-0000-000000000000"
+  }
+
+  assert {
+    condition     = alltrue([for s in data.aws_iam_policy_document.migrate.statement : s.actions == toset(["kms:Decrypt"]) && anytrue([for c in s.condition : c.variable == "kms:ViaService" && toset(c.values) == toset(["secretsmanager.eu-central-1.amazonaws.com", "lambda.eu-central-1.amazonaws.com"])]) if anytrue([for a in s.actions : startswith(a, "kms:")])])
+    error_message = "migrate's kms grant is kms:Decrypt through Secrets Manager and Lambda only"
+  }
+}
+
+run "a_migrate_package_built_for_another_architecture_fails_the_plan" {
+  command = plan
+
+  variables {
+    lambda_package_dir = "tests/fixtures/packages/migrate-x86_64"
+  }
+
+  expect_failures = [aws_lambda_function.migrate]
+}
+
+run "a_db_instance_in_its_own_security_group_admits_the_functions" {
+  command = plan
+
+  variables {
+    database_instance_security_group_id = "sg-0aaaaaaaaaaaaaaaa"
+  }
+
+  assert {
+    condition     = aws_vpc_security_group_egress_rule.functions_database_instance[0].referenced_security_group_id == "sg-0aaaaaaaaaaaaaaaa" && aws_vpc_security_group_egress_rule.functions_database_instance[0].from_port == 5432
+    error_message = "the functions' group reaches the DB instance's group on database_port"
+  }
+
+  assert {
+    condition     = aws_vpc_security_group_ingress_rule.database_instance_from_functions[0].security_group_id == "sg-0aaaaaaaaaaaaaaaa" && aws_vpc_security_group_ingress_rule.database_instance_from_functions[0].to_port == 5432
+    error_message = "the DB instance's group admits the functions (manage_database_ingress)"
   }
 }

@@ -51,7 +51,8 @@ impl Common {
             &crate::db::application_name("function"),
             settings.database_tls,
         )?;
-        let runtime = BatchRuntime::new(sqs.clone(), settings.batch);
+        let runtime =
+            BatchRuntime::new(sqs.clone(), settings.batch).with_database_gate(pool.clone());
         crate::coldstart::mark("pool");
         Ok(Common {
             settings,

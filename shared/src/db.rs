@@ -78,7 +78,7 @@ pub const LOCK_TIMEOUT: Duration = Duration::from_secs(20);
 /// in the startup packet's `options`: RDS Proxy refuses any ("Feature not supported: RDS
 /// Proxy currently doesn't support command-line options"). The session settings
 /// ([`LOCK_TIMEOUT`], [`IDLE_IN_TRANSACTION_TIMEOUT`]) are the function roles' own
-/// (`ALTER ROLE … SET`, in the migrations) and checked on connect by [`lazy_pool`].
+/// (`ALTER ROLE … SET`, in the migrations) and checked before consuming by [`Gate`].
 /// `tls` (the environment's `DATABASE_TLS`, see
 /// [`Settings::database_tls`](crate::settings::Settings::database_tls)), when set,
 /// replaces whatever `sslmode` the URL carries: a secret whose URL says `disable`,
@@ -111,9 +111,9 @@ pub struct Session {
     pub schema_version: Option<i64>,
 }
 
-/// Why a function refuses a session, and so consumes nothing: every claim fails, its
-/// message is released and comes back later (on its last receive, to the DLQ).
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+/// Why a function refuses a session, and so consumes nothing: every record of the batch
+/// is released and comes back later (on its last receive, to the DLQ).
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum SessionRefused {
     #[error(
         "the database role's {setting} is {found_ms} ms, not at most {expected_ms} ms (0 is off): \
@@ -275,47 +275,76 @@ impl Session {
     }
 }
 
-/// Checks a new connection of a function's pool ([`Session::check`]), logging what it
-/// found; a refused session is closed, so the statement that wanted it fails.
-async fn check_new_session(conn: &mut sqlx::PgConnection) -> Result<(), sqlx::Error> {
-    let session = match Session::read(conn).await {
-        Ok(session) => session,
-        Err(e) => {
+/// The check a function makes before it consumes: its session's settings and the schema
+/// ([`Session::check`]), read on the function's own pool. Once passed it is not made again
+/// in this process (the role's settings and the schema only move forward); while it fails
+/// it is made again at every batch, so a fixed database is noticed without a redeploy.
+#[derive(Debug)]
+pub struct Gate {
+    pool: PgPool,
+    passed: std::sync::atomic::AtomicBool,
+}
+
+impl Gate {
+    pub fn new(pool: PgPool) -> Self {
+        Gate {
+            pool,
+            passed: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// `Err` only for a session the function must not consume with; a database it cannot
+    /// reach is left to the work itself (its claim fails and says so).
+    pub async fn check(&self) -> Result<(), SessionRefused> {
+        use std::sync::atomic::Ordering;
+        if self.passed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let session = match self.pool.acquire().await {
+            Ok(mut conn) => Session::read(&mut conn).await,
+            Err(e) => Err(e),
+        };
+        let session = match session {
+            Ok(session) => session,
             // 42P01: no _sqlx_migrations, the schema was never migrated.
-            let never = e
-                .as_database_error()
-                .and_then(|d| d.code())
-                .is_some_and(|code| code == "42P01");
-            if !never {
-                return Err(e);
+            Err(e)
+                if e.as_database_error()
+                    .and_then(|d| d.code())
+                    .is_some_and(|code| code == "42P01") =>
+            {
+                Session {
+                    lock_timeout_ms: -1,
+                    idle_in_transaction_timeout_ms: -1,
+                    schema_version: None,
+                }
             }
-            Session {
-                lock_timeout_ms: 0,
-                idle_in_transaction_timeout_ms: 0,
-                schema_version: None,
+            Err(e) => {
+                tracing::warn!(error.message = %e, "could not read the database session's settings; going on");
+                return Ok(());
             }
-        }
-    };
-    match session.check() {
-        Ok(()) => {
-            tracing::info!(
-                lock_timeout_ms = session.lock_timeout_ms,
-                idle_in_transaction_session_timeout_ms = session.idle_in_transaction_timeout_ms,
-                schema_version = session.schema_version,
-                "database session checked"
-            );
-            Ok(())
-        }
-        Err(refused) => {
-            tracing::error!(
-                lock_timeout_ms = session.lock_timeout_ms,
-                idle_in_transaction_session_timeout_ms = session.idle_in_transaction_timeout_ms,
-                schema_version = session.schema_version,
-                expected_schema_version = expected_schema_version(),
-                reason = %refused,
-                "database session refused; consuming nothing until it is fixed"
-            );
-            Err(sqlx::Error::Configuration(Box::new(refused)))
+        };
+        match session.check() {
+            Ok(()) => {
+                self.passed.store(true, Ordering::Release);
+                tracing::info!(
+                    lock_timeout_ms = session.lock_timeout_ms,
+                    idle_in_transaction_session_timeout_ms = session.idle_in_transaction_timeout_ms,
+                    schema_version = session.schema_version,
+                    "database session checked"
+                );
+                Ok(())
+            }
+            Err(refused) => {
+                tracing::error!(
+                    lock_timeout_ms = session.lock_timeout_ms,
+                    idle_in_transaction_session_timeout_ms = session.idle_in_transaction_timeout_ms,
+                    schema_version = session.schema_version,
+                    expected_schema_version = expected_schema_version(),
+                    reason = %refused,
+                    "database session refused; consuming nothing until it is fixed"
+                );
+                Err(refused)
+            }
         }
     }
 }
@@ -327,28 +356,12 @@ async fn check_new_session(conn: &mut sqlx::PgConnection) -> Result<(), sqlx::Er
 /// a third of document output's Postgres round trips in `make bench` (issue 27).
 pub const PING_AFTER_IDLE: Duration = Duration::from_secs(1);
 
-/// A function's pool, built without connecting: the first query connects, so a cold
-/// start never fails because the database is briefly unreachable, and a Lambda instance
-/// opens at most `max_connections` connections. Every connection carries
-/// [`connect_options`], `tls` included, and is checked when opened ([`Session::check`]):
-/// a role without docflow's session settings, or a schema older than the code, gives a
-/// connection error (logged once per connection with the reason), so the function claims
-/// nothing and its messages come back later. Connections idle for [`PING_AFTER_IDLE`] are
-/// pinged before use.
+/// A pool built without connecting: the first query connects, so a cold start never
+/// fails because the database is briefly unreachable, and a Lambda instance opens at most
+/// `max_connections` connections. Every connection carries [`connect_options`], `tls`
+/// included. Connections idle for [`PING_AFTER_IDLE`] are pinged before use. A function
+/// checks its session before it consumes ([`Gate`]).
 pub fn lazy_pool(
-    url: &SecretString,
-    max_connections: u32,
-    application_name: &str,
-    tls: Option<PgSslMode>,
-) -> Result<PgPool, DbSetupError> {
-    Ok(pool_options(max_connections)
-        .after_connect(|conn, _meta| Box::pin(check_new_session(conn)))
-        .connect_lazy_with(connect_options(url, application_name, tls)?))
-}
-
-/// As [`lazy_pool`], without the session check: for the operator's and the test
-/// harness's own connections (migrating, seeding, reading status), never a function's.
-pub fn lazy_pool_unchecked(
     url: &SecretString,
     max_connections: u32,
     application_name: &str,
@@ -500,7 +513,7 @@ mod tests {
     async fn a_connection_closed_while_idle_is_replaced_not_handed_out() {
         let database_url = std::env::var("DATABASE_URL").expect("DATABASE_URL (make up)");
         // Unchecked: the superuser has no function role's settings; the ping is the same.
-        let pool = lazy_pool_unchecked(&url(&database_url), 1, "docflow-test-ping", None).unwrap();
+        let pool = lazy_pool(&url(&database_url), 1, "docflow-test-ping", None).unwrap();
         let first: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
             .fetch_one(&pool)
             .await

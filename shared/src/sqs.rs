@@ -1002,6 +1002,8 @@ pub struct BatchRuntime {
     /// The `function` dimension of the metrics and the batch span.
     function: String,
     metrics: MetricsSink,
+    /// Checked before a batch is consumed ([`BatchRuntime::with_database_gate`]).
+    gate: Option<std::sync::Arc<crate::db::Gate>>,
 }
 
 /// The function name when none was given: `DOCFLOW_FUNCTION`, else Lambda's
@@ -1033,7 +1035,16 @@ impl BatchRuntime {
             config,
             function: default_function(),
             metrics: MetricsSink::stdout(),
+            gate: None,
         }
+    }
+
+    /// Checks the function's database session ([`crate::db::Gate`]: the role's settings,
+    /// the schema version) before each batch until it passes once; while it is refused,
+    /// every record is released with the reason logged, and nothing is processed.
+    pub fn with_database_gate(mut self, pool: sqlx::PgPool) -> Self {
+        self.gate = Some(std::sync::Arc::new(crate::db::Gate::new(pool)));
+        self
     }
 
     /// The function name of the metrics' `function` dimension and the batch span.
@@ -1107,13 +1118,36 @@ impl BatchRuntime {
         );
         let batch_metrics = std::sync::Arc::new(Mutex::new(MetricSet::new()));
         let started = tokio::time::Instant::now();
+        let refused = match &self.gate {
+            Some(gate) => gate.check().instrument(span.clone()).await.err(),
+            None => None,
+        };
         // Boxed: the batch's future is large, and a caller that polls it on a small
         // stack (a test thread, the local runner) should not pay for it twice.
-        let result = Box::pin(
-            self.run_batch(event, process, batch_metrics.clone())
-                .instrument(span),
-        )
-        .await;
+        let result = match refused {
+            None => {
+                Box::pin(
+                    self.run_batch(event, process, batch_metrics.clone())
+                        .instrument(span),
+                )
+                .await
+            }
+            Some(refused) => {
+                let reason = refused.to_string();
+                let release = |_: Message| {
+                    let reason = reason.clone();
+                    async move {
+                        tracing::error!(%reason, "database session refused: record released unprocessed");
+                        Outcome::Release
+                    }
+                };
+                Box::pin(
+                    self.run_batch(event, release, batch_metrics.clone())
+                        .instrument(span),
+                )
+                .await
+            }
+        };
         if result.is_ok() {
             let mut set = batch_metrics
                 .lock()

@@ -335,8 +335,10 @@ pub async fn harness(pool: PgPool, ocr: Ocr) -> Harness {
         Some(QUEUE_VISIBILITY),
     )
     .with_metrics(sink.clone());
+    let function_pool = crate::function_pool(&pool, "ingestion");
+    let runtime = runtime.with_database_gate(function_pool.clone());
     let deps = Deps {
-        pool: crate::function_pool(&pool, "ingestion"),
+        pool: function_pool,
         s3: calls.s3(&config),
         sqs: calls.sqs(&config),
         runtime,
@@ -418,6 +420,7 @@ impl Harness {
             },
             None,
         )
+        .with_database_gate(self.deps.pool.clone())
         .with_metrics(self.sink.clone());
     }
 

@@ -170,8 +170,9 @@ pub async fn setup_with(pool: PgPool, options: Options) -> OutputEnv {
     };
     let client = MaesnClient::new(&maesn_config, Arc::new(store)).expect("maesn client");
     let (metrics_sink, metrics) = docflow::telemetry::metrics::MetricsSink::capture("docflow/test");
+    let function_pool = crate::function_pool(&pool, "document-output");
     let deps = Deps {
-        pool: crate::function_pool(&pool, "document-output"),
+        pool: function_pool.clone(),
         runtime: BatchRuntime::new(
             sqs.clone(),
             document_output::batch_config(BatchConfig {
@@ -182,7 +183,8 @@ pub async fn setup_with(pool: PgPool, options: Options) -> OutputEnv {
             }),
         )
         .with_function(document_output::FUNCTION)
-        .with_metrics(metrics_sink),
+        .with_metrics(metrics_sink)
+        .with_database_gate(function_pool),
         s3: s3.clone(),
         maesn: client,
         settings: WorkerSettings {

@@ -16,6 +16,7 @@ mod extract;
 mod hostile_batch;
 mod metrics_out;
 mod proposal_contract;
+mod rds_proxy;
 mod samples;
 mod wiring;
 mod wiring_matching;

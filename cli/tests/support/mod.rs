@@ -182,7 +182,9 @@ impl Secrets {
             llm_key: format!("sk-ant-SOAKLLM{tag}"),
             maesn_key: format!("maesn-SOAKMAESN{tag}"),
             maesn_key_rotated: format!("maesn-SOAKROTATED{tag}"),
-            db_password: format!("pgpwSOAKDB{tag}"),
+            // The functions' roles' passwords are the local stack's (make up); the
+            // ingestion role's stands for them.
+            db_password: docflow::local::database::password("docflow_ingestion"),
             slack_token: format!("SOAKSLACK{tag}"),
         }
     }
@@ -1123,11 +1125,26 @@ async fn open_work(pool: &PgPool, notices: bool) -> i64 {
 pub async fn run(profile: Profile) -> Soak {
     let secrets = Secrets::new();
     let (database, pool, db_options) = create_database().await;
-    let proxy = TcpProxy::start((db_options.get_host().to_owned(), db_options.get_port())).await;
-    let function_db_url = format!(
-        "postgres://postgres:{}@127.0.0.1:{}/{database}",
-        secrets.db_password, proxy.port
-    );
+    // The functions reach the database as in AWS: as their own roles, over verify-full
+    // TLS, through the RDS Proxy stand-in of `make up`; between them and it, the soak's
+    // own TCP proxy, which the outage takes down.
+    let local = docflow::local::database::LocalDatabase::from_env().expect("the local stack");
+    let _ = db_options;
+    let proxy = TcpProxy::start(("127.0.0.1".to_owned(), local.proxy_port)).await;
+    let function_db_urls: Vec<(String, String)> = docflow::db::FUNCTION_ROLES
+        .iter()
+        .map(|role| {
+            let url = local
+                .function_url(role.function, Some(&database))
+                .expect("a function role");
+            let url = url.replacen(
+                &format!("127.0.0.1:{}/", local.proxy_port),
+                &format!("127.0.0.1:{}/", proxy.port),
+                1,
+            );
+            (format!("database_url_{}", role.function), url)
+        })
+        .collect();
 
     // Stand-ins.
     let llm_server = MockServer::start().await;
@@ -1205,16 +1222,18 @@ pub async fn run(profile: Profile) -> Soak {
     let bucket = fresh_bucket(&docflow::aws::s3_client(&aws)).await;
     let secret_id = unique("docflow-soak/app");
     let secret_value = |maesn_key: &str| {
-        json!({
-            "database_url": function_db_url,
+        let mut value = json!({
             "anthropic_api_key": secrets.llm_key,
             "maesn_api_key": maesn_key,
             "slack_webhook_url": format!(
                 "http://127.0.0.1:{}/services/T000/B000/{}",
                 slack_proxy.port, secrets.slack_token
             ),
-        })
-        .to_string()
+        });
+        for (key, url) in &function_db_urls {
+            value[key] = json!(url);
+        }
+        value.to_string()
     };
     let rotated_secret = secret_value(&secrets.maesn_key_rotated);
     let rotated_key = secrets.maesn_key_rotated.clone();

@@ -91,8 +91,9 @@ impl Deps {
         .await?;
         let maesn = MaesnClient::new(&maesn_config, Arc::new(common.secrets))?;
         Ok(Deps {
-            pool: common.pool,
-            runtime: BatchRuntime::new(common.sqs.clone(), batch_config(common.settings.batch)),
+            pool: common.pool.clone(),
+            runtime: BatchRuntime::new(common.sqs.clone(), batch_config(common.settings.batch))
+                .with_database_gate(common.pool.clone()),
             s3: docflow::aws::s3_client(&common.aws),
             maesn,
             settings,

@@ -232,7 +232,8 @@ impl Deps {
         secrets: &SecretStore,
     ) -> anyhow::Result<Self> {
         let config = IngestionConfig::from_env(env, &settings.documents_bucket)?;
-        let runtime = BatchRuntime::new(sqs.clone(), batch_config(settings.batch, &config)?);
+        let runtime = BatchRuntime::new(sqs.clone(), batch_config(settings.batch, &config)?)
+            .with_database_gate(pool.clone());
         let transcriber = match env.or("OCR_PROVIDER", "native").as_str() {
             "native" => Transcriber::Native,
             "textract" => Transcriber::Textract(aws_sdk_textract::Client::new(aws)),

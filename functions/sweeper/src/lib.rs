@@ -221,7 +221,8 @@ pub fn metric_set(report: &SweepReport) -> MetricSet {
 }
 
 /// The Lambda handler for the EventBridge schedule (the event's content is not used).
-/// Fails the invocation when a step failed, after logging the report.
+/// Fails the invocation when the database session is refused ([`docflow::db::Gate`]) or
+/// a step failed, after logging the report.
 pub async fn handler(
     deps: &Deps,
     event: LambdaEvent<EventBridgeEvent<serde_json::Value>>,
@@ -233,6 +234,12 @@ pub async fn handler(
         request_id = %event.context.request_id,
         xray_trace_id = event.context.xray_trace_id.as_deref(),
     );
+    // A session the functions must not work with (the role's settings off, the schema
+    // older than this code): the run fails, saying why, and sweeps nothing.
+    let gate = docflow::db::Gate::new(deps.pool.clone());
+    if let Err(refused) = tracing::Instrument::instrument(gate.check(), span.clone()).await {
+        return Err(format!("database session refused, nothing swept: {refused}").into());
+    }
     let report = tracing::Instrument::instrument(sweep(deps, budget), span).await?;
     MetricsSink::stdout().emit(FUNCTION, &metric_set(&report));
     if report.errors.is_empty() {

@@ -260,13 +260,14 @@ async fn every_docflow_connection_carries_the_server_side_backstops_and_its_name
     _: PgPoolOptions,
     connect: PgConnectOptions,
 ) {
-    let url = SecretString::from(format!(
-        "postgres://{}@{}:{}/{}",
-        connect.get_username(),
-        connect.get_host(),
-        connect.get_port(),
-        connect.get_database().unwrap()
-    ));
+    // As a function connects: its role, through the RDS Proxy stand-in, no startup
+    // options; the backstops are the role's own (the migrations' ALTER ROLE … SET).
+    let url = SecretString::from(
+        docflow::local::database::LocalDatabase::from_env()
+            .unwrap()
+            .function_url("ingestion", connect.get_database())
+            .unwrap(),
+    );
     let pool = docflow::db::lazy_pool(&url, 1, "docflow-backstop-test", None).unwrap();
     let mut conn = pool.acquire().await.unwrap();
     let settings: (String, String, String) = sqlx::query_as(

@@ -31,6 +31,8 @@ fn declared(function: &str, env: &Map<String, Value>) -> Option<Vec<&'static str
         "matching" => Some(matching::aws_actions(&env)),
         "document-output" => Some(document_output::aws_actions(&env)),
         "sweeper" => Some(sweeper::aws_actions(&env)),
+        // Its own secret and the four function secrets; nothing else in AWS.
+        "migrate" => Some(migrate::aws_actions()),
         _ => None,
     }
 }
@@ -114,7 +116,13 @@ fn the_checked_functions_are_every_function_terraform_deploys() {
     names.sort();
     assert_eq!(
         names,
-        ["document-output", "ingestion", "matching", "sweeper"]
+        [
+            "document-output",
+            "ingestion",
+            "matching",
+            "migrate",
+            "sweeper"
+        ]
     );
 }
 
@@ -152,7 +160,11 @@ fn textract_without_its_asynchronous_actions_is_reported() {
 /// role may read another function's secret (ingestion never sees the Maesn key,
 /// document output never the LLM keys). Every `secretsmanager:GetSecretValue` resource
 /// of a role that is another function's `DOCFLOW_SECRET_ID` is reported, and so is a
-/// secret two functions share.
+/// secret two functions share. One named exception
+/// (`contract::FUNCTION_SECRETS_READER`): the migrate function reads the four function
+/// secrets, because it sets each function's database role's password from that
+/// function's secret and then checks the role by connecting with it. No role reads the
+/// migrate function's secret (the schema owner's).
 fn secrets_readable_by_others(sources: &Sources) -> Vec<String> {
     let infra = Infra::evaluate(sources).expect("infra/ parses");
     let mut own = Vec::new();
@@ -173,7 +185,10 @@ fn secrets_readable_by_others(sources: &Sources) -> Vec<String> {
             let Ok(statements) = contract::role_policies(module, function) else {
                 continue;
             };
-            for (other, secret) in own.iter().filter(|(other, _)| *other != name) {
+            for (other, secret) in own
+                .iter()
+                .filter(|(other, _)| *other != name && !contract::may_read_secret_of(&name, other))
+            {
                 let readable = statements.iter().any(|s| {
                     s.grants("secretsmanager:GetSecretValue") && s.resources.contains(secret)
                 });
@@ -209,5 +224,43 @@ fn a_function_given_another_functions_secret_is_reported() {
     assert_reported(
         &found,
         &["ingestion may read ${aws_secretsmanager_secret.ingestion.arn}, the secret of matching"],
+    );
+}
+
+#[test]
+fn only_the_migrate_function_may_read_other_functions_secrets() {
+    let readers: Vec<(&str, &str)> = contract::FUNCTIONS
+        .iter()
+        .flat_map(|reader| {
+            contract::FUNCTIONS
+                .iter()
+                .filter(|owner| {
+                    owner.name != reader.name
+                        && contract::may_read_secret_of(reader.name, owner.name)
+                })
+                .map(move |owner| (reader.name, owner.name))
+        })
+        .collect();
+    assert_eq!(
+        readers,
+        [
+            ("migrate", "ingestion"),
+            ("migrate", "matching"),
+            ("migrate", "document-output"),
+            ("migrate", "sweeper"),
+        ]
+    );
+}
+
+#[test]
+fn a_function_that_reads_the_schema_owners_secret_is_reported() {
+    let broken = real_infra().replace(
+        "sweeper.tf",
+        "resources = [aws_secretsmanager_secret.sweeper.arn]",
+        "resources = [aws_secretsmanager_secret.sweeper.arn, aws_secretsmanager_secret.migrate.arn]",
+    );
+    assert_reported(
+        &secrets_readable_by_others(&broken),
+        &["sweeper may read ${aws_secretsmanager_secret.migrate.arn}, the secret of migrate"],
     );
 }

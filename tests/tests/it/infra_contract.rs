@@ -2,8 +2,8 @@
 //!
 //! The real `infra/` is parsed with `hcl-rs` and evaluated as far as Terraform could
 //! before `apply` (see `infra_contract/terraform.rs`); `infra_contract/contract.rs`
-//! checks every queue-function instance, the module's own resources and the sweeper
-//! against the invariants the Lambda code relies on. Every negative test breaks a copy of
+//! checks every queue-function instance, the module's own resources, the sweeper and the
+//! migrate function against the invariants the Lambda code relies on. Every negative test breaks a copy of
 //! the real files in one way and asserts that the checker names exactly that fault.
 
 pub mod contract;
@@ -87,6 +87,13 @@ fn the_checker_sees_three_queue_functions_and_the_scheduled_sweeper() {
         infra
             .root
             .resource("aws_cloudwatch_event_rule.sweeper")
+            .is_some()
+    );
+    assert!(infra.root.resource("aws_lambda_function.migrate").is_some());
+    assert!(
+        infra
+            .root
+            .resource("aws_lambda_alias.migrate_live")
             .is_some()
     );
 }
@@ -986,7 +993,11 @@ fn every_function_enforces_the_environments_database_tls() {
             .modules()
             .flat_map(|m| m.of_kind("aws_lambda_function"))
             .collect();
-        assert_eq!(functions.len(), 4, "three queue functions and the sweeper");
+        assert_eq!(
+            functions.len(),
+            5,
+            "three queue functions, the sweeper and the migrate function"
+        );
         for function in functions {
             assert_eq!(
                 contract::environment(function).get("DATABASE_TLS"),
@@ -1569,4 +1580,172 @@ fn the_document_output_receives_outlast_an_hour_long_maesn_outage() {
     .and_then(hcl::Value::as_str)
     .map(str::to_owned);
     assert_eq!(ingestion_count.as_deref(), Some("3"));
+}
+
+// --- the migrate function (infra/migrate.tf) ---------------------------------------------
+
+#[test]
+fn the_migrate_function_is_operator_invoked_and_told_the_four_function_secrets() {
+    let infra = Infra::evaluate(&real_infra()).expect("infra/ parses");
+    let function = infra
+        .root
+        .resource("aws_lambda_function.migrate")
+        .expect("the migrate function");
+    assert_eq!(contract::contract_name(function), "migrate");
+    assert!(contract::FUNCTIONS.iter().any(|c| c.name == "migrate"
+        && c.trigger == contract::Trigger::Operator
+        && !c.follows_live_versions()));
+    // The exact name the migrate crate reads, and exactly the four secrets' ARNs.
+    assert_eq!(
+        contract::FUNCTION_SECRETS_ENV,
+        "DOCFLOW_FUNCTION_CREDENTIAL_ARNS"
+    );
+    let env = contract::environment(function);
+    let told: serde_json::Value = serde_json::from_str(
+        env[contract::FUNCTION_SECRETS_ENV]
+            .as_str()
+            .expect("a JSON string"),
+    )
+    .expect("JSON");
+    assert_eq!(
+        told,
+        serde_json::json!({
+            "ingestion": "${aws_secretsmanager_secret.ingestion.arn}",
+            "matching": "${aws_secretsmanager_secret.matching.arn}",
+            "document-output": "${aws_secretsmanager_secret.document_output.arn}",
+            "sweeper": "${aws_secretsmanager_secret.sweeper.arn}",
+        })
+    );
+}
+
+#[test]
+fn a_missing_migrate_function_is_reported() {
+    let broken = real_infra().replace(
+        "migrate.tf",
+        r#""${local.name_prefix}docflow-migrate""#,
+        r#""${local.name_prefix}docflow-migrator""#,
+    );
+    let found = violations(&broken);
+    assert_reported(
+        &found,
+        &["expected one Operator-triggered function \"migrate\", found 0"],
+    );
+    assert_reported(&found, &["function \"migrator\" is not in the contract"]);
+}
+
+#[test]
+fn anything_that_invokes_the_migrate_function_is_reported() {
+    let broken = real_infra().append(
+        "migrate.tf",
+        r#"
+resource "aws_lambda_permission" "migrate_from_events" {
+  statement_id  = "AllowEventBridge"
+  action        = "lambda:InvokeFunction"
+  function_name = aws_lambda_function.migrate.function_name
+  principal     = "events.amazonaws.com"
+  qualifier     = aws_lambda_alias.migrate_live.name
+}
+
+resource "aws_cloudwatch_event_target" "migrate" {
+  rule = aws_cloudwatch_event_rule.sweeper.name
+  arn  = aws_lambda_alias.migrate_live.arn
+}
+
+resource "aws_lambda_function_url" "migrate" {
+  function_name      = "staging-docflow-migrate"
+  authorization_type = "NONE"
+}
+"#,
+    );
+    let found = violations(&broken);
+    for resource in [
+        "aws_lambda_permission.migrate_from_events",
+        "aws_cloudwatch_event_target.migrate",
+        "aws_lambda_function_url.migrate",
+    ] {
+        assert_reported(
+            &found,
+            &[
+                &format!("root: {resource}: invokes aws_lambda_function.migrate"),
+                "only an operator may invoke",
+            ],
+        );
+    }
+}
+
+#[test]
+fn the_migrate_function_reading_other_secrets_than_the_four_is_reported() {
+    let broader = real_infra().replace(
+        "migrate.tf",
+        "resources = values(local.migrate_function_secrets)",
+        r#"resources = concat(values(local.migrate_function_secrets), ["arn:aws:secretsmanager:eu-central-1:123456789012:secret:other"])"#,
+    );
+    assert_reported(
+        &violations(&broader),
+        &[
+            "root: aws_lambda_function.migrate",
+            "secretsmanager:GetSecretValue is granted on",
+            "secret:other",
+        ],
+    );
+
+    // Three of the four: the grant and the variable both miss the sweeper's secret.
+    let narrower = real_infra().replace(
+        "migrate.tf",
+        "    sweeper           = aws_secretsmanager_secret.sweeper.arn\n",
+        "",
+    );
+    let found = violations(&narrower);
+    assert_reported(
+        &found,
+        &[
+            "root: aws_lambda_function.migrate",
+            "secretsmanager:GetSecretValue is granted on",
+        ],
+    );
+    assert_reported(
+        &found,
+        &[
+            "root: aws_lambda_function.migrate",
+            "DOCFLOW_FUNCTION_CREDENTIAL_ARNS is",
+        ],
+    );
+}
+
+#[test]
+fn the_function_secrets_variable_named_like_a_credential_or_elsewhere_is_reported() {
+    // Any name with SECRET (or PASSWORD, TOKEN, ...) but DOCFLOW_SECRET_ID is reported.
+    let renamed = real_infra().replace(
+        "migrate.tf",
+        "DOCFLOW_FUNCTION_CREDENTIAL_ARNS = jsonencode(",
+        "DOCFLOW_FUNCTION_SECRETS = jsonencode(",
+    );
+    let found = violations(&renamed);
+    assert_reported(
+        &found,
+        &[
+            "root: aws_lambda_function.migrate",
+            "DOCFLOW_FUNCTION_SECRETS looks like a credential",
+        ],
+    );
+    assert_reported(
+        &found,
+        &[
+            "root: aws_lambda_function.migrate",
+            "sets no DOCFLOW_FUNCTION_CREDENTIAL_ARNS",
+        ],
+    );
+
+    let elsewhere = real_infra().replace(
+        "sweeper.tf",
+        "      RUST_LOG                  = var.log_level\n",
+        "      RUST_LOG                  = var.log_level\n      DOCFLOW_FUNCTION_CREDENTIAL_ARNS = \"{}\"\n",
+    );
+    assert_reported(
+        &violations(&elsewhere),
+        &[
+            "root: aws_lambda_function.sweeper",
+            "sets DOCFLOW_FUNCTION_CREDENTIAL_ARNS, but only migrate",
+        ],
+    );
 }

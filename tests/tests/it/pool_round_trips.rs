@@ -95,11 +95,13 @@ impl CountingProxy {
 }
 
 /// docflow's own pool (`db::lazy_pool`, as every function builds it) of one connection,
-/// through the proxy.
+/// as a function's role, through the counting proxy (in plain text: the proxy reads the
+/// protocol).
 fn pool_through(proxy: &CountingProxy, connect: &PgConnectOptions) -> PgPool {
+    let role = "docflow_ingestion";
     let url = format!(
-        "postgres://{}@127.0.0.1:{}/{}?sslmode=disable",
-        connect.get_username(),
+        "postgres://{role}:{}@127.0.0.1:{}/{}?sslmode=disable",
+        docflow::local::database::password(role),
         proxy.port,
         connect.get_database().unwrap_or("postgres"),
     );
@@ -192,6 +194,10 @@ async fn a_dropped_transactions_rollback_is_flushed_when_the_connection_is_hande
         .await
         .unwrap();
     sqlx::query("CREATE TABLE round_trip_probe (n int)")
+        .execute(&direct)
+        .await
+        .unwrap();
+    sqlx::query("GRANT SELECT, INSERT ON round_trip_probe TO docflow_ingestion")
         .execute(&direct)
         .await
         .unwrap();

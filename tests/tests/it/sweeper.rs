@@ -1316,8 +1316,8 @@ async fn the_scheduled_event_sample_runs_a_sweep_through_the_handler(pool: PgPoo
 async fn a_failed_step_fails_the_invocation_so_the_error_alarm_sees_it(pool: PgPool) {
     let env = env(pool.clone()).await;
     let event: EventBridgeEvent<serde_json::Value> = serde_json::from_str(SCHEDULED).unwrap();
-    // The database goes away.
-    pool.close().await;
+    // The database goes away (the function's own pool).
+    env.deps.pool.close().await;
 
     let result = sweeper::handler(&env.deps, LambdaEvent::new(event, Context::default())).await;
 

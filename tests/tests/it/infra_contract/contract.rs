@@ -3,7 +3,7 @@
 //! (`module.matching: aws_sqs_queue.source: …`), so a test can assert that the list is
 //! empty, or that it names the fault planted in a broken copy.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Display;
 
 use hcl::{Map, Value};
@@ -17,6 +17,9 @@ pub enum Trigger {
     Queue,
     /// By an EventBridge schedule.
     Schedule,
+    /// Only by an operator (`aws lambda invoke`, infra/README.md, Deploy): no event source
+    /// mapping, no schedule, no function URL and no permission for any principal.
+    Operator,
 }
 
 /// What one Lambda function is allowed to reach (DESIGN.md, and what the code does).
@@ -34,6 +37,19 @@ pub struct FunctionContract {
     /// (`<prefix><tenant id>`): each must be set, and `secretsmanager:GetSecretValue`
     /// granted on exactly `<prefix>*` besides the app secret.
     pub tenant_secrets: &'static [&'static str],
+}
+
+impl FunctionContract {
+    /// Whether `var.live_versions` pins the function's alias (a rollback that survives the
+    /// next apply). Not for an operator-invoked function: its alias always names the
+    /// version the apply publishes. A rollback moves what a queue or a schedule runs
+    /// back to earlier code; the migrate function's code is the migrations, which are
+    /// never rolled back (the schema only moves forward, and the functions refuse a
+    /// schema older than their code), so there is no earlier version to return to, and
+    /// `live_versions` accepts no `migrate` key (its validation in variables.tf).
+    pub fn follows_live_versions(&self) -> bool {
+        self.trigger != Trigger::Operator
+    }
 }
 
 pub const FUNCTIONS: &[FunctionContract] = &[
@@ -77,7 +93,52 @@ pub const FUNCTIONS: &[FunctionContract] = &[
         may_use_textract: false,
         tenant_secrets: &["DATEV_CREDENTIALS_PREFIX"],
     },
+    // Migrates the schema as its owner and sets up the four functions' database roles
+    // (infra/migrate.tf); besides its own secret it reads the four function secrets,
+    // the one exception to "no role reads another function's secret":
+    // FUNCTION_SECRETS_READER.
+    FunctionContract {
+        name: "migrate",
+        trigger: Trigger::Operator,
+        sends_to: &[],
+        s3_reads: &[],
+        s3_writes: &[],
+        sends_email: false,
+        may_use_textract: false,
+        tenant_secrets: &[],
+    },
 ];
+
+/// A function whose role may read other functions' secrets, and whose.
+pub struct SecretsException {
+    pub function: &'static str,
+    pub reads_secrets_of: &'static [&'static str],
+}
+
+/// The one exception to "no role reads another function's secret" (issue 29, item 11):
+/// the migrate function, and only it, reads the four function secrets. It sets each
+/// function's database role's password (`ALTER ROLE … PASSWORD`) from the
+/// `database_url` in that function's secret, then connects with that URL, as the role,
+/// through RDS Proxy, to check that the role can read and write (rolled back). Without
+/// them it could neither give the roles the passwords the functions log in with nor
+/// check them. It only reads them, and it is told exactly which
+/// ([`FUNCTION_SECRETS_ENV`]); its own secret (the schema owner's) no other role reads.
+pub const FUNCTION_SECRETS_READER: SecretsException = SecretsException {
+    function: "migrate",
+    reads_secrets_of: &["ingestion", "matching", "document-output", "sweeper"],
+};
+
+/// Whether the role of `function` may read the secret of `owner`, another function.
+pub fn may_read_secret_of(function: &str, owner: &str) -> bool {
+    function == FUNCTION_SECRETS_READER.function
+        && FUNCTION_SECRETS_READER.reads_secrets_of.contains(&owner)
+}
+
+/// The environment variable of [`FUNCTION_SECRETS_READER`]: a JSON object of each
+/// function whose secret it reads to that secret's ARN. Not named `*SECRET*`: every
+/// variable but `DOCFLOW_SECRET_ID` named like a credential is reported
+/// (`check_environment_holds_no_secret`).
+pub const FUNCTION_SECRETS_ENV: &str = "DOCFLOW_FUNCTION_CREDENTIAL_ARNS";
 
 /// The documents bucket every S3 grant must be scoped to.
 const DOCUMENTS_BUCKET_ARN: &str = "${aws_s3_bucket.documents.arn}";
@@ -202,7 +263,7 @@ fn check_every_function_exists(infra: &Infra, found: &mut Violations) {
                 .iter()
                 .filter(|n| *n == contract.name)
                 .count(),
-            Trigger::Schedule => infra
+            Trigger::Schedule | Trigger::Operator => infra
                 .root
                 .of_kind("aws_lambda_function")
                 .filter(|f| contract_name(f) == contract.name)
@@ -784,9 +845,19 @@ fn check_function(infra: &Infra, module: &Module, function: &Resource, found: &m
     match contract.trigger {
         Trigger::Queue => {}
         Trigger::Schedule => check_scheduled(module, function, found),
+        Trigger::Operator => check_operator_invoked(infra, module, function, found),
     }
     check_queue_urls(infra, module, function, contract, &env, found);
-    check_errors_alarm(module, function, found);
+    // No errors alarm for an operator-invoked function: it runs only when an operator
+    // invokes it, synchronously, and that operator reads its result or its error
+    // ("FunctionError" and the reason in the response) in the same command. Nothing
+    // invokes it unattended, so an alarm would only repeat, later, what the one person
+    // who could have caused the failure is already reading. The queue functions and the
+    // sweeper run unattended: their error-rate alarms stay required.
+    if contract.trigger != Trigger::Operator {
+        check_errors_alarm(module, function, found);
+    }
+    check_function_secrets_env(infra, module, function, contract, &env, found);
     match role_policies(module, function) {
         Ok(statements) => {
             check_tracing(module, function, &statements, found);
@@ -1229,11 +1300,138 @@ fn check_scheduled(module: &Module, function: &Resource, found: &mut Violations)
     }
 }
 
+/// Each function's own secret (its `DOCFLOW_SECRET_ID`), by contract name.
+fn function_secrets(infra: &Infra) -> BTreeMap<String, String> {
+    infra
+        .modules()
+        .flat_map(|m| m.of_kind("aws_lambda_function"))
+        .filter_map(|f| {
+            let secret = environment(f).get(SECRET_ENV).map(|v| text(Some(v)))?;
+            Some((contract_name(f), secret))
+        })
+        .collect()
+}
+
+/// [`FUNCTION_SECRETS_READER`] is told which secrets it reads: [`FUNCTION_SECRETS_ENV`]
+/// is a JSON object of exactly the functions it reads the secrets of, each to that
+/// function's own `DOCFLOW_SECRET_ID`. No other function sets it.
+fn check_function_secrets_env(
+    infra: &Infra,
+    module: &Module,
+    function: &Resource,
+    contract: &FunctionContract,
+    env: &Map<String, Value>,
+    found: &mut Violations,
+) {
+    let raw = env.get(FUNCTION_SECRETS_ENV);
+    if contract.name != FUNCTION_SECRETS_READER.function {
+        if raw.is_some() {
+            found.add(
+                module,
+                function,
+                format!(
+                    "sets {FUNCTION_SECRETS_ENV}, but only {} may read other functions' secrets",
+                    FUNCTION_SECRETS_READER.function
+                ),
+            );
+        }
+        return;
+    }
+    let Some(raw) = raw else {
+        return found.add(
+            module,
+            function,
+            format!("sets no {FUNCTION_SECRETS_ENV}: the code would not know which functions' secrets to read"),
+        );
+    };
+    let parsed: Option<BTreeMap<String, String>> =
+        serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&text(Some(raw)))
+            .ok()
+            .and_then(|object| {
+                object
+                    .into_iter()
+                    .map(|(name, arn)| arn.as_str().map(|arn| (name, arn.to_owned())))
+                    .collect()
+            });
+    let secrets = function_secrets(infra);
+    let expected: BTreeMap<String, String> = FUNCTION_SECRETS_READER
+        .reads_secrets_of
+        .iter()
+        .map(|name| {
+            let secret = secrets.get(*name).cloned().unwrap_or_default();
+            (name.to_string(), secret)
+        })
+        .collect();
+    if parsed.as_ref() != Some(&expected) {
+        found.add(
+            module,
+            function,
+            format!(
+                "{FUNCTION_SECRETS_ENV} is {}, the contract says {expected:?} (each function's own {SECRET_ENV})",
+                text(Some(raw))
+            ),
+        );
+    }
+}
+
+/// The resources through which something other than an IAM identity's own call invokes a
+/// function, with the attribute that names the function (or an alias's ARN).
+const INVOKERS: &[(&str, &str)] = &[
+    ("aws_lambda_event_source_mapping", "function_name"),
+    ("aws_cloudwatch_event_target", "arn"),
+    ("aws_lambda_permission", "function_name"),
+    ("aws_lambda_function_url", "function_name"),
+];
+
+/// An operator-invoked function (migrate: `aws lambda invoke`, infra/README.md, Deploy)
+/// is invoked by nothing else: no event source mapping, no EventBridge target, no
+/// function URL and no resource-based permission for any principal, on the function or
+/// on an alias of it, by reference or by name. Only an IAM identity allowed
+/// `lambda:InvokeFunction` (the operator) can run it.
+fn check_operator_invoked(
+    infra: &Infra,
+    module: &Module,
+    function: &Resource,
+    found: &mut Violations,
+) {
+    let name = text(function.attr("function_name").as_ref());
+    // Its ARN, unqualified or with a version or alias.
+    let arn_suffix = format!(":function:{name}");
+    let qualified_arn = format!(":function:{name}:");
+    let names_it = |m: &Module, value: Option<Value>| -> bool {
+        let by_reference = m.address == module.address
+            && invoked(module, value.clone()).is_some_and(|(f, _)| f.address == function.address);
+        let value = text(value.as_ref());
+        let by_name = !name.is_empty()
+            && (value == name
+                || value.ends_with(arn_suffix.as_str())
+                || value.contains(qualified_arn.as_str()));
+        by_reference || by_name
+    };
+    for m in infra.modules() {
+        for &(kind, key) in INVOKERS {
+            for resource in m.of_kind(kind) {
+                if names_it(m, resource.attr(key)) {
+                    found.add(
+                        m,
+                        resource,
+                        format!(
+                            "invokes {}, which only an operator may invoke (no event source mapping, schedule, function URL or permission)",
+                            function.address
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// Every alias follows its function's published versions: the function publishes one on
 /// every change (`publish = true`; without it the alias could only point at `$LATEST`,
 /// and there would be no earlier version to move it back to), the alias points at the
 /// version the apply publishes, and `live_versions` pins it to an earlier one (a rollback
-/// that survives the next apply).
+/// that survives the next apply), except an operator-invoked function's
+/// ([`FunctionContract::follows_live_versions`]).
 fn check_aliases(infra: &Infra, found: &mut Violations) {
     let unpinned = infra.with_root_inputs(&[("live_versions", Value::Object(Map::new()))]);
     for module in unpinned.modules() {
@@ -1276,11 +1474,20 @@ fn check_aliases(infra: &Infra, found: &mut Violations) {
     let all_pinned = Map::from_iter(
         FUNCTIONS
             .iter()
+            .filter(|c| c.follows_live_versions())
             .map(|c| (c.name.to_string(), Value::from(pinned_version))),
     );
     let pinned = infra.with_root_inputs(&[("live_versions", Value::Object(all_pinned))]);
     for module in pinned.modules() {
         for alias in module.of_kind("aws_lambda_alias") {
+            // Exempt (FunctionContract::follows_live_versions): checked above to name the
+            // version the apply publishes, which is all it ever names.
+            let exempt = referenced(module, alias.attr("function_name"), "aws_lambda_function")
+                .and_then(contract_for)
+                .is_some_and(|c| !c.follows_live_versions());
+            if exempt {
+                continue;
+            }
             if alias.attr("function_version") != Some(Value::from(pinned_version)) {
                 found.add(
                     module,
@@ -1521,6 +1728,22 @@ fn check_permissions(
                 function,
                 format!("{name} must name the prefix of the per-tenant secrets the code reads"),
             ),
+        }
+    }
+    // The named exception: exactly the secrets of the functions it sets up, no more.
+    if contract.name == FUNCTION_SECRETS_READER.function {
+        let of_functions = function_secrets(infra);
+        for other in FUNCTION_SECRETS_READER.reads_secrets_of {
+            match of_functions.get(*other).filter(|secret| !secret.is_empty()) {
+                Some(secret) => {
+                    secrets.insert(secret.clone());
+                }
+                None => found.add(
+                    module,
+                    function,
+                    format!("may read the secret of {other:?}, but there is no function {other:?} with a {SECRET_ENV}"),
+                ),
+            }
         }
     }
     let mut compare = |what: &str, actual: BTreeSet<String>, expected: BTreeSet<String>| {

@@ -377,9 +377,10 @@ pub fn deps_with_sqs(
     notifier: Notifier,
     sqs: aws_sdk_sqs::Client,
 ) -> matching::Deps {
+    let pool = docflow_tests::function_pool(pool, "matching");
     matching::Deps {
-        pool: docflow_tests::function_pool(pool, "matching"),
-        runtime: BatchRuntime::new(sqs, BatchConfig::default()),
+        pool: pool.clone(),
+        runtime: BatchRuntime::new(sqs, BatchConfig::default()).with_database_gate(pool),
         llm,
         embeddings: None,
         notifier,
