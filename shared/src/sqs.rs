@@ -1047,6 +1047,16 @@ impl BatchRuntime {
         self
     }
 
+    /// The database gate's check now, as the first batch would make it (`None`: no gate).
+    /// A test harness makes it up front, as a warm instance has: its pool then holds a
+    /// connection, and a test's deadline budget is the work's alone.
+    pub async fn check_database(&self) -> Option<Result<(), crate::db::SessionRefused>> {
+        match &self.gate {
+            Some(gate) => Some(gate.check().await),
+            None => None,
+        }
+    }
+
     /// The function name of the metrics' `function` dimension and the batch span.
     pub fn with_function(mut self, function: impl Into<String>) -> Self {
         self.function = function.into();

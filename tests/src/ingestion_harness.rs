@@ -337,6 +337,10 @@ pub async fn harness(pool: PgPool, ocr: Ocr) -> Harness {
     .with_metrics(sink.clone());
     let function_pool = crate::function_pool(&pool, "ingestion");
     let runtime = runtime.with_database_gate(function_pool.clone());
+    // A warm instance: its session checked, a connection open (TLS, SCRAM), so a test's
+    // deadline budget is the work's alone. A refused session (a test's point) is checked
+    // again at the first batch.
+    let _ = runtime.check_database().await;
     let deps = Deps {
         pool: function_pool,
         s3: calls.s3(&config),

@@ -201,6 +201,9 @@ pub async fn setup_with(pool: PgPool, options: Options) -> OutputEnv {
             max_receive_count: 3,
         },
     };
+    // A warm instance: its session checked and a connection open (see
+    // `ingestion_harness::harness`).
+    let _ = deps.runtime.check_database().await;
     let dispatcher = Dispatcher::new(sqs.clone(), &queue.url);
     let tenant = tenant(&pool).await;
     let env = OutputEnv {

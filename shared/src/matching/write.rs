@@ -210,16 +210,10 @@ pub async fn write_matches(
     decisions: &[Decision],
 ) -> Result<Option<Written>, sqlx::Error> {
     let document_id = owner.id;
-    // A write phase stuck behind another must not hold its connection until the
-    // invocation dies: give up after 20 s (55P03, transient) and retry later.
-    sqlx::query("SET LOCAL lock_timeout = '20s'")
-        .execute(&mut *conn)
-        .await?;
-    // The recursive cluster query's row estimates are wild by nature; left on, JIT
-    // compiles it for a quarter of a second every time while the region locks are held.
-    sqlx::query("SET LOCAL jit = off")
-        .execute(&mut *conn)
-        .await?;
+    // A write phase stuck behind another gives up after the role's `lock_timeout` (20 s,
+    // 55P03, transient) and is retried later; JIT is off for the matching role (the
+    // recursive cluster query's estimates are wild). Both are the role's settings, not a
+    // `SET LOCAL` here: RDS Proxy pins a session on any SET.
     // The regions of the document and of every candidate it decided to link: whatever
     // this phase reads or writes of the match graph lies in them (module docs,
     // *Locking*). A judged candidate left unlinked is not locked: an edge the document

@@ -367,7 +367,10 @@ pub async fn slack_bodies(server: &MockServer) -> Vec<Value> {
 // ---- the function ----
 
 pub async fn deps(pool: &PgPool, llm: Option<LlmClient>, notifier: Notifier) -> matching::Deps {
-    deps_with_sqs(pool, llm, notifier, docflow_tests::sqs().await)
+    let deps = deps_with_sqs(pool, llm, notifier, docflow_tests::sqs().await);
+    // A warm instance: its session checked and a connection open.
+    let _ = deps.runtime.check_database().await;
+    deps
 }
 
 /// [`deps`] whose runtime uses `sqs` (e.g. [`docflow_tests::time_warp::warped`]).
