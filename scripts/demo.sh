@@ -50,8 +50,8 @@ echo "== docflow seed"
 echo "== docflow local run --until-idle (ingestion, matching)"
 # Up to 420 s: on a database other runs left work in (pending matchings whose messages
 # are still queued), the sweeper re-sends them too, and a copy that meets the other's
-# live claim waits out the 150 s matching lease (+10 s) before it comes back (issue 24,
-# item 8). A fresh database is idle in about 15 s.
+# live claim waits out the 150 s matching lease (+10 s) before it comes back. A fresh
+# database is idle in about 15 s.
 "$docflow" local run --until-idle --max-time 420
 echo "== docflow demo approve"
 "$docflow" demo approve

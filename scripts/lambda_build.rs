@@ -5,7 +5,7 @@
 //! its static data (ingestion: 40,721, `.rela.dyn` ~1 MB), and the dynamic loader
 //! applies them all at every cold start, writing to, and so copying, each page of
 //! `.data.rel.ro`. Linked non-PIE, the linker resolves them once: ingestion's cold start
-//! 5.67 → 4.25 ms (issue 27 item 4; docs/performance.md, "Third pass"); its zip only
+//! 5.67 → 4.25 ms (docs/performance.md, "How it measures"); its zip only
 //! 52 KB smaller, the relocation table compressing well. The code stays compiled
 //! position-independent, so only the link changes: for these binaries alone, never
 //! their tests, the libraries, build scripts or proc macros (a `-no-pie` given to every

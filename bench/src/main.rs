@@ -493,7 +493,7 @@ impl S3 {
         }
     }
 
-    /// Issue 27's per-record target (docflow ≥ 2× faster than the peer, batches of 10),
+    /// The per-record target (docflow ≥ 2× faster than the peer, batches of 10),
     /// judged where S3 serves in parallel as AWS does; against moto, which serves one
     /// request at a time, the ratio is reported without a target (docs/performance.md).
     fn per_record_target(self) -> Option<Target> {
@@ -1123,7 +1123,7 @@ async fn memory(report: &mut Report, stack: &Stack, args: &Args) -> anyhow::Resu
     hostile_memory(report, stack, args).await
 }
 
-/// The worst files (issue 28): batches of ten, each run in a fresh ingestion process of
+/// The worst files: batches of ten, each run in a fresh ingestion process of
 /// 1024 MB (`AWS_LAMBDA_FUNCTION_MEMORY_SIZE`, so a memory budget of 512 MiB), its peak
 /// RSS read from the process. Scans are read by a Textract stand-in that reads them
 /// poorly, so each is decoded and enhanced.
@@ -1607,7 +1607,7 @@ async fn peer(
 }
 
 /// The peer's figures against docflow's, for one path and one S3: time per record in
-/// batches of 10 (`what`: the measure's words before the S3 label; issue 27's target
+/// batches of 10 (`what`: the measure's words before the S3 label; the ≥ 2× target
 /// where S3 serves in parallel) and, from the run against moto, peak RSS (`rss`: the
 /// measure and its target). `ours`: docflow's time per record and peak RSS.
 fn report_peer(

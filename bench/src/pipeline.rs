@@ -1,4 +1,4 @@
-//! Pipeline throughput (issue 14, item 6): documents per minute through `docflow local
+//! Pipeline throughput: documents per minute through `docflow local
 //! run` (the release build of the CLI, the functions in its process as `make demo` runs
 //! them), with zero-latency stand-ins, and where the time goes per function and stage.
 //!

@@ -1,5 +1,5 @@
-//! Round trips per record (issue 27, item 1) and the Python peer on both of its paths
-//! (item 5): document output, and ingestion of a one-page text PDF.
+//! Round trips per record and the Python peer on both of its paths: document output,
+//! and ingestion of a one-page text PDF.
 //!
 //! Counting is done on the wire, for docflow and the peer alike: the functions and the
 //! peer's driver are pointed at counting proxies instead of the services —

@@ -54,8 +54,8 @@ pub struct Args {
     /// Add the semantic-only cases and compare matching without and with embeddings.
     #[arg(long)]
     pub embeddings: bool,
-    /// Only the first set's scenarios (simple … lone), the documents a seed gave before
-    /// issue 24; without it the set adds framework orders, messy reference shapes,
+    /// Only the first set's scenarios (simple … lone), the documents a seed has always
+    /// given; without it the set adds framework orders, messy reference shapes,
     /// look-alike suppliers, sparse fields, re-extraction and injected instructions.
     #[arg(long)]
     pub classic: bool,

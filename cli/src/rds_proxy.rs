@@ -252,8 +252,8 @@ async fn session(
         SSL_REQUEST => {
             let Some(tls) = &options.tls else {
                 client.write_all(b"N").await?;
-                let startup = read_startup(&mut client).await?;
-                return startup_plain(client, &startup, counters).await;
+                read_startup(&mut client).await?;
+                return refuse_plaintext(client, counters).await;
             };
             client.write_all(b"S").await?;
             let mut tls = tokio_rustls::TlsAcceptor::from(tls.clone())
@@ -269,15 +269,11 @@ async fn session(
             upstream.write_all(&first).await?;
             Ok(())
         }
-        _ => startup_plain(client, &first, counters).await,
+        _ => refuse_plaintext(client, counters).await,
     }
 }
 
-async fn startup_plain(
-    mut client: TcpStream,
-    _startup: &[u8],
-    counters: &Counters,
-) -> anyhow::Result<()> {
+async fn refuse_plaintext(mut client: TcpStream, counters: &Counters) -> anyhow::Result<()> {
     counters.refused_plaintext.fetch_add(1, Ordering::Relaxed);
     client
         .write_all(&fatal("28000", "This RDS Proxy requires TLS connections"))
@@ -352,13 +348,13 @@ where
                 message.extend_from_slice(&(len as u32).to_be_bytes());
                 message.resize(len + 1, 0);
                 client_read.read_exact(&mut message[5..]).await?;
-                if let Some(sql) = statement(kind, &message[5..]).filter(|_| options.proxy) {
-                    if let Some(reason) = pin_reason(&sql) {
-                        counters.pin(reason, &sql);
-                        if !pinned {
-                            pinned = true;
-                            counters.pinned_sessions.fetch_add(1, Ordering::Relaxed);
-                        }
+                if let Some(sql) = statement(kind, &message[5..]).filter(|_| options.proxy)
+                    && let Some(reason) = pin_reason(&sql)
+                {
+                    counters.pin(reason, &sql);
+                    if !pinned {
+                        pinned = true;
+                        counters.pinned_sessions.fetch_add(1, Ordering::Relaxed);
                     }
                 }
                 upstream_write.write_all(&message).await?;

@@ -132,7 +132,7 @@ pub const SAMPLES: &[Sample] = &[
             cluster: None,
         })
     ),
-    // Structured e-invoices (issue 26): read from their XML, no OCR and no LLM. An
+    // Structured e-invoices: read from their XML, no OCR and no LLM. An
     // XRechnung (UBL) for the Meier order, and a ZUGFeRD / Factur-X PDF (the Mustang
     // project's EN 16931 sample, Apache-2.0: tests/fixtures/einvoice/) for order
     // 2018-471331.

@@ -295,11 +295,7 @@ impl Local {
             }
             None => match self.secrets.get(&format!("database_url_{function}")).await {
                 Ok(url) => url,
-                Err(_) => self
-                    .secrets
-                    .get("database_url")
-                    .await
-                    .context("no DATABASE_URL and no database_url in the secret")?,
+                Err(_) => self.secret_database_url().await?,
             },
         };
         Ok(docflow::db::lazy_pool(
@@ -310,6 +306,13 @@ impl Local {
         )?)
     }
 
+    async fn secret_database_url(&self) -> anyhow::Result<secrecy::SecretString> {
+        self.secrets
+            .get("database_url")
+            .await
+            .context("no DATABASE_URL and no database_url in the secret")
+    }
+
     /// A pool for the CLI's own queries (the operator's: `DATABASE_URL`, else the
     /// secret's `database_url`), without a function's session check.
     pub async fn database(&self) -> anyhow::Result<PgPool> {
@@ -318,11 +321,7 @@ impl Local {
         }
         let url = match &self.settings.database_url {
             Some(url) => url.clone(),
-            None => self
-                .secrets
-                .get("database_url")
-                .await
-                .context("no DATABASE_URL and no database_url in the secret")?,
+            None => self.secret_database_url().await?,
         };
         Ok(docflow::db::lazy_pool(
             &url,

@@ -1,4 +1,4 @@
-//! Issue 13, item 3: secrets never leak. Every function runs with a secret holding
+//! Secrets never leak. Every function runs with a secret holding
 //! recognisable values — the LLM API key, the Maesn API key, the database password (in
 //! the secret's `database_url`, the only way the functions reach Postgres) and the Slack
 //! webhook's token (in its URL) — through success and the failure paths: LLM 429/500/

@@ -1,4 +1,4 @@
-//! The fault-injection soak (issue 13, item 1; `tests/support/mod.rs` has the machinery):
+//! The fault-injection soak (`tests/support/mod.rs` has the machinery):
 //! `make test` runs 200 documents, `make soak` 2,000 (`SOAK_DOCUMENTS`, `SOAK_SEED` to
 //! repeat a run). The table is printed; a broken invariant fails the test, naming the
 //! documents.

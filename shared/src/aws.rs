@@ -5,8 +5,8 @@
 //! for the life of the execution environment. The SDK's default chains (region:
 //! environment, profile, IMDS; credentials: environment, profile, web identity with its
 //! STS client, ECS, IMDS) would find them there first, and building those chains was
-//! the largest phase of a cold start (4.6-6.0 ms in `make bench`, issue 14). So the
-//! functions do not link `aws-config` at all (issue 27: its chains and the STS client
+//! the largest phase of a cold start (4.6-6.0 ms in `make bench`). So the
+//! functions do not link `aws-config` at all (its chains and the STS client
 //! were ~0.3 MB of every binary): [`load`] builds the [`SdkConfig`] from the variables
 //! and fails, naming the missing one, where they are not set. The SDK clients add their
 //! own defaults (standard retries, the 3.1 s connect timeout, the identity cache, the
@@ -39,7 +39,7 @@ use base64::Engine as _;
 /// `SSL_CERT_FILE` names when it is set (a private CA: a corporate proxy, a test's own
 /// CA; the variable rustls-native-certs honoured before). One file read at most, never
 /// a directory scan (the system store, `/etc/ssl/certs` read file by file, was 2-3 ms of
-/// a cold start in `make bench`, issue 27).
+/// a cold start in `make bench`).
 static TLS: LazyLock<TlsContext> = LazyLock::new(|| {
     let compiled = roots_pem();
     if let Some(path) = std::env::var_os("SSL_CERT_FILE").filter(|p| !p.is_empty()) {

@@ -11,7 +11,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgSslMode};
 pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations");
 
 /// Migrations amended after they were applied somewhere, with the checksum (SHA-384 of
-/// the file) they had then. Issue 16: the local PostgreSQL with pgvector has no pgcrypto
+/// the file) they had then. The local PostgreSQL with pgvector has no pgcrypto
 /// and no btree_gin, so the two files that created them no longer do (a later migration
 /// replaces the one index that needed btree_gin).
 pub const AMENDED: &[(i64, &str)] = &[
@@ -353,7 +353,7 @@ impl Gate {
 /// (and replaced when the ping fails: the server or a proxy closed it while the Lambda
 /// instance was frozen). A connection handed back moments ago is used as it is: sqlx's
 /// default pings before *every* acquire, one extra round trip per statement, which was
-/// a third of document output's Postgres round trips in `make bench` (issue 27).
+/// a third of document output's Postgres round trips in `make bench`.
 pub const PING_AFTER_IDLE: Duration = Duration::from_secs(1);
 
 /// A pool built without connecting: the first query connects, so a cold start never

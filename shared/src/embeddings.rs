@@ -31,7 +31,7 @@ use crate::settings::{Env, SettingsError};
 /// through the request's `dimensions` (OpenAI's `text-embedding-3-*` support it).
 pub const INDEXED_DIMENSIONS: &[u32] = &[256, 384, 512, 768, 1024, 1536];
 
-/// At most this many characters of a text are sent to be embedded (issue 24 item 7): the
+/// At most this many characters of a text are sent to be embedded: the
 /// rest is cut. OpenAI's `text-embedding-3-*` take 8,191 tokens, and a token is at least
 /// one character, so the cut text always fits them; a server with a smaller model may
 /// still answer "too long" (matching then searches without embeddings for that document,

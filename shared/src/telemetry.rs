@@ -39,7 +39,7 @@ where
 ///
 /// This is tracing-subscriber's `Targets`, not its `EnvFilter`: the span and field
 /// directives of the latter (`[span{field=value}]=level`) cost every function the
-/// regex DFA builder they are matched with (issue 27: the ingestion zip <= 5 MB), and
+/// regex DFA builder they are matched with (size the ingestion zip's 5 MB cannot spare), and
 /// infra/ never set one. Such a value is refused, and so is anything else `Targets` does
 /// not parse: the error names the value, and [`init`] logs it and falls back to `info`.
 pub fn filter(rust_log: Option<&str>) -> Result<Targets, String> {

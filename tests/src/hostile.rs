@@ -1,7 +1,6 @@
 //! A hostile front for a Maesn stand-in: a TCP proxy that behaves like the load
-//! balancers and proxies between docflow and Maesn at their worst (issue 25, "Make the
-//! stand-in as hostile as Maesn's infrastructure"). It forwards HTTP/1.1 unchanged,
-//! except:
+//! balancers and proxies between docflow and Maesn at their worst. It forwards
+//! HTTP/1.1 unchanged, except:
 //!
 //! - **Idle connections dropped** (`idle_reset_after`): a keep-alive connection that
 //!   was idle longer than this is gone at the "load balancer" without telling the

@@ -395,7 +395,7 @@ async fn decompression_bomb_images_are_refused_before_decoding_and_fail_permanen
 /// (128 MiB of zeros in 0.85 MB), a 6000 x 6000 RGB scan that reads poorly (so it is
 /// decoded and enhanced: 108 MB decoded, enhanced at 16 Mpx), and two ordinary invoices.
 /// The bomb fails alone, permanently, saying why; the big scan is preprocessed within
-/// the memory budget; the invoices are read. Nothing takes the batch down (issue 28).
+/// the memory budget; the invoices are read. Nothing takes the batch down.
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn hostile_images_and_pdfs_in_a_batch_cost_only_their_own_records(pool: PgPool) {
     let textract = textract_stand_in().await;

@@ -643,7 +643,7 @@ fn resolve_takes_exactly_one_of_absent_and_present() {
     );
 }
 
-/// The hostile Maesn of issue 25: the stand-in books the proposal and answers at once, but
+/// A hostile Maesn: the stand-in books the proposal and answers at once, but
 /// its task never ends. The poll keeps it open while it is young, ends it in doubt once
 /// it is older than the maximum task age, and a person resolves it.
 #[sqlx::test(migrations = "../migrations")]

@@ -1,4 +1,4 @@
-//! The fault-injection soak (issue 13): N documents through the whole local pipeline —
+//! The fault-injection soak: N documents through the whole local pipeline —
 //! `docflow local run`'s runner (the same wiring, event-source mappings and sweeper
 //! schedule), real Postgres, moto SQS/S3/Secrets Manager, wiremock stand-ins for the LLM
 //! (Anthropic's Messages API), Textract (its JSON API), Maesn and Slack — with seeded
@@ -67,8 +67,8 @@ pub struct Rates {
     pub duplicate: f64,
     pub maesn_unavailable: f64,
     pub maesn_late: f64,
-    /// Booked, then answered by a proxy's 503 / a 303 / a 200 cut off by a reset (issue
-    /// 25): each leaves the export in doubt.
+    /// Booked, then answered by a proxy's 503 / a 303 / a 200 cut off by a reset:
+    /// each leaves the export in doubt.
     pub maesn_proxy_503: f64,
     pub maesn_see_other: f64,
     pub maesn_cut_body: f64,
@@ -84,7 +84,7 @@ pub struct Rates {
 }
 
 impl Rates {
-    /// The rates of issue 13.
+    /// The soak's fault rates (docs/soak.md).
     pub const ISSUE: Rates = Rates {
         llm_transient: 0.30,
         llm_permanent: 0.03,
@@ -93,13 +93,13 @@ impl Rates {
         duplicate: 0.10,
         maesn_unavailable: 0.20,
         maesn_late: 0.02,
-        // Issue 25's hostile infrastructure.
+        // Hostile infrastructure between docflow and Maesn.
         maesn_proxy_503: 0.02,
         maesn_see_other: 0.02,
         maesn_cut_body: 0.02,
-        // Issue 25's hostile Maesn: a task that never ends.
+        // A hostile Maesn: a task that never ends.
         maesn_never_ending: 0.02,
-        // Not in the issue's list: a share of scans, and Textract's transient errors.
+        // A share of scans, and Textract's transient errors.
         scanned: 0.15,
         ocr_throttled: 0.20,
         ocr_server_error: 0.05,
@@ -164,7 +164,7 @@ impl Profile {
     }
 }
 
-/// The recognisable secret values every function runs with (item 3 looks for them).
+/// The recognisable secret values every function runs with (the secret-leak run looks for them).
 #[derive(Debug, Clone)]
 pub struct Secrets {
     pub llm_key: String,
@@ -1458,7 +1458,7 @@ pub async fn run(profile: Profile) -> Soak {
                     .collect()
                     .await;
                 documents.extend(more);
-                // Every fifth chunk, a hostile file among them (issue 28): it must fail
+                // Every fifth chunk, a hostile file among them: it must fail
                 // alone, saying why, and cost no other record of its batch.
                 if (next / 20) % 5 == 1 {
                     let (kind, name, bytes) = hostile_file(hostile.len());
@@ -1793,7 +1793,7 @@ fn by<'a>(rows: &'a [Value], key: &str) -> HashMap<String, Vec<&'a Value>> {
     map
 }
 
-/// Checks every invariant of issue 13 and builds the table.
+/// Checks every invariant of the soak (docs/soak.md) and builds the table.
 pub async fn verify(soak: &Soak) -> Verdict {
     let mut v = Verdict::default();
     let pool = &soak.pool;
@@ -1869,7 +1869,7 @@ pub async fn verify(soak: &Soak) -> Verdict {
         n(&l.wrong_key) == 0,
     );
     // Hostile files: each failed alone, permanently, as too large; no ordinary document
-    // failed that way (issue 28: one hostile file costs one record, not its batch).
+    // failed that way (one hostile file costs one record, not its batch).
     let ingestions = rows(&soak.pool, "ingestion").await;
     let too_large = |row: &Value| {
         s(row, "last_error").is_some_and(|e| e.contains("the file is too large to process"))
@@ -2469,7 +2469,7 @@ fn doc_name(doc: &Seeded) -> String {
 }
 
 // ---------------------------------------------------------------------------------------
-// Secrets (item 3)
+// Secrets never leak
 
 /// Everything the process logs, as JSON lines, from now on (a global subscriber: one
 /// per test binary).
@@ -2478,7 +2478,7 @@ pub fn capture_logs() -> Arc<Mutex<Vec<u8>>> {
     let writer = Buffer(buffer.clone());
     tracing_subscriber::fmt()
         .json()
-        // DEBUG too (issue 25, item 9): the HTTP stack's request dumps are there.
+        // DEBUG too: the HTTP stack's request dumps are there.
         .with_env_filter(tracing_subscriber::EnvFilter::new("debug"))
         .with_writer(move || writer.clone())
         .try_init()

@@ -70,7 +70,7 @@ pub async fn run(
 ) -> Result<HandOff, Failure> {
     use metrics::stages;
     let id = IngestionId(claimed.id);
-    // A structured e-invoice is read exactly, before any OCR or LLM (issue 26).
+    // A structured e-invoice is read exactly, before any OCR or LLM.
     if einvoice::is_xml_name(&claimed.file_path) {
         let key = document_key(claimed.document_id, &claimed.file_path)?;
         let bytes = metrics::stage(stages::FETCH, fetch_file(deps, &key)).await?;

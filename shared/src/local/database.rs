@@ -99,6 +99,14 @@ impl LocalDatabase {
         Ok(self.role_url(role.role, database.unwrap_or(self.database()), true))
     }
 
+    async fn connect_as_superuser(&self) -> anyhow::Result<sqlx::PgConnection> {
+        self.superuser
+            .clone()
+            .connect()
+            .await
+            .context("connect to the database as the superuser")
+    }
+
     /// As the superuser, once per cluster and idempotently: the owner role (LOGIN,
     /// CREATEROLE, its password), the function roles (created by the owner, so it may set
     /// their session settings in the migrations; LOGIN with their passwords), the
@@ -153,12 +161,7 @@ impl LocalDatabase {
         let mut recreate = foreign == Some(true);
         if foreign == Some(false) {
             // Owned by the owner: but are its tables too?
-            let mut db = self
-                .superuser
-                .clone()
-                .connect()
-                .await
-                .context("connect to the database")?;
+            let mut db = self.connect_as_superuser().await?;
             let others: i64 = sqlx::query_scalar(
                 "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
                   WHERE n.nspname = 'public' AND c.relkind = 'r' \
@@ -186,12 +189,7 @@ impl LocalDatabase {
                 .context("create the database")?;
         }
         admin.close().await.ok();
-        let mut db = self
-            .superuser
-            .clone()
-            .connect()
-            .await
-            .context("connect to the database")?;
+        let mut db = self.connect_as_superuser().await?;
         let pgvector: Option<String> =
             sqlx::query_scalar("SELECT name FROM pg_available_extensions WHERE name = 'vector'")
                 .fetch_optional(&mut db)

@@ -17,7 +17,7 @@
 //! | documents already linked to the source | `document_match` keys |
 //!
 //! Keys are typed (`po:PO-12345`, [`super::normalize::SearchKeys`]) and own and cited
-//! numbers are indexed apart (issue 24 item 9), so a number part common among other
+//! numbers are indexed apart, so a number part common among other
 //! suppliers' own numbers (`12345` of `RE-12345`, `LS-12345`) does not fill the slots of
 //! a document citing order `PO-12345`. Each path has its own quota ([`Quotas`]): its
 //! nearest documents up to the quota are kept whatever the other paths found; the
@@ -87,8 +87,8 @@ pub const NAME_SIMILARITY_FLOOR: f64 = 0.3;
 /// How many distinct similar counterparty names the name path follows.
 const NAMES: i64 = 5;
 
-/// The slots each path keeps for its nearest documents, whatever the others found
-/// (issue 24 item 9); the rest of the limit goes to references first, then by date.
+/// The slots each path keeps for its nearest documents, whatever the others found;
+/// the rest of the limit goes to references first, then by date.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Quotas {
     /// The numbers the source cites, among the others' own numbers.

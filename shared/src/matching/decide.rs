@@ -97,7 +97,7 @@ pub const MAX_FIELD_CHARS: usize = 200;
 /// At most this many line items of a document reach the prompt.
 pub const MAX_LINE_ITEMS: usize = 20;
 
-/// At most this many candidates go to the LLM in one call (issue 24 item 7): the
+/// At most this many candidates go to the LLM in one call, to bound its cost: the
 /// highest scores of the band; the others are decided by the score alone, as without
 /// an LLM.
 pub const MAX_LLM_CANDIDATES: usize = 8;
@@ -979,7 +979,7 @@ mod tests {
         );
     }
 
-    /// Issue 24 item 7: however large the documents and however long the evidence, one
+    /// However large the documents and however long the evidence, one
     /// call's prompt stays within [`MAX_PROMPT_CHARS`], each document within
     /// [`MAX_DOCUMENT_CHARS`], each fence intact.
     #[test]
@@ -1042,7 +1042,7 @@ mod tests {
         }
     }
 
-    /// Issue 24 item 7: at most [`MAX_LLM_CANDIDATES`] candidates per call, the highest
+    /// At most [`MAX_LLM_CANDIDATES`] candidates per call, the highest
     /// scores, in their order; the others are returned to be decided by the score.
     #[test]
     fn at_most_the_llm_limit_of_candidates_go_to_one_call_the_highest_scores() {

@@ -18,7 +18,7 @@
 //! | credit note | simple purchase + a credit note citing the invoice | + credit note–invoice |
 //! | no references | PO, delivery note, an invoice citing nothing | all three pairs |
 //! | lone document | an invoice without order, or an order not yet delivered | none |
-//! | renamed supplier (only with [`generate_with`]`(…, true)`, issue 16) | PO under the supplier's name, a delivery note under its new name citing nothing, no VAT id | PO–note |
+//! | renamed supplier (only with [`generate_with`]`(…, true)`: the embeddings' case) | PO under the supplier's name, a delivery note under its new name citing nothing, no VAT id | PO–note |
 //!
 //! Citations carry the noise extraction leaves: other separators and case, dropped
 //! prefixes and leading zeros, OCR letters in numbers (`2O24`), swapped or dropped digits,
@@ -60,8 +60,7 @@ pub enum Scenario {
     /// order: only the goods, the quantities and the dates tie them (semantic search).
     RenamedSupplier,
     /// One order, monthly deliveries and invoices of the same goods, every document
-    /// citing the order, half of the invoices without their delivery note's number
-    /// (issue 24).
+    /// citing the order, half of the invoices without their delivery note's number.
     FrameworkOrder,
     /// A purchase whose citations are printed in other shapes: digit groups split or
     /// run together, an OCR letter next to a separator; a third of them share their field
@@ -107,14 +106,14 @@ impl Scenario {
 /// Which purchases a set holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Mix {
-    /// The first set's scenarios (simple … lone), as the scorer was tuned on: the same
-    /// documents for a seed as before issue 24.
+    /// The first set's scenarios (simple … lone), as the scorer was tuned on: a seed
+    /// gives the same documents it gave before [`Mix::Full`] existed.
     #[default]
     Classic,
-    /// The classic scenarios plus those written the way B2B documents really arrive
-    /// (issue 24 item 11): framework orders, messy reference shapes, look-alike
-    /// suppliers, missing names, dates and other currencies, re-extraction during the
-    /// run, instructions in the document text.
+    /// The classic scenarios plus those written the way B2B documents really arrive:
+    /// framework orders, messy reference shapes, look-alike suppliers, missing names,
+    /// dates and other currencies, re-extraction during the run, instructions in the
+    /// document text.
     Full,
 }
 
@@ -1261,7 +1260,7 @@ impl Generator {
     }
 
     /// The purchases of [`Mix::Full`] by a roll of 0–99: the classic ones in about the
-    /// classic proportions, and the issue 24 ones.
+    /// classic proportions, and the ones only the full mix has.
     fn full_mix(&mut self, tenant: usize, roll: u32) {
         match roll {
             0..22 => {
@@ -1737,7 +1736,7 @@ fn change_digit(rng: &mut StdRng, number: &str) -> String {
 
 // ---- the LLM stand-in ----
 
-/// The evaluation's LLM (issue 24 item 11): what a model that obeys instructions found
+/// The evaluation's LLM: what a model that obeys instructions found
 /// in document text answers to matching's prompt. When the prompt says "link all
 /// candidates" (an [`INJECTED_INSTRUCTION`] line), it confirms every candidate it was
 /// shown, confidence high, as told. Otherwise it confirms, per document type, the one

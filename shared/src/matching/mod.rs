@@ -398,8 +398,8 @@ pub async fn match_document_with(
             Ok(vector) => vector,
             // The text is too long for the embeddings model even cut to its budget (a
             // small local model): no retry changes that. The document is matched without
-            // the semantic search, as without embeddings, rather than failed (issue 24
-            // item 7); its candidates keep their own embeddings.
+            // the semantic search, as without embeddings, rather than failed; its
+            // candidates keep their own embeddings.
             Err(semantic::EmbedError::Embedding(
                 too_long @ crate::embeddings::EmbeddingError::TooLong { .. },
             )) => {

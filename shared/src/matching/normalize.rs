@@ -190,7 +190,7 @@ fn ocr_read(raw: &str) -> Vec<char> {
         .collect()
 }
 
-/// The forms under which the candidate search finds a reference (issue 24 item 9): its
+/// The forms under which the candidate search finds a reference: its
 /// key ([`normalize_reference`]), the key's number part ([`number_part`]) and the run of
 /// all its digits as printed (OCR letters read as digits, leading zeros of the run
 /// dropped), so numbers written with other separators or groupings meet:
@@ -379,7 +379,7 @@ impl RefKind {
 /// The tag of a cited number whose kind the document does not say.
 pub const ANY_KIND: &str = "any";
 
-/// The candidate search's keys of a document (issue 24 item 9), own and cited apart,
+/// The candidate search's keys of a document, own and cited apart,
 /// each `<kind>:<form>` ([`search_forms`], [`RefKind::tag`]): `own` the forms of its own
 /// number under its type's kind (`po:4500012345`), `cited` those of the numbers it cites
 /// under the kind they name (`dn:LS-7781`; `any:` for `reference`). Stored in

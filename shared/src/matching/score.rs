@@ -192,13 +192,12 @@ pub enum Evidence {
         similarity: f64,
         weight: f64,
     },
-    /// Cosine similarity of the two documents' embeddings (issue 16).
+    /// Cosine similarity of the two documents' embeddings.
     SemanticSimilarity {
         similarity: f64,
         weight: f64,
     },
-    /// Both names known and dissimilar while the embeddings stand in for the supplier
-    /// (issue 24 item 5).
+    /// Both names known and dissimilar while the embeddings stand in for the supplier.
     NameMismatch {
         similarity: f64,
         weight: f64,
@@ -282,7 +281,7 @@ pub fn add_semantic(w: &Weights, score: &mut Score, similarity: f64, dissimilar_
 
 /// Whether the pair rests on the embeddings alone: the similarity weighs (nothing else
 /// tells the supplier) and no reference speaks for or against it. Such a pair stays in
-/// the ambiguous band: only an LLM may link it, never the score (issue 24 item 5).
+/// the ambiguous band: only an LLM may link it, never the score.
 pub fn semantic_only(evidence: &[Evidence]) -> bool {
     circumstantial(evidence)
         && evidence

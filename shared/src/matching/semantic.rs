@@ -1,4 +1,4 @@
-//! Semantic candidates (issue 16): the embedding of each document's searchable text,
+//! Semantic candidates: the embedding of each document's searchable text,
 //! stored with the model that made it, and the nearest documents of the same tenant by
 //! cosine distance (pgvector, HNSW).
 //!
@@ -11,8 +11,8 @@
 //! [`nearest`] first counts the tenant's embeddings of the model (up to
 //! [`EXACT_SEARCH_BELOW`], through `idx_document_embedding_tenant`). A tenant below that
 //! is ranked exactly: all its embeddings, sorted by distance ([`exact_sql`]) — a filtered
-//! HNSW scan gives a small tenant in a large table too few neighbours (issue 24 item 10:
-//! the graph walk stops after `hnsw.max_scan_tuples` tuples, most of them other
+//! HNSW scan gives a small tenant in a large table too few neighbours (the
+//! graph walk stops after `hnsw.max_scan_tuples` tuples, most of them other
 //! tenants'). A larger tenant gets one scan of the partial HNSW index of the configured
 //! dimension (migration `20261123140200_add_document_embedding.sql`) with the tenant,
 //! the matchable types and the model as filters and a `LIMIT`, with pgvector's iterative

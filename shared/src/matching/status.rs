@@ -185,7 +185,7 @@ pub async fn claim(
     })
 }
 
-/// What a matching run holds (issue 24 item 1): the claim (`in-progress` as attempt
+/// What a matching run holds: the claim (`in-progress` as attempt
 /// `attempt`) and the extraction it read (`data_version`). A re-extraction (new data,
 /// `pending`) or a newer delivery's claim takes it away; from then on the run's writes
 /// do not land and its result is discarded.

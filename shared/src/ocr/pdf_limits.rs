@@ -1,4 +1,4 @@
-//! What a PDF's content may ask of the text-layer reader (issue 28, item 2).
+//! What a PDF's content may ask of the text-layer reader, so that memory stays bounded.
 //!
 //! pdf-extract decodes a page's whole content into lopdf operations before it draws any
 //! of it, clones the graphics state on every `q`, and our layout collects a glyph per

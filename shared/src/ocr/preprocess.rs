@@ -1,7 +1,7 @@
 //! The one preprocessing pass a poor scan gets before it is read again (seed 003):
 //! grayscale, contrast stretch (darkest pixel → black, brightest → white), unsharp mask.
 //!
-//! Memory is budgeted by pixels, not by file bytes (issue 28): a 2 MB JPEG can declare
+//! Memory is budgeted by pixels, not by file bytes: a 2 MB JPEG can declare
 //! 9000 × 9000 pixels. Decoding is bounded: an image larger than [`MAX_IMAGE_SIDE`] on a
 //! side or needing more than [`MAX_IMAGE_ALLOC`] bytes is refused before any pixel
 //! buffer is allocated. A decoded image is scaled down to [`ENHANCE_MAX_PIXELS`] *before*
@@ -572,7 +572,7 @@ mod tests {
 
     #[test]
     fn a_large_image_is_scaled_to_the_pixel_budget_before_it_is_enhanced() {
-        // 9000 x 9000 is 81 Mpx; f32 planes of it were ~650 MB (issue 28).
+        // 9000 x 9000 is 81 Mpx; an f32 plane of it would be ~650 MB.
         let (w, h) = working_size(9_000, 9_000, TEXTRACT_MAX_SIDE);
         assert!(
             u64::from(w) * u64::from(h) <= ENHANCE_MAX_PIXELS,

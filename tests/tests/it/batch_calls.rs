@@ -1,4 +1,4 @@
-//! Issue 27 item 2: the batch runtime's SQS calls per batch, not per record, on real
+//! The batch runtime's SQS calls per batch, not per record, on real
 //! queues (moto), counted by the recording SDK client (`docflow_tests::aws_calls`):
 //!
 //! - seed 002's extension before work is one `ChangeMessageVisibilityBatch` for the

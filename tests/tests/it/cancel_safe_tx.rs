@@ -1,4 +1,4 @@
-//! Transactions are cancel-safe (issue 23, part 1; vendor/sqlx-postgres/PATCH.md).
+//! Transactions are cancel-safe (vendor/sqlx-postgres/PATCH.md).
 //!
 //! A future can be dropped at any await: `within_deadline`, the batch runtime's deadline
 //! cut, a `select!`, an aborted task. Dropped while `BEGIN`'s reply is in flight, sqlx

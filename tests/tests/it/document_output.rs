@@ -164,7 +164,7 @@ impl Logs {
         tracing::subscriber::set_default(
             tracing_subscriber::fmt()
                 .with_ansi(false)
-                // DEBUG and TRACE too (issue 25, item 9): the HTTP stack dumps requests
+                // DEBUG and TRACE too: the HTTP stack dumps requests
                 // there, and a leak at a level production rarely enables is still a leak.
                 .with_max_level(tracing::Level::TRACE)
                 .with_writer(move || logs.clone())
@@ -241,7 +241,7 @@ async fn an_export_s_time_is_broken_down_by_stage_in_its_metrics(pool: PgPool) {
         );
     }
     // On Terraform's 720 s queue what is left of the receive's visibility covers the
-    // extension before work: no call, so no stage (issue 27).
+    // extension before work: no call, so no stage.
     let extend = [
         (dimension::FUNCTION, document_output::FUNCTION),
         (dimension::STAGE, stages::EXTEND_VISIBILITY),

@@ -1,4 +1,4 @@
-//! Issue 25: Maesn's infrastructure at its worst. Answers that come after Maesn booked
+//! Maesn's infrastructure at its worst. Answers that come after Maesn booked
 //! the request (a proxy's 503, a 303, a 200 whose body a reset cuts off) are in doubt
 //! and never followed by a second POST; a keep-alive connection a load balancer dropped
 //! while the function was frozen is never written into; a 401 late in the attempt is
@@ -173,7 +173,7 @@ async fn a_503_or_429_from_a_proxy_after_the_booking_is_in_doubt_and_never_sent_
     }
 }
 
-/// Item 2: of the 3xx answers only 307/308 say "not processed, send it elsewhere"; a 303
+/// Of the 3xx answers only 307/308 say "not processed, send it elsewhere"; a 303
 /// (or any other 3xx) after the POST answers a request that was processed. No redirect
 /// is followed.
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -351,7 +351,7 @@ async fn a_200_that_is_not_maesns_envelope_is_in_doubt_and_kept(pool: PgPool) {
     assert_eq!(response_body(&env, doc).await.as_deref(), Some(page));
 }
 
-/// Item 3: after a Lambda freeze the load balancer has dropped the idle keep-alive
+/// After a Lambda freeze the load balancer has dropped the idle keep-alive
 /// connection. A front that drops connections idle for more than 1 s: two exports 2 s
 /// apart both end dispatched (the POST never reuses an idle connection), none in doubt.
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -386,7 +386,8 @@ async fn two_exports_2_s_apart_through_a_front_dropping_idle_connections_are_dis
     assert_eq!(posts_for(&env, second_doc).await, 1);
 }
 
-/// Item 6 and the hostile stand-in's "401 at 25 s with a rotated key", scaled: Maesn
+/// A repeat only while a whole attempt fits (the hostile stand-in's "401 at 25 s with a
+/// rotated key"), scaled: Maesn
 /// timeout 20 s, record reserve 2 s (an attempt needs 22 s), an invocation with 30 s
 /// left, Maesn answering 401 after 12 s because the key was rotated meanwhile. A repeat
 /// then would have less than a whole request's budget and could be cut mid-flight at
@@ -477,7 +478,7 @@ async fn a_401_late_in_the_attempt_with_a_rotated_key_is_repeated_only_with_a_wh
     assert_eq!(posts_for(&env, doc).await, 2);
 }
 
-/// Item 10: the file's size is checked before it is read; too large is a lasting
+/// The file's size is checked before it is read; too large is a lasting
 /// refusal with a clear error, and nothing is started.
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_file_larger_than_the_limit_is_refused_for_good_before_it_is_read(pool: PgPool) {
@@ -545,7 +546,7 @@ async fn other_tenant(env: &OutputEnv) -> Uuid {
     tenant
 }
 
-/// Item 9: a job (or audit) of another tenant than its document is refused by the
+/// A job (or audit) of another tenant than its document is refused by the
 /// schema.
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn the_schema_refuses_a_job_or_audit_of_another_tenant_than_its_document(pool: PgPool) {
@@ -581,7 +582,7 @@ async fn the_schema_refuses_a_job_or_audit_of_another_tenant_than_its_document(p
     env.insert_job(env.tenant.document_id, "pending").await;
 }
 
-/// Item 9: a job whose tenant is not its document's (a row from before the schema
+/// A job whose tenant is not its document's (a row from before the schema
 /// enforced it) is refused for good, visibly, and nothing is sent: the account key
 /// would be one tenant's and the company the other's.
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]

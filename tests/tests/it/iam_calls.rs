@@ -156,7 +156,7 @@ fn textract_without_its_asynchronous_actions_is_reported() {
     );
 }
 
-/// Issue 29, item 11: each function's credentials are in a secret of its own, and no
+/// Each function's credentials are in a secret of its own, and no
 /// role may read another function's secret (ingestion never sees the Maesn key,
 /// document output never the LLM keys). Every `secretsmanager:GetSecretValue` resource
 /// of a role that is another function's `DOCFLOW_SECRET_ID` is reported, and so is a

@@ -764,7 +764,7 @@ fn a_missing_dlq_alarm_is_reported() {
     );
 }
 
-// --- issue 29 ------------------------------------------------------------------------------
+// --- DLQ alarms, KMS, bucket listing, VPC, database TLS, error rates, the sweeper's schedule ---
 
 /// An alarm on the DLQ's depth latches while old messages wait there.
 #[test]
@@ -864,7 +864,7 @@ fn with_a_kms_key(sources: Sources) -> Sources {
     )
 }
 
-/// Item 12.
+/// A KMS key is used only through the AWS services that encrypt with it.
 #[test]
 fn with_a_kms_key_every_function_uses_it_only_through_its_services() {
     let found = violations(&with_a_kms_key(real_infra()));
@@ -934,7 +934,7 @@ fn listing_the_documents_bucket_with_if_exists_is_reported() {
     );
 }
 
-/// Item 6.
+/// A VPC function's role must grant ec2:DescribeSubnets.
 #[test]
 fn a_vpc_function_whose_role_cannot_describe_subnets_is_reported() {
     let broken = real_infra().replace(
@@ -963,7 +963,7 @@ fn a_vpc_function_whose_role_cannot_describe_subnets_is_reported() {
     );
 }
 
-/// Item 10: with `sslmode=verify-full` and no `sslrootcert`, sqlx (`tls-rustls`: ring and
+/// With `sslmode=verify-full` and no `sslrootcert`, sqlx (`tls-rustls`: ring and
 /// webpki-roots) verifies the database's certificate against the webpki roots. RDS
 /// Proxy's certificate (ACM) chains to Amazon Root CA 1, which is among them; the RDS
 /// CA that signs a DB instance's certificate is not, hence infra/'s `database_tls =
@@ -982,7 +982,7 @@ fn verify_full_through_rds_proxy_needs_no_extra_root_certificate() {
     );
 }
 
-/// Item 10: every function gets `DATABASE_TLS` from `var.database_tls` and the code
+/// Every function gets `DATABASE_TLS` from `var.database_tls` and the code
 /// applies it over the secret URL's sslmode.
 #[test]
 fn every_function_enforces_the_environments_database_tls() {
@@ -1535,7 +1535,7 @@ fn a_dashboard_graph_of_a_stage_the_code_does_not_time_is_reported() {
 
 // --- document output: an hour of Maesn refusals -------------------------------------------------
 
-/// Issue 25, item 11: the document-output queue's receive count, with the worker's
+/// The document-output queue's receive count, with the worker's
 /// backoff after a passing refusal (60 s · 2^(n−1), at most 900 s), spans more than an
 /// hour, so a 60-minute Maesn outage ends with receives left for every export caught in
 /// it — and the function is told the same count as the redrive policy.

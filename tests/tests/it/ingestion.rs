@@ -613,7 +613,7 @@ async fn a_failed_send_to_matching_leaves_the_document_pending_and_retries_the_m
 
     let (_, response) = h.deliver(id).await;
 
-    // Issue 27: the hand-off's failure fails its record, so that the redelivery sends
+    // The hand-off's failure fails its record, so that the redelivery sends
     // it again (tests/tests/it/ingestion_batch.rs); the ingestion itself succeeded, and the
     // document stays pending where the sweeper finds it too.
     assert_eq!(response.batch_item_failures.len(), 1);
@@ -1593,12 +1593,13 @@ async fn a_beat_after_the_attempt_finished_its_own_ingestion_keeps_the_attempt(p
     assert!(!ingestion::renew_lease(&h.pool, &a).await);
 }
 
-/// Issue 28, item 1. Timeline (defaults): the lease goes stale 300 s after its last
-/// renewal; the heartbeat renews it every `HEARTBEAT_SECONDS` (< 300 s) and hides the
-/// message until 360 s after its last beat. Worker A claims at t=0 and is paused (a
-/// frozen sandbox, a database it cannot reach) before its next beat. At t=300 the lease
-/// is stale; at t=360 the message is visible again and worker B claims it. A wakes at
-/// t=420, while B works: none of A's writes may touch B's lease or the result.
+/// A paused worker cannot write over the one that took over. Timeline (defaults): the
+/// lease goes stale 300 s after its last renewal; the heartbeat renews it every
+/// `HEARTBEAT_SECONDS` (< 300 s) and hides the message until 360 s after its last beat.
+/// Worker A claims at t=0 and is paused (a frozen sandbox, a database it cannot reach)
+/// before its next beat. At t=300 the lease is stale; at t=360 the message is visible
+/// again and worker B claims it. A wakes at t=420, while B works: none of A's writes may
+/// touch B's lease or the result.
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_worker_paused_past_the_stale_threshold_cannot_touch_the_lease_of_the_worker_that_took_over(
     pool: PgPool,

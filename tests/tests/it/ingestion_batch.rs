@@ -1,4 +1,4 @@
-//! Issue 27 on ingestion: the hand-offs of a batch to matching in one `SendMessageBatch`
+//! Ingestion's calls per batch: the hand-offs of a batch to matching in one `SendMessageBatch`
 //! (a refused entry retries only its record, whose redelivery sends the hand-off
 //! again), and no S3 PUT of a transcription that is only a text layer (a retry reads
 //! the file again). Postgres, S3 and SQS are real (moto); the LLM is a local server.

@@ -1,4 +1,4 @@
-//! Structured e-invoices through the ingestion function (issue 26): an XRechnung XML
+//! Structured e-invoices through the ingestion function: an XRechnung XML
 //! upload and a ZUGFeRD / Factur-X PDF are read from their XML before any transcription
 //! or LLM; an invalid XML upload fails permanently with its findings; a hybrid whose XML
 //! is unusable falls back to the page path with the reason stored; a hybrid whose page
@@ -179,7 +179,7 @@ async fn a_hybrid_with_invalid_xml_falls_back_to_the_page_with_the_reason_stored
     let row = h.ingestion(id).await;
     assert_eq!(row.status, "completed", "{:?}", row.last_error);
     assert_eq!(row.extraction_model.as_deref(), Some("claude-test-1"));
-    // A text layer is not stored (issue 27 item 3); its metadata records the reading.
+    // A text layer is not stored (a retry reads the file again); its metadata records the reading.
     assert_eq!(row.transcription_page_count, Some(1), "the page was read");
     let data = h.document(document_id).await.0.unwrap();
     let source = &data["einvoice"];

@@ -3,7 +3,7 @@
 //! index scan, with a LIMIT, on every path and no sequential scan of `document` — with
 //! the table's statistics, and with them scaled to 1,000,000 documents. Own and cited
 //! reference keys are searched apart, so a number part common among other suppliers'
-//! documents does not crowd out the right candidate (issue 24 item 9).
+//! documents does not crowd out the right candidate.
 
 use crate::matching_support;
 
@@ -296,7 +296,7 @@ async fn run(pool: &PgPool, id: Uuid) -> matching::MatchReport {
         .unwrap()
 }
 
-/// Issue 24 item 9: 120 delivery notes of 120 other suppliers, all nearer in date than
+/// 120 delivery notes of 120 other suppliers, all nearer in date than
 /// the order, carry the number part `12345` — 60 as their own number (`LS-12345`,
 /// `12345`, `DN 12345`), 60 citing it as a number of unknown kind. With the keys pooled,
 /// they took every candidate slot of an invoice citing `PO-12345` (all of them share the
@@ -356,7 +356,7 @@ async fn a_common_number_part_of_other_suppliers_documents_does_not_crowd_out_th
     assert!(report.candidates <= 50, "{}", report.candidates);
 }
 
-/// Issue 24 item 9 (with item 3's shapes): numbers whose digit groups are split, merged
+/// Numbers whose digit groups are split, merged
 /// or carry an OCR letter are found by the candidate search — nothing but the number
 /// leads from the invoice to the order or the note — and linked.
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]

@@ -1460,7 +1460,7 @@ async fn a_delivery_note_the_invoice_cites_outranks_one_that_only_shares_its_ord
     assert!(!got.contains(&pair(inv, near)), "{got:?}");
 }
 
-/// Issue 24 item 7: the LLM answers that the prompt is too large for its context (the
+/// The LLM answers that the prompt is too large for its context (the
 /// Anthropic body; OpenAI's `context_length_exceeded` is recognised the same way, unit
 /// test in `retry.rs`). No retry can make it fit: the band is decided by the score
 /// alone, exactly as without an LLM, and the document is matched — so is every other

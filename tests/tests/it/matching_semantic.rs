@@ -1,4 +1,4 @@
-//! Semantic candidates (issue 16) on a real Postgres with pgvector: embeddings from an
+//! Semantic candidates on a real Postgres with pgvector: embeddings from an
 //! OpenAI-compatible `/v1/embeddings` stand-in on wiremock answering like the real API
 //! (hashed bag-of-words vectors, errors as the API sends them), stored with their model,
 //! the nearest documents joining the candidates with their similarity as evidence.
@@ -183,7 +183,7 @@ async fn a_delivery_note_citing_nothing_from_a_renamed_supplier_is_found_only_by
         renamed_delivery_note(),
     )
     .await;
-    // On the embedding alone the score never links (issue 24 item 5): the LLM decides,
+    // On the embedding alone the score never links: the LLM decides,
     // here a stand-in confirming the one candidate it is shown.
     let llm = MockServer::start().await;
     messages()
@@ -604,7 +604,7 @@ async fn a_rotated_embeddings_key_is_read_again_and_the_request_repeated_once() 
     assert_eq!(requests(&server).await.len() - before, 1);
 }
 
-/// Issue 24 item 10: a tenant with under 1 % of the embeddings of a shared table gets
+/// A tenant with under 1 % of the embeddings of a shared table gets
 /// its k nearest neighbours, exactly. The table stands in for one 40 times larger
 /// (4,024 rows for 160,000): the connection scales pgvector's `hnsw.max_scan_tuples`
 /// down by the same factor (20,000 → 500), so a filtered HNSW walk reads the same
@@ -720,7 +720,7 @@ async fn a_tenant_with_under_one_percent_of_the_embeddings_gets_its_k_nearest_ne
     assert!(!plan.contains("Seq Scan on document"), "{plan}");
 }
 
-/// Issue 24 item 7: a document whose text is too long for the embeddings model. The
+/// A document whose text is too long for the embeddings model. The
 /// request carries at most `MAX_INPUT_CHARS` of it; a server with a smaller model (here
 /// one taking 2,000 characters) answers 400 with OpenAI's body for it. That document is
 /// matched without the semantic search instead of failing, and the documents meeting it

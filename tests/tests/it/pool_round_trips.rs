@@ -1,5 +1,5 @@
-//! A statement run on docflow's pool costs one round trip to Postgres, not two (issue 27,
-//! item 1; vendor/sqlx-postgres/PATCH.md, "ping on release").
+//! A statement run on docflow's pool costs one round trip to Postgres, not two
+//! (vendor/sqlx-postgres/PATCH.md, "ping on release").
 //!
 //! sqlx pings every connection handed back to its pool. For a statement run on `&PgPool`
 //! that was a second round trip after every statement: half of document output's and

@@ -1,6 +1,6 @@
-//! The DATEV export audit's schema against a real Postgres (issue 25): at most one open
-//! audit per document (item 12), and the NOTIFY the document page waits for as "the
-//! audit event" (item 8, seed 002).
+//! The DATEV export audit's schema against a real Postgres: at most one open
+//! audit per document, and the NOTIFY the document page waits for as "the audit
+//! event" (seed 002).
 
 use std::time::Duration;
 

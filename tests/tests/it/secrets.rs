@@ -139,7 +139,7 @@ async fn an_anthropic_client_without_its_key_fails_the_cold_start_and_a_local_op
     assert!(ollama.unwrap().is_some());
 }
 
-/// Issue 25, item 6: every Secrets Manager call has a timeout. A Secrets Manager that
+/// Every Secrets Manager call has a timeout. A Secrets Manager that
 /// accepts the connection and never answers (a black hole behind NAT, a stuck proxy)
 /// must not hold a cache miss — and with it an export — until the invocation dies.
 #[tokio::test]

@@ -1497,7 +1497,7 @@ async fn a_failed_output_job_whose_notice_never_reached_anyone_is_told_by_a_late
     );
 }
 
-// ---- a sweep killed at any point (issue 28, item 5) ----------------------------------------
+// ---- a sweep killed at any point ----------------------------------------------------------
 
 /// Moves every time of the ingestion `id` `seconds` into the past: time passes for it.
 async fn time_passes(pool: &PgPool, id: Uuid, seconds: u64) {
@@ -1607,7 +1607,7 @@ async fn a_sweep_killed_between_its_send_and_its_bookkeeping_loses_nothing(pool:
     assert_eq!(env.ingestion_status(id).await.1, 1);
 }
 
-// ---- give-ups told once, across outages (issue 28, item 4) ---------------------------------
+// ---- give-ups told once, across outages ----------------------------------------------------
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_give_up_during_a_slack_outage_is_told_once_slack_is_back(pool: PgPool) {
@@ -1689,9 +1689,9 @@ async fn a_give_up_during_a_slack_outage_is_told_once_slack_is_back(pool: PgPool
     assert_eq!(marked, (true, true));
 }
 
-// ---- every end state has an owner and a way out (issue 25) ---------------------------------
+// ---- every end state has an owner and a way out --------------------------------------------
 
-/// Item 5: a job the sweeper gives up on while its export is `requested` (the worker died
+/// A job the sweeper gives up on while its export is `requested` (the worker died
 /// during the Maesn call every time) used to leave that audit `requested` for ever — open,
 /// polled by nobody, resolvable by nobody.
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -1774,7 +1774,7 @@ fn task_status(status: &str) -> ResponseTemplate {
         .set_body_json(json!({ "meta": {}, "data": { "status": status, "information": [] } }))
 }
 
-/// Item 4: a task that never ends — still `IN_PROGRESS`, persistently 401/403/5xx, or a
+/// A task that never ends — still `IN_PROGRESS`, persistently 401/403/5xx, or a
 /// status docflow does not know — was polled for ever. After the maximum task age it
 /// ends `failed`, not retryable, "check DATEV", with exactly one notice; a younger one
 /// with the same answers stays open.
@@ -1880,7 +1880,7 @@ async fn a_task_that_never_ends_is_failed_check_datev_after_the_maximum_age_with
     assert_eq!(slack_bodies(&env.slack).await.len(), old.len(), "told once");
 }
 
-/// Item 4: the poll joined the DATEV integration with an inner join, so the open tasks of
+/// The poll joined the DATEV integration with an inner join, so the open tasks of
 /// a tenant that disconnected DATEV vanished from it: never polled, never ended, never
 /// told.
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -1937,7 +1937,7 @@ async fn the_tasks_of_a_tenant_that_disconnected_datev_are_not_hidden_and_end_af
     );
 }
 
-/// Item 7: `PARTIAL_SUCCESS` was recorded as a plain success and DATEV's `information`
+/// `PARTIAL_SUCCESS` was recorded as a plain success and DATEV's `information`
 /// dropped. It is kept on the audit, and the admins are told once.
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_partial_success_keeps_datevs_remarks_on_the_audit_and_tells_the_admins_once(

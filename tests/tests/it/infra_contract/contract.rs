@@ -115,7 +115,7 @@ pub struct SecretsException {
     pub reads_secrets_of: &'static [&'static str],
 }
 
-/// The one exception to "no role reads another function's secret" (issue 29, item 11):
+/// The one exception to "no role reads another function's secret":
 /// the migrate function, and only it, reads the four function secrets. It sets each
 /// function's database role's password (`ALTER ROLE … PASSWORD`) from the
 /// `database_url` in that function's secret, then connects with that URL, as the role,
@@ -895,7 +895,7 @@ fn check_claim_lease(
     }
 }
 
-/// Item 10: every function enforces the environment's database TLS mode. Its
+/// Every function enforces the environment's database TLS mode. Its
 /// `DATABASE_TLS` must be set and follow `var.database_tls` (probed with each value the
 /// variable allows, so a hard-coded mode that happens to match the default is caught),
 /// and the code must accept every such value, or the function fails its cold start.
@@ -1875,7 +1875,7 @@ fn check_permissions(
         }
     }
 
-    // Item 12: a KMS key only through the AWS services that encrypt with it.
+    // A KMS key only through the AWS services that encrypt with it.
     for statement in statements
         .iter()
         .filter(|s| s.allow && s.actions.iter().any(|a| a.starts_with("kms:")))
@@ -1898,7 +1898,7 @@ fn check_permissions(
         }
     }
 
-    // Item 6: Lambda attaches a VPC function with its role, and needs
+    // Lambda attaches a VPC function with its role, and needs
     // ec2:DescribeSubnets, which AWSLambdaENIManagementAccess does not grant.
     if blocks(&function.body, "vpc_config").next().is_some()
         && !statements.iter().any(|s| s.grants("ec2:DescribeSubnets"))

@@ -229,9 +229,9 @@ pub fn context_window_exceeded() -> ResponseTemplate {
     )
 }
 
-/// A permanent LLM failure: the API refuses the key (Anthropic's 401 body). Since issue
-/// 24 item 7 a context-window error no longer fails a document (the score decides its
-/// band), so the tests of the permanent-failure path use this one.
+/// A permanent LLM failure: the API refuses the key (Anthropic's 401 body). A
+/// context-window error does not fail a document (the score decides its band), so the
+/// tests of the permanent-failure path use this one.
 pub fn key_refused() -> ResponseTemplate {
     anthropic_error(401, "authentication_error", "invalid x-api-key")
 }
