@@ -116,7 +116,10 @@ impl Deps {
         .with_context(|| format!("{FUNCTION_SECRET_IDS_ENV} is not a JSON object of strings"))?;
         let aws = docflow::aws::load()?;
         let client = aws_sdk_secretsmanager::Client::new(&aws);
-        let ttl = Duration::from_secs(60);
+        // Read afresh at every invocation: an operator invokes again right after fixing
+        // a secret (or rotating a password), and a warm instance must not set the
+        // value it cached before.
+        let ttl = Duration::ZERO;
         let mut functions = BTreeMap::new();
         for role in FUNCTION_ROLES {
             let id = ids
