@@ -315,7 +315,7 @@ pub async fn summary(
         // The extraction contract, read as the type ingestion writes it.
         if let Some(e) = data
             .take()
-            .and_then(|v| serde_json::from_value::<docflow::extract::Extraction>(v).ok())
+            .and_then(|v| docflow::extract::Extraction::from_stored(&v).ok())
         {
             row.supplier = e.supplier_name;
             row.number = e.invoice_number;

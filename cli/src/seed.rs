@@ -11,7 +11,8 @@
 //! - The local secret gets the stand-in's `maesn_api_key` when it has none.
 
 use anyhow::Context as _;
-use docflow::extract::{Extractor, einvoice};
+use docflow::document::DocumentType;
+use docflow::extract::{Extraction, Extractor, einvoice};
 use docflow::ocr::{FileKind, Transcriber};
 use serde_json::Value;
 use sqlx::PgPool;
@@ -312,7 +313,7 @@ pub async fn reset_fixtures(target: &Target<'_>) -> anyhow::Result<Fixtures> {
             )
             .bind(ingestion_id)
             .bind(document_id)
-            .bind(&data)
+            .bind(data.to_stored())
             .execute(&mut *tx)
             .await?;
         } else {
@@ -391,7 +392,7 @@ async fn insert_document(
     tx: &mut sqlx::PgConnection,
     id: Uuid,
     sample: &str,
-    structured_data: Option<&Value>,
+    data: Option<&Extraction>,
 ) -> anyhow::Result<String> {
     let (extension, mime_type) = if einvoice::is_xml_name(sample) {
         ("xml", einvoice::XML_MIME_TYPE)
@@ -400,10 +401,10 @@ async fn insert_document(
         (kind.extension(), kind.mime_type())
     };
     let key = format!("documents/{id}.{extension}");
-    let doc_type = structured_data
-        .and_then(|d| d.get("document_type"))
-        .and_then(Value::as_str)
-        .unwrap_or("other");
+    let doc_type = data
+        .and_then(|d| d.document_type)
+        .unwrap_or(DocumentType::Other)
+        .as_str();
     sqlx::query(
         r#"INSERT INTO document (id, tenant_id, type, file_path, file_name, mime_type, structured_data)
            VALUES ($1, $2, $3::document_type, $4, $5, $6, $7)"#,
@@ -414,7 +415,7 @@ async fn insert_document(
     .bind(&key)
     .bind(sample)
     .bind(mime_type)
-    .bind(structured_data)
+    .bind(data.map(Extraction::to_stored))
     .execute(tx)
     .await
     .with_context(|| format!("failed to create fixture document {id}"))?;
@@ -422,7 +423,7 @@ async fn insert_document(
 }
 
 /// What the rules extractor reads from a sample (the fixtures' structured data).
-async fn extraction(file_name: &str) -> anyhow::Result<Value> {
+async fn extraction(file_name: &str) -> anyhow::Result<Extraction> {
     let sample: &Sample = crate::samples::by_name(file_name).expect("fixture samples exist");
     let kind = FileKind::from_path(file_name).expect("samples have known extensions");
     let text = Transcriber::Native
@@ -430,6 +431,5 @@ async fn extraction(file_name: &str) -> anyhow::Result<Value> {
         .await
         .with_context(|| format!("cannot transcribe sample {file_name}"))?
         .text;
-    let run = Extractor::Rules.extract(&text).await?;
-    Ok(serde_json::to_value(run.extraction)?)
+    Ok(Extractor::Rules.extract(&text).await?.extraction)
 }

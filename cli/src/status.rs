@@ -6,6 +6,7 @@ use std::fmt::{self, Write as _};
 
 use anyhow::Context as _;
 use chrono::{DateTime, Utc};
+use docflow::extract::Extraction;
 use serde::Serialize;
 use serde_json::Value;
 use sqlx::PgPool;
@@ -226,16 +227,8 @@ pub async fn load(pool: &PgPool, id: Uuid) -> anyhow::Result<Option<Status>> {
     }))
 }
 
-fn field<'a>(data: &'a Option<Value>, key: &str) -> Option<&'a Value> {
-    data.as_ref()?.get(key).filter(|v| !v.is_null())
-}
-
-fn text(value: Option<&Value>) -> String {
-    match value {
-        None => "—".into(),
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-    }
+fn text(value: Option<impl ToString>) -> String {
+    value.map_or_else(|| "—".into(), |v| v.to_string())
 }
 
 fn time(t: &DateTime<Utc>) -> String {
@@ -245,7 +238,6 @@ fn time(t: &DateTime<Utc>) -> String {
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let d = &self.document;
-        let data = &d.structured_data;
         writeln!(f, "document {}", d.id)?;
         writeln!(f, "  tenant      {} ({})", d.tenant_name, d.tenant_id)?;
         writeln!(
@@ -255,14 +247,18 @@ impl fmt::Display for Status {
             d.file_path
         )?;
         writeln!(f, "  type        {}", d.doc_type)?;
-        writeln!(
-            f,
-            "  number      {}   supplier {}   total {} {}",
-            text(field(data, "invoice_number")),
-            text(field(data, "supplier_name")),
-            text(field(data, "total")),
-            text(field(data, "currency"))
-        )?;
+        match d.structured_data.as_ref().map(Extraction::from_stored) {
+            None => writeln!(f, "  data        not extracted")?,
+            Some(Err(e)) => writeln!(f, "  data        {e}")?,
+            Some(Ok(data)) => writeln!(
+                f,
+                "  number      {}   supplier {}   total {} {}",
+                text(data.invoice_number.as_deref()),
+                text(data.supplier_name.as_deref()),
+                text(data.total),
+                text(data.currency.as_deref())
+            )?,
+        }
         writeln!(
             f,
             "  review      {}",
@@ -378,7 +374,10 @@ impl fmt::Display for Status {
             if let Some(Value::Array(messages)) = &a.information
                 && !messages.is_empty()
             {
-                let messages: Vec<String> = messages.iter().map(|m| text(Some(m))).collect();
+                let messages: Vec<String> = messages
+                    .iter()
+                    .map(|m| m.as_str().map_or_else(|| m.to_string(), str::to_owned))
+                    .collect();
                 writeln!(f, "    DATEV remarks: {}", messages.join("; "))?;
             }
             if let (Some(resolution), Some(at)) = (&a.resolution, &a.resolved_at) {

@@ -7,6 +7,31 @@ use sqlx::PgPool;
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgSslMode};
 
+/// What a write guarded by a claim found: the claim (a lease token, an attempt number,
+/// the data version read) still `Held`, so the write happened; or `Lost` to another
+/// delivery, a newer claim or a re-extraction, and nothing was written.
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Held {
+    Held,
+    Lost,
+}
+
+impl Held {
+    /// `Held` when the guarded statement found its row.
+    pub fn when(found: bool) -> Held {
+        if found { Held::Held } else { Held::Lost }
+    }
+
+    pub fn is_held(self) -> bool {
+        self == Held::Held
+    }
+
+    pub fn is_lost(self) -> bool {
+        self == Held::Lost
+    }
+}
+
 /// Every migration under `migrations/`, embedded in the binary.
 pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations");
 

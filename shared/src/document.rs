@@ -1,4 +1,6 @@
-//! Document vocabulary shared by extraction, ingestion and matching.
+//! Document vocabulary shared by extraction, ingestion and matching, and the rules of
+//! which document types pair up ([`DocumentType::matchable_with`],
+//! [`DocumentType::exclusive`], [`DocumentType::follows`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -61,6 +63,39 @@ impl DocumentType {
     /// Whether matching links this type to others.
     pub fn is_matchable(self) -> bool {
         !self.matchable_with().is_empty()
+    }
+
+    /// Whether a document of this type (the child) has at most one partner of type
+    /// `parent`: a delivery note belongs to one order and one invoice, an invoice to one
+    /// order, a credit note to the one invoice it corrects. An order has many deliveries
+    /// and invoices; an invoice may cover many delivery notes.
+    pub fn exclusive(self, parent: DocumentType) -> bool {
+        use DocumentType::*;
+        matches!(
+            (self, parent),
+            (DeliveryNote, PurchaseOrder)
+                | (DeliveryNote, Invoice)
+                | (Invoice, PurchaseOrder)
+                | (CreditNote, Invoice)
+        )
+    }
+
+    /// Whether a document of this type comes after one of type `origin` in a purchase:
+    /// delivery notes and invoices after their order, a credit note after its invoice.
+    pub fn follows(self, origin: DocumentType) -> bool {
+        use DocumentType::*;
+        matches!(
+            (origin, self),
+            (PurchaseOrder, DeliveryNote) | (PurchaseOrder, Invoice) | (Invoice, CreditNote)
+        )
+    }
+
+    /// Whether the pair is an invoice and a delivery note, either way round: the one pair
+    /// that both cite what ties it (the order), and whose quantities tell partial
+    /// deliveries apart.
+    pub fn invoice_and_delivery(a: DocumentType, b: DocumentType) -> bool {
+        use DocumentType::*;
+        matches!((a, b), (Invoice, DeliveryNote) | (DeliveryNote, Invoice))
     }
 }
 

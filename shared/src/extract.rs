@@ -6,6 +6,13 @@
 //! then the document's fields. Dates are ISO 8601 (`2014-05-07`), amounts are JSON
 //! numbers, currency is ISO 4217. An answer that does not deserialize or validate is a
 //! transient error (the next LLM answer may be fine).
+//!
+//! [`Extraction`] is the one type of a document's data from ingestion to matching and
+//! output: ingestion stores it with [`Extraction::to_stored`], every reader takes it back
+//! with [`Extraction::from_stored`] and reads its fields. The stored JSON carries
+//! `schema_version` ([`SCHEMA_VERSION`]); keys of earlier shapes are read through
+//! `#[serde(alias)]` (`po_number` for `po_reference`, …). Data that does not read as an
+//! `Extraction` is an error naming the reason, never a document read as empty.
 
 pub mod einvoice;
 pub mod eval;
@@ -31,18 +38,44 @@ pub struct LineItem {
     pub amount: Option<f64>,
 }
 
+/// The version of the stored shape ([`Extraction::to_stored`]) this build writes. Data
+/// stored before the field existed reads as version 1: the same keys, and the older
+/// variants the aliases below accept.
+pub const SCHEMA_VERSION: u32 = 2;
+
+fn unversioned() -> u32 {
+    1
+}
+
 /// One extraction result. Absent keys deserialize as `null`/empty.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Extraction {
+    /// The shape the data was stored in ([`SCHEMA_VERSION`]). Not part of the provider's
+    /// answer: only [`Extraction::to_stored`] writes it.
+    #[serde(default = "unversioned", skip_serializing)]
+    pub schema_version: u32,
     pub extraction_successful: bool,
     pub confidence: Confidence,
     #[serde(default)]
     pub missing_fields: Vec<String>,
     #[serde(default)]
     pub document_type: Option<DocumentType>,
-    #[serde(default)]
+    /// The document's own number, whatever its type (invoice, credit note, order or
+    /// delivery note number).
+    #[serde(
+        default,
+        alias = "document_number",
+        alias = "number",
+        alias = "credit_note_number"
+    )]
     pub invoice_number: Option<String>,
-    #[serde(default)]
+    /// The document's own date, whatever its type.
+    #[serde(
+        default,
+        alias = "document_date",
+        alias = "order_date",
+        alias = "delivery_date"
+    )]
     pub invoice_date: Option<NaiveDate>,
     #[serde(default)]
     pub due_date: Option<NaiveDate>,
@@ -64,14 +97,24 @@ pub struct Extraction {
     pub vat_amount: Option<f64>,
     #[serde(default)]
     pub total: Option<f64>,
-    #[serde(default)]
+    /// The purchase order(s) cited; on a purchase order, its own number may stand here.
+    /// Several are separated by commas.
+    #[serde(
+        default,
+        alias = "po_number",
+        alias = "purchase_order_number",
+        alias = "purchase_order_reference",
+        alias = "order_number",
+        alias = "order_reference"
+    )]
     pub po_reference: Option<String>,
-    #[serde(default)]
+    /// The delivery note(s) cited; on a delivery note, its own number may stand here.
+    #[serde(default, alias = "delivery_note_number")]
     pub delivery_note_reference: Option<String>,
     /// On a credit note: the number of the invoice it corrects (`zu Rechnung Nr.`,
     /// `Original invoice`, `Facture d'origine`, `Korekta do faktury nr`). Matching links
     /// the credit note to that invoice through it.
-    #[serde(default)]
+    #[serde(default, alias = "corrected_invoice_number")]
     pub invoice_reference: Option<String>,
     #[serde(default)]
     pub line_items: Vec<LineItem>,
@@ -111,7 +154,64 @@ pub const CORE_FIELDS: [&str; 6] = [
     "total",
 ];
 
+/// Stored data that is not an [`Extraction`]: the reason, for the log and the document's
+/// error.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "the document's extracted data is not an extraction of schema version {SCHEMA_VERSION} or earlier: {reason}"
+)]
+pub struct UnreadableData {
+    pub reason: String,
+}
+
 impl Extraction {
+    /// An extraction that found nothing: what a document without data compares as.
+    pub fn empty() -> Extraction {
+        Extraction {
+            schema_version: SCHEMA_VERSION,
+            extraction_successful: false,
+            confidence: Confidence::Low,
+            missing_fields: Vec::new(),
+            document_type: None,
+            invoice_number: None,
+            invoice_date: None,
+            due_date: None,
+            supplier_name: None,
+            supplier_address: None,
+            supplier_vat_id: None,
+            supplier_iban: None,
+            customer_name: None,
+            currency: None,
+            subtotal: None,
+            vat_amount: None,
+            total: None,
+            po_reference: None,
+            delivery_note_reference: None,
+            invoice_reference: None,
+            line_items: Vec::new(),
+            field_confidence: BTreeMap::new(),
+            einvoice: None,
+        }
+    }
+
+    /// What `document.structured_data` holds: the JSON of this extraction, stamped with
+    /// the current [`SCHEMA_VERSION`].
+    pub fn to_stored(&self) -> serde_json::Value {
+        let mut stored = serde_json::to_value(self).expect("an extraction is plain JSON");
+        stored["schema_version"] = SCHEMA_VERSION.into();
+        stored
+    }
+
+    /// Reads `document.structured_data` back. Keys of earlier versions are accepted
+    /// through their aliases; anything else that is not an extraction (a wrong type, a
+    /// key given twice under two of its names, a newer version that renamed a field) is
+    /// an [`UnreadableData`] saying why.
+    pub fn from_stored(stored: &serde_json::Value) -> Result<Extraction, UnreadableData> {
+        Extraction::deserialize(stored).map_err(|e| UnreadableData {
+            reason: e.to_string(),
+        })
+    }
+
     /// Schema checks serde cannot express. The error names the field.
     pub fn validate(&self) -> Result<(), String> {
         if let Some(currency) = &self.currency
@@ -172,6 +272,19 @@ impl Extraction {
     pub fn field_confidence_of(&self, field: &str) -> Option<Confidence> {
         self.field_confidence.get(field).copied()
     }
+}
+
+/// A test's extraction from the JSON of its fields: `extraction_successful` and
+/// `confidence` default to `true` and `high`. Panics on JSON that is not an extraction.
+#[cfg(test)]
+pub(crate) fn test_data(fields: serde_json::Value) -> Extraction {
+    let mut fields = fields;
+    let object = fields.as_object_mut().expect("fields are a JSON object");
+    object
+        .entry("extraction_successful")
+        .or_insert(serde_json::Value::Bool(true));
+    object.entry("confidence").or_insert("high".into());
+    Extraction::from_stored(&fields).unwrap_or_else(|e| panic!("{e}: {fields}"))
 }
 
 /// The instructions sent with every extraction request.
@@ -249,6 +362,62 @@ impl Extractor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_stored_shape_carries_the_schema_version_and_reads_back_the_same() {
+        let e = test_data(serde_json::json!({
+            "document_type": "invoice", "invoice_number": "RE-1", "total": 119.0,
+            "po_reference": "PO-7", "line_items": [{"description": "Toner", "quantity": 2}]
+        }));
+        let stored = e.to_stored();
+        assert_eq!(stored["schema_version"], SCHEMA_VERSION);
+        let back = Extraction::from_stored(&stored).unwrap();
+        assert_eq!(
+            back,
+            Extraction {
+                schema_version: SCHEMA_VERSION,
+                ..e
+            }
+        );
+    }
+
+    #[test]
+    fn keys_of_earlier_shapes_read_as_their_fields() {
+        let stored = serde_json::json!({
+            "extraction_successful": true, "confidence": "medium",
+            "document_number": "LS-4711", "delivery_date": "2024-03-01",
+            "po_number": "4500012345", "corrected_invoice_number": "RE-9"
+        });
+        let e = Extraction::from_stored(&stored).unwrap();
+        assert_eq!(e.schema_version, 1);
+        assert_eq!(e.invoice_number.as_deref(), Some("LS-4711"));
+        assert_eq!(e.invoice_date, NaiveDate::from_ymd_opt(2024, 3, 1));
+        assert_eq!(e.po_reference.as_deref(), Some("4500012345"));
+        assert_eq!(e.invoice_reference.as_deref(), Some("RE-9"));
+    }
+
+    #[test]
+    fn data_that_is_not_an_extraction_is_unreadable_with_the_reason() {
+        for (stored, reason) in [
+            (
+                serde_json::json!({"confidence": "high"}),
+                "extraction_successful",
+            ),
+            (
+                serde_json::json!({"extraction_successful": true, "confidence": "high", "total": "119,00"}),
+                "invalid type",
+            ),
+            (
+                serde_json::json!({"extraction_successful": true, "confidence": "high",
+                                   "invoice_number": "RE-1", "number": "RE-2"}),
+                "duplicate field `invoice_number`",
+            ),
+            (serde_json::json!([1, 2]), "invalid type"),
+        ] {
+            let error = Extraction::from_stored(&stored).unwrap_err();
+            assert!(error.to_string().contains(reason), "{stored}: {error}");
+        }
+    }
 
     #[test]
     fn the_contract_round_trips_through_json() {

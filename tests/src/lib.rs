@@ -60,6 +60,36 @@ pub fn function_pool(pool: &sqlx::PgPool, function: &str) -> sqlx::PgPool {
     .expect("the function's pool")
 }
 
+/// A fixture's `structured_data`, written as ingestion writes it: `fields` read as a
+/// [`docflow::extract::Extraction`] and stored with
+/// [`docflow::extract::Extraction::to_stored`]. `extraction_successful` and `confidence`
+/// default to `true` and `high`. Panics on a key the contract does not have (under its
+/// current name), so a fixture cannot hold data no extractor writes.
+pub fn stored_extraction(fields: serde_json::Value) -> serde_json::Value {
+    use docflow::extract::Extraction;
+    let mut fields = fields;
+    let object = fields.as_object_mut().expect("fields are a JSON object");
+    object
+        .entry("extraction_successful")
+        .or_insert(serde_json::Value::Bool(true));
+    object.entry("confidence").or_insert("high".into());
+    let extraction = Extraction::from_stored(&fields).unwrap_or_else(|e| panic!("{e}: {fields}"));
+    let stored = extraction.to_stored();
+    for (key, value) in fields.as_object().expect("an object") {
+        assert!(
+            value.is_null() || stored.get(key).is_some_and(|v| !v.is_null()),
+            "fixture key {key:?} is not a field of the extraction contract: {fields}"
+        );
+    }
+    stored
+}
+
+/// [`stored_extraction`] read back: the `Extraction` a reader of the row gets.
+pub fn extraction(fields: serde_json::Value) -> docflow::extract::Extraction {
+    docflow::extract::Extraction::from_stored(&stored_extraction(fields))
+        .expect("a stored extraction reads back")
+}
+
 pub fn unique(prefix: &str) -> String {
     format!(
         "{prefix}-{}",

@@ -269,7 +269,7 @@ async fn tenant(pool: &PgPool) -> Tenant {
 }
 
 /// The extraction of the test invoice, as ingestion stores it in `structured_data`
-/// (`to_value(&Extraction)`): the keys the extractors write, not a guess of them.
+/// ([`docflow::extract::Extraction::to_stored`]).
 pub fn invoice_extraction() -> docflow::extract::Extraction {
     serde_json::from_value(serde_json::json!({
         "extraction_successful": true,
@@ -302,7 +302,7 @@ pub async fn insert_document(pool: &PgPool, tenant_id: Uuid) -> Uuid {
     .bind(tenant_id)
     .bind(format!("documents/{id}.pdf"))
     .bind(FILE_NAME)
-    .bind(serde_json::to_value(invoice_extraction()).unwrap())
+    .bind(invoice_extraction().to_stored())
     .execute(pool)
     .await
     .unwrap();

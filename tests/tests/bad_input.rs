@@ -135,6 +135,134 @@ async fn a_document_of_a_type_docflow_does_not_know_fails_matching_visibly_and_o
     assert_eq!(slack_bodies(&slack).await.len(), 1);
 }
 
+// --- stored data that is not an extraction ---------------------------------------------
+
+/// Data that does not read as an `Extraction`: an amount written as text with a decimal
+/// comma, as a hand-made import might store it.
+fn unreadable_data() -> serde_json::Value {
+    serde_json::json!({
+        "schema_version": 2, "extraction_successful": true, "confidence": "high",
+        "document_type": "invoice", "invoice_number": "RE-1", "total": "119,00"
+    })
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_document_whose_data_is_not_an_extraction_fails_matching_visibly_and_once(pool: PgPool) {
+    let slack = slack_server().await;
+    let deps = deps(&pool, None, slack_notifier(&slack)).await;
+    let t = tenant(&pool, "Acme AG").await;
+    let broken = document(
+        &pool,
+        t,
+        DocumentType::Invoice,
+        invoice("RE-1", "PO-1", "LS-1", "2024-03-05", 119.0),
+    )
+    .await;
+    sqlx::query("UPDATE document SET structured_data = $2 WHERE id = $1")
+        .bind(broken)
+        .bind(unreadable_data())
+        .execute(&pool)
+        .await
+        .unwrap();
+
+    let event = event_with_body(MATCHING_VALID, Some(&broken.to_string()), 1);
+    let response = matching::handler(&deps, lambda_event(event.clone(), None))
+        .await
+        .unwrap();
+
+    assert!(
+        response.batch_item_failures.is_empty(),
+        "decided at once: the same data will not read by retrying"
+    );
+    let s = state(&pool, broken).await;
+    assert_eq!(s.matching_status.as_deref(), Some("failed"));
+    assert!(s.failed && s.notified, "{s:?}");
+    let error = s.matching_error.unwrap();
+    assert!(
+        error.contains("not an extraction") && error.contains("invalid type"),
+        "the reason is recorded: {error}"
+    );
+    let notices = slack_bodies(&slack).await;
+    assert_eq!(notices.len(), 1, "admins told once");
+    assert!(
+        notices[0].to_string().contains(&broken.to_string()),
+        "{:?}",
+        notices[0]
+    );
+
+    // A duplicate delivery of the message neither reruns nor tells anyone again.
+    let mut duplicate = event;
+    duplicate.records[0]
+        .attributes
+        .insert("ApproximateReceiveCount".into(), "2".into());
+    let again = matching::handler(&deps, lambda_event(duplicate, None))
+        .await
+        .unwrap();
+    assert!(again.batch_item_failures.is_empty());
+    assert_eq!(state(&pool, broken).await.matching_attempts, 1);
+    assert_eq!(slack_bodies(&slack).await.len(), 1);
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn a_candidate_whose_data_is_not_an_extraction_is_left_out_and_the_match_goes_on(
+    pool: PgPool,
+) {
+    let slack = slack_server().await;
+    let deps = deps(&pool, None, slack_notifier(&slack)).await;
+    let t = tenant(&pool, "Acme AG").await;
+    let po = matched_document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
+    )
+    .await;
+    let broken = matched_document(
+        &pool,
+        t,
+        DocumentType::PurchaseOrder,
+        purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
+    )
+    .await;
+    sqlx::query("UPDATE document SET structured_data = $2 WHERE id = $1")
+        .bind(broken)
+        .bind(unreadable_data())
+        .execute(&pool)
+        .await
+        .unwrap();
+    let inv = document(
+        &pool,
+        t,
+        DocumentType::Invoice,
+        invoice("RE-9", "PO-2024-0042", "LS-9", "2024-03-05", 1190.0),
+    )
+    .await;
+    let logs = Logs::default();
+    let _guard = logs.capture();
+
+    let response = matching::handler(
+        &deps,
+        lambda_event(
+            event_with_body(MATCHING_VALID, Some(&inv.to_string()), 1),
+            None,
+        ),
+    )
+    .await
+    .unwrap();
+
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(
+        state(&pool, inv).await.matching_status.as_deref(),
+        Some("succeeded")
+    );
+    assert_eq!(pairs(&pool).await, vec![pair(inv, po)]);
+    let text = logs.text();
+    assert!(
+        text.contains("cannot be read") && text.contains(&broken.to_string()),
+        "the candidate left out is named: {text}"
+    );
+}
+
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn documents_of_an_unknown_type_are_never_candidates_and_do_not_stop_other_matches(
     pool: PgPool,

@@ -90,7 +90,7 @@ async fn export(
     .await;
     sqlx::query("UPDATE document SET structured_data = $2 WHERE id = $1")
         .bind(env.tenant.document_id)
-        .bind(serde_json::to_value(extraction).unwrap())
+        .bind(extraction.to_stored())
         .execute(&env.pool)
         .await
         .unwrap();

@@ -36,6 +36,7 @@ use std::time::Duration;
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use docflow::datev::{MaesnClient, MaesnConfig};
+use docflow::db::Held;
 use docflow::ids::OutputJobId;
 use docflow::notify::{AdminNotice, Notifier, NotifySettings};
 use docflow::output::worker::{
@@ -168,8 +169,8 @@ pub async fn process(deps: &Deps, msg: Message) -> Outcome {
     let claim_ref = &claim;
     msg.with_heartbeat(work(deps, &msg, &claim, final_receive), || async move {
         match worker::touch(pool, claim_ref).await {
-            Ok(true) => {}
-            Ok(false) => tracing::warn!("heartbeat: the job's claim was lost (taken over or finished)"),
+            Ok(Held::Held) => {}
+            Ok(Held::Lost) => tracing::warn!("heartbeat: the job's claim was lost (taken over or finished)"),
             Err(e) => {
                 tracing::warn!(error.message = %e, error.cause_chain = ?e, "heartbeat could not touch the job")
             }
@@ -270,7 +271,7 @@ async fn unworkable(deps: &Deps, msg: &Message, job: &Unworkable, final_receive:
     let error = job.to_string();
     tracing::error!(column = job.column, value = %job.value, %error, "output job holds a value this version does not know");
     match worker::fail_unworkable(&deps.pool, job).await {
-        Ok(true) => {
+        Ok(Held::Held) => {
             metrics::failed_permanently();
             metrics::count(m::EXPORTS_FAILED, 1);
             notify(deps, msg, Subject::from(job), FAILURE_TITLE, &error).await;
@@ -278,8 +279,8 @@ async fn unworkable(deps: &Deps, msg: &Message, job: &Unworkable, final_receive:
         }
         // Claimed by us: only a take-over after going stale changes it, and its new holder
         // meets the same value.
-        Ok(false) if job.token.is_some() => claim_lost(),
-        Ok(false) => {
+        Ok(Held::Lost) if job.token.is_some() => claim_lost(),
+        Ok(Held::Lost) => {
             tracing::warn!(
                 "the job's status changed meanwhile; releasing the message to look again"
             );
@@ -356,12 +357,12 @@ async fn work(deps: &Deps, msg: &Message, claim: &Claimed, final_receive: bool) 
             Err(e) => Err(e),
         };
         return match failed {
-            Ok(true) => {
+            Ok(Held::Held) => {
                 metrics::failed_permanently();
                 notify(deps, msg, Subject::from(claim), FAILURE_TITLE, &error).await;
                 Outcome::Done
             }
-            Ok(false) => claim_lost(),
+            Ok(Held::Lost) => claim_lost(),
             Err(e) => still_running(deps, final_receive, &e),
         };
     }

@@ -438,7 +438,7 @@ async fn complete(
     claimed: &Claimed,
     run: &ExtractionRun,
 ) -> Result<Option<DocumentType>, sqlx::Error> {
-    let data = serde_json::to_value(&run.extraction).expect("an Extraction always serializes");
+    let data = run.extraction.to_stored();
     let kind = run.extraction.document_type.unwrap_or(DocumentType::Other);
     // The document's update runs only when the ingestion's did (`EXISTS (SELECT 1 FROM
     // done)`): both CTEs see the same snapshot, so the claim token decides for both.

@@ -171,6 +171,13 @@ pub async fn process(deps: &Deps, msg: Message) -> Outcome {
             };
             return on_failure(deps, &msg, id, Attempt::Claimed(attempt), error).await;
         }
+        Ok(Claim::UnreadableData { error, attempt }) => {
+            let error = MatchingError::UnreadableData {
+                document_id: id.0,
+                source: error,
+            };
+            return on_failure(deps, &msg, id, Attempt::Claimed(attempt), error).await;
+        }
         Err(source) => {
             let error = MatchingError::Database {
                 step: "claim the document",
@@ -249,8 +256,8 @@ async fn on_failure(
     ) {
         (RetryClass::Transient, TransientSchedule::RetryAfter(after)) => {
             match status::record_error(&deps.pool, id.0, attempt, &text).await {
-                Ok(true) => {}
-                Ok(false) => tracing::info!(
+                Ok(status::Held::Held) => {}
+                Ok(status::Held::Lost) => tracing::info!(
                     document_id = %id,
                     "a newer delivery owns or finished this document; its error is not recorded"
                 ),
@@ -337,8 +344,8 @@ async fn tell_admins(
 ) {
     if whose == Notice::Untold {
         match status::claim_notice(&deps.pool, id.0, failed.failed_at).await {
-            Ok(true) => {}
-            Ok(false) => {
+            Ok(status::Held::Held) => {}
+            Ok(status::Held::Lost) => {
                 tracing::info!(document_id = %id, "another delivery is telling the admins");
                 return;
             }

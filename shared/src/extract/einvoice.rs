@@ -437,6 +437,7 @@ fn to_extraction(i: &Invoice, mut source: EInvoiceSource) -> Extraction {
         })
         .collect();
     let mut e = Extraction {
+        schema_version: crate::extract::SCHEMA_VERSION,
         extraction_successful: true,
         confidence: Confidence::High,
         missing_fields: Vec::new(),

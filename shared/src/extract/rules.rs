@@ -96,6 +96,7 @@ pub fn extract(text: &str) -> Extraction {
     };
 
     let mut extraction = Extraction {
+        schema_version: super::SCHEMA_VERSION,
         extraction_successful: false,
         confidence: Confidence::Low,
         missing_fields: Vec::new(),

@@ -28,19 +28,20 @@
 //! never dropped, and one it did is judged afresh.
 
 use chrono::NaiveDate;
-use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
 
 use super::DocumentType;
+use crate::extract::Extraction;
 
 /// A document that may match the source, with its normalised fields and the pg_trgm
 /// similarity of its counterparty name to the source's.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct Candidate {
     pub id: Uuid,
     pub doc_type: DocumentType,
-    pub structured_data: Value,
+    /// Its extraction (`document.structured_data`).
+    pub data: Extraction,
     /// The version of `structured_data` read (`document.data_version`): the write phase
     /// links nothing from data that changed since.
     pub data_version: i64,
@@ -55,6 +56,56 @@ pub struct Candidate {
     /// Cosine similarity (1 − distance) of the two embeddings, when both documents have
     /// one by the configured model ([`super::semantic`]).
     pub semantic_similarity: Option<f64>,
+}
+
+/// A candidate as the queries return it ([`CANDIDATES`], [`super::semantic`]):
+/// `structured_data` still JSON, read by [`readable`].
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct CandidateRow {
+    id: Uuid,
+    doc_type: DocumentType,
+    structured_data: serde_json::Value,
+    data_version: i64,
+    cluster_id: Option<Uuid>,
+    normalized_counterparty: Option<String>,
+    normalized_vat_id: Option<String>,
+    normalized_iban: Option<String>,
+    normalized_references: Vec<String>,
+    name_similarity: f64,
+    linked: bool,
+    semantic_similarity: Option<f64>,
+}
+
+/// The rows whose data reads as an [`Extraction`]. A row that does not is left out with
+/// a warning naming it and the reason: it cannot be compared, and its own matching
+/// fails visibly on the same reason.
+pub(super) fn readable(rows: Vec<CandidateRow>) -> Vec<Candidate> {
+    rows.into_iter()
+        .filter_map(|row| match Extraction::from_stored(&row.structured_data) {
+            Ok(data) => Some(Candidate {
+                id: row.id,
+                doc_type: row.doc_type,
+                data,
+                data_version: row.data_version,
+                cluster_id: row.cluster_id,
+                normalized_counterparty: row.normalized_counterparty,
+                normalized_vat_id: row.normalized_vat_id,
+                normalized_iban: row.normalized_iban,
+                normalized_references: row.normalized_references,
+                name_similarity: row.name_similarity,
+                linked: row.linked,
+                semantic_similarity: row.semantic_similarity,
+            }),
+            Err(error) => {
+                tracing::warn!(
+                    candidate = %row.id,
+                    error.message = %error,
+                    "a candidate's extracted data cannot be read; it is not compared"
+                );
+                None
+            }
+        })
+        .collect()
 }
 
 /// How many of a tenant's documents must carry a VAT id before it counts as a company
@@ -143,7 +194,7 @@ pub async fn find_candidates(
         return Ok(Vec::new());
     }
     let quotas = Quotas::of(limit);
-    sqlx::query_as::<_, Candidate>(CANDIDATES)
+    let rows = sqlx::query_as::<_, CandidateRow>(CANDIDATES)
         .bind(query.tenant_id)
         .bind(query.document_id)
         .bind(&types)
@@ -162,7 +213,8 @@ pub async fn find_candidates(
         .bind(quotas.supplier)
         .bind(quotas.name)
         .fetch_all(pool)
-        .await
+        .await?;
+    Ok(readable(rows))
 }
 
 /// The candidate query ($1 tenant, $2 source id, $3 types, $4 name, $5 pooled reference

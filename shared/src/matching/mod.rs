@@ -29,8 +29,8 @@ pub mod semantic;
 pub mod status;
 pub mod write;
 
+use crate::extract::Extraction;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -174,7 +174,6 @@ impl MatchingConfig {
             reference: weight("MATCH_WEIGHT_REFERENCE", w.reference)?,
             near_reference: weight("MATCH_WEIGHT_NEAR_REFERENCE", w.near_reference)?,
             shared_reference: weight("MATCH_WEIGHT_SHARED_REFERENCE", w.shared_reference)?,
-            unknown_reference: weight("MATCH_WEIGHT_UNKNOWN_REFERENCE", w.unknown_reference)?,
             reference_conflict: penalty("MATCH_PENALTY_REFERENCE_CONFLICT", w.reference_conflict)?,
             vat_id: weight("MATCH_WEIGHT_VAT_ID", w.vat_id)?,
             vat_id_mismatch: penalty("MATCH_PENALTY_VAT_ID_MISMATCH", w.vat_id_mismatch)?,
@@ -223,7 +222,8 @@ pub struct Document {
     pub id: Uuid,
     pub tenant_id: Uuid,
     pub doc_type: DocumentType,
-    pub structured_data: Value,
+    /// Its extraction (`document.structured_data`).
+    pub data: Extraction,
     pub cluster_id: Option<Uuid>,
     pub matching_attempts: i32,
     /// The version of `structured_data` the claim read (`document.data_version`).
@@ -252,6 +252,14 @@ pub enum MatchingError {
         "document {document_id} has type {label:?}, which this version of docflow does not know how to match"
     )]
     UnknownType { document_id: Uuid, label: String },
+    /// The document's `structured_data` is not an extraction this version reads:
+    /// permanent until the document is extracted again.
+    #[error("document {document_id} cannot be matched: {source}")]
+    UnreadableData {
+        document_id: Uuid,
+        #[source]
+        source: crate::extract::UnreadableData,
+    },
     #[error("could not embed document {document_id} for the semantic search")]
     Embedding {
         document_id: Uuid,
@@ -281,7 +289,9 @@ impl Classify for MatchingError {
         match self {
             MatchingError::Database { source, .. } => source.retry_class(),
             MatchingError::Llm { source, .. } => source.retry_class(),
-            MatchingError::UnknownType { .. } => RetryClass::Permanent,
+            MatchingError::UnknownType { .. } | MatchingError::UnreadableData { .. } => {
+                RetryClass::Permanent
+            }
             MatchingError::Embedding { source, .. } => match source {
                 semantic::EmbedError::Embedding(e) => e.retry_class(),
                 semantic::EmbedError::Database(e) => e.retry_class(),
@@ -353,18 +363,18 @@ pub async fn match_document_with(
             document_id: doc.id,
         }
     };
-    let normalized = normalize::normalize(&doc.structured_data, doc.doc_type);
+    let normalized = normalize::normalize(&doc.data, doc.doc_type);
     let saved = metrics::stage(
         stages::NORMALIZE,
         status::save_normalized(pool, &owner, &normalized),
     )
     .await
     .map_err(db("persist the normalised fields"))?;
-    if !saved {
+    if saved.is_lost() {
         return Err(superseded());
     }
 
-    let own_probe = normalized.search_keys.own_probe(doc.doc_type);
+    let own_probe = normalized.search_keys.own_probe();
     let cited_probe = normalized.search_keys.cited_probe();
     let query = candidates::Query {
         tenant_id: doc.tenant_id,
@@ -459,18 +469,18 @@ pub async fn match_document_with(
         vat_id: normalized.vat_id.as_deref(),
         iban: normalized.iban.as_deref(),
         references: &normalized.references,
-        structured: &doc.structured_data,
+        data: &doc.data,
     };
     let scored: Vec<decide::Scored> = found
         .iter()
         .map(|c| {
-            let references = normalize::References::read(&c.structured_data, c.doc_type);
+            let references = normalize::References::read(&c.data, c.doc_type);
             let side = score::Side {
                 doc_type: c.doc_type,
                 vat_id: c.normalized_vat_id.as_deref(),
                 iban: c.normalized_iban.as_deref(),
                 references: &references,
-                structured: &c.structured_data,
+                data: &c.data,
             };
             let mut score = score::score(&config.weights, &source_side, &side, c.name_similarity);
             if ambiguous_name(normalized.counterparty.as_deref())
@@ -487,7 +497,7 @@ pub async fn match_document_with(
             decide::Scored {
                 id: c.id,
                 doc_type: c.doc_type,
-                structured_data: c.structured_data.clone(),
+                data: c.data.clone(),
                 score,
             }
         })
@@ -498,13 +508,7 @@ pub async fn match_document_with(
 
     let decisions = metrics::stage(
         stages::DECIDE,
-        decide::decide(
-            llm,
-            &config.thresholds,
-            doc.doc_type,
-            &doc.structured_data,
-            &scored,
-        ),
+        decide::decide(llm, &config.thresholds, doc.doc_type, &doc.data, &scored),
     )
     .await
     .map_err(|source| MatchingError::Llm {
@@ -537,9 +541,10 @@ pub async fn match_document_with(
             else {
                 return Ok(None);
             };
-            if !status::succeed(&mut tx, &owner)
+            if status::succeed(&mut tx, &owner)
                 .await
                 .map_err(db("mark the document succeeded"))?
+                .is_lost()
             {
                 return Ok(None);
             }

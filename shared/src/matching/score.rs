@@ -8,7 +8,6 @@
 //! | one cites the other's own number (PO, delivery note, invoice)      | +0.50 × spec    |
 //! | one cites a number one slip away from the other's own (a typo)     | 0 (no contradiction) |
 //! | both cite the same number (an invoice and a delivery note, one PO) | +0.25 × spec    |
-//! | a number of unknown kind matches                                   | +0.30 × spec    |
 //! | the references contradict (cites another PO / delivery note / invoice) | −0.60       |
 //! | same VAT id / different VAT ids                                    | +0.15 / −0.30   |
 //! | same IBAN                                                          | +0.05           |
@@ -33,10 +32,10 @@
 //! weight).
 
 use serde::Serialize;
-use serde_json::Value;
 
 use super::DocumentType;
-use super::normalize::{RefKind, References, document_date, letter_part, number_part};
+use super::normalize::{RefKind, References, letter_part, number_part};
+use crate::extract::Extraction;
 
 /// The weight of each piece of evidence (penalties are negative).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -48,8 +47,6 @@ pub struct Weights {
     pub near_reference: f64,
     /// Both sides cite the same number.
     pub shared_reference: f64,
-    /// A number of unknown kind (`reference`) matches a number of the other side.
-    pub unknown_reference: f64,
     /// Both sides name the purchase order / delivery note / invoice they belong to, and
     /// the names differ.
     pub reference_conflict: f64,
@@ -89,7 +86,6 @@ impl Default for Weights {
             reference: 0.50,
             near_reference: 0.0,
             shared_reference: 0.25,
-            unknown_reference: 0.30,
             reference_conflict: -0.60,
             vat_id: 0.15,
             vat_id_mismatch: -0.30,
@@ -112,14 +108,14 @@ impl Default for Weights {
 /// Relative tolerance for totals to agree (rounding, cents), with 0.01 as the floor.
 pub const AMOUNT_TOLERANCE: f64 = 0.005;
 
-/// The side of a comparison: normalised fields and the raw structured data.
+/// The side of a comparison: normalised fields and the extraction.
 #[derive(Debug, Clone, Copy)]
 pub struct Side<'a> {
     pub doc_type: DocumentType,
     pub vat_id: Option<&'a str>,
     pub iban: Option<&'a str>,
     pub references: &'a References,
-    pub structured: &'a Value,
+    pub data: &'a Extraction,
 }
 
 /// How two references relate.
@@ -139,15 +135,26 @@ pub enum RefMatch {
     Exact,
 }
 
+/// How a reference ties two documents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Relation {
+    /// One cites the other's own number.
+    Cites,
+    /// Both cite the same number (an invoice and a delivery note naming one order).
+    Shared,
+    /// One cites a number one slip away from the other's own: probably a typo of it.
+    /// Neither a tie nor a contradiction.
+    Near,
+}
+
 /// One piece of evidence and what it contributed to the score (stored as JSON on the
 /// match edge).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Evidence {
-    /// `relation`: `cites` (one cites the other's own number), `shared` (both cite it),
-    /// `unknown` (a number of unknown kind).
     Reference {
-        relation: &'static str,
+        relation: Relation,
         references: Vec<String>,
         specificity: f64,
         weight: f64,
@@ -326,7 +333,7 @@ pub fn score(w: &Weights, source: &Side<'_>, candidate: &Side<'_>, name_similari
     let cites_directly = matches!(
         references,
         Some(Evidence::Reference {
-            relation: "cites",
+            relation: Relation::Cites,
             ..
         })
     );
@@ -354,11 +361,11 @@ pub fn score(w: &Weights, source: &Side<'_>, candidate: &Side<'_>, name_similari
         });
     }
 
-    if let Some(amount) = amount_agreement(w, source.structured, candidate.structured) {
+    if let Some(amount) = amount_agreement(w, source.data, candidate.data) {
         evidence.push(amount);
     }
 
-    match lines_agreement(source.structured, candidate.structured) {
+    match lines_agreement(source.data, candidate.data) {
         Some(true) => evidence.push(Evidence::Lines {
             agree: true,
             weight: w.lines,
@@ -366,7 +373,8 @@ pub fn score(w: &Weights, source: &Side<'_>, candidate: &Side<'_>, name_similari
         // Other quantities of the same goods: another partial delivery — unless the
         // invoice names this delivery note itself (a final invoice over several).
         Some(false)
-            if is_invoice_and_delivery(source.doc_type, candidate.doc_type) && !cites_directly =>
+            if DocumentType::invoice_and_delivery(source.doc_type, candidate.doc_type)
+                && !cites_directly =>
         {
             evidence.push(Evidence::Lines {
                 agree: false,
@@ -376,10 +384,7 @@ pub fn score(w: &Weights, source: &Side<'_>, candidate: &Side<'_>, name_similari
         _ => {}
     }
 
-    if let (Some(a), Some(b)) = (
-        document_date(source.structured),
-        document_date(candidate.structured),
-    ) {
+    if let (Some(a), Some(b)) = (source.data.invoice_date, candidate.data.invoice_date) {
         let days_apart = (a - b).num_days().abs();
         let weight = if days_apart <= DATE_CLOSE_DAYS {
             w.date_close
@@ -437,16 +442,9 @@ fn dated_before_its_origin(
     b_type: DocumentType,
     b: chrono::NaiveDate,
 ) -> Option<i64> {
-    use DocumentType::*;
-    let origin_first = |origin: DocumentType, follower: DocumentType| {
-        matches!(
-            (origin, follower),
-            (PurchaseOrder, DeliveryNote) | (PurchaseOrder, Invoice) | (Invoice, CreditNote)
-        )
-    };
-    if origin_first(a_type, b_type) {
+    if b_type.follows(a_type) {
         Some((a - b).num_days())
-    } else if origin_first(b_type, a_type) {
+    } else if a_type.follows(b_type) {
         Some((b - a).num_days())
     } else {
         None
@@ -457,15 +455,14 @@ fn dated_before_its_origin(
 /// likely typo of a number, `near`, says neither) — same supplier, goods, dates.
 pub fn circumstantial(evidence: &[Evidence]) -> bool {
     !evidence.iter().any(|e| match e {
-        Evidence::Reference { relation, .. } => *relation != "near",
+        Evidence::Reference { relation, .. } => *relation != Relation::Near,
         Evidence::ReferenceConflict { .. } => true,
         _ => false,
     })
 }
 
 /// How a pair's references tie it, strongest first (docs/matching.md, *Evidence
-/// ranking*): one cites the other's own number (or a number of unknown kind matches),
-/// both cite the same number (an invoice and a delivery note naming one order), or
+/// ranking*): one cites the other's own number, both cite the same number (an invoice and a delivery note naming one order), or
 /// nothing but circumstance (supplier, goods, amounts, dates).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Tier {
@@ -479,10 +476,10 @@ impl Tier {
         let mut tier = Tier::Circumstance;
         for e in evidence {
             if let Evidence::Reference { relation, .. } = e {
-                let t = match *relation {
-                    "cites" | "unknown" => Tier::Direct,
-                    "shared" => Tier::Shared,
-                    _ => Tier::Circumstance,
+                let t = match relation {
+                    Relation::Cites => Tier::Direct,
+                    Relation::Shared => Tier::Shared,
+                    Relation::Near => Tier::Circumstance,
                 };
                 tier = tier.max(t);
             }
@@ -503,14 +500,14 @@ pub struct Proximity {
     pub days_apart: i64,
 }
 
-pub fn proximity(a: &Value, b: &Value) -> Proximity {
+pub fn proximity(a: &Extraction, b: &Extraction) -> Proximity {
     let quantities = match lines_agreement(a, b) {
         Some(true) => 0,
         Some(false) => 2,
         None if amount_agreement(&Weights::default(), a, b).is_some() => 0,
         None => 1,
     };
-    let days_apart = match (document_date(a), document_date(b)) {
+    let days_apart = match (a.invoice_date, b.invoice_date) {
         (Some(x), Some(y)) => (x - y).num_days().abs(),
         _ => i64::MAX,
     };
@@ -518,14 +515,6 @@ pub fn proximity(a: &Value, b: &Value) -> Proximity {
         quantities,
         days_apart,
     }
-}
-
-fn is_invoice_and_delivery(a: DocumentType, b: DocumentType) -> bool {
-    matches!(
-        (a, b),
-        (DocumentType::Invoice, DocumentType::DeliveryNote)
-            | (DocumentType::DeliveryNote, DocumentType::Invoice)
-    )
 }
 
 /// How specific a key is, 0.4–1: by its count of digits, a letter prefix adding a step.
@@ -711,7 +700,7 @@ fn reference_evidence(w: &Weights, s: &Side<'_>, c: &Side<'_>) -> Option<Evidenc
     if let Some((level, keys)) = direct_match {
         let (specificity, weight) = reference_weight(w.reference, level, &keys);
         return Some(Evidence::Reference {
-            relation: "cites",
+            relation: Relation::Cites,
             references: keys,
             specificity,
             weight,
@@ -758,7 +747,7 @@ fn reference_evidence(w: &Weights, s: &Side<'_>, c: &Side<'_>) -> Option<Evidenc
     if let Some((level, keys)) = shared {
         let (specificity, weight) = reference_weight(w.shared_reference, level, &keys);
         return Some(Evidence::Reference {
-            relation: "shared",
+            relation: Relation::Shared,
             references: keys,
             specificity,
             weight,
@@ -775,40 +764,20 @@ fn reference_evidence(w: &Weights, s: &Side<'_>, c: &Side<'_>) -> Option<Evidenc
         // Probably a typo of this number.
         let (specificity, weight) = reference_weight(w.near_reference, RefMatch::Exact, &keys);
         return Some(Evidence::Reference {
-            relation: "near",
+            relation: Relation::Near,
             references: keys,
             specificity,
             weight,
         });
     }
 
-    // Unknown kind: against anything the other side carries.
-    let everything =
-        |r: &References| -> Vec<String> { r.own.iter().chain(r.all_cited()).cloned().collect() };
-    for (unknown, other) in [(&sr.unknown, everything(cr)), (&cr.unknown, everything(sr))] {
-        if let Some((level, keys)) = best(unknown, &other)
-            && level >= RefMatch::SameNumber
-        {
-            let (specificity, weight) = reference_weight(w.unknown_reference, level, &keys);
-            return Some(Evidence::Reference {
-                relation: "unknown",
-                references: keys,
-                specificity,
-                weight,
-            });
-        }
-    }
     None
 }
 
-fn amount_agreement(w: &Weights, source: &Value, candidate: &Value) -> Option<Evidence> {
-    let a = number(source.get("total")?)?;
-    let b = number(candidate.get("total")?)?;
-    let currency_of = |v: &Value| {
-        v.get("currency")
-            .and_then(Value::as_str)
-            .map(|c| c.trim().to_ascii_uppercase())
-    };
+fn amount_agreement(w: &Weights, source: &Extraction, candidate: &Extraction) -> Option<Evidence> {
+    let a = source.total?;
+    let b = candidate.total?;
+    let currency_of = |e: &Extraction| e.currency.as_deref().map(|c| c.trim().to_ascii_uppercase());
     let (ca, cb) = (currency_of(source), currency_of(candidate));
     if let (Some(ca), Some(cb)) = (&ca, &cb)
         && ca != cb
@@ -834,30 +803,24 @@ struct Line {
     quantity: Option<f64>,
 }
 
-fn lines(structured: &Value) -> Vec<Line> {
-    structured
-        .get("line_items")
-        .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|item| {
-                    let description = item.get("description")?.as_str()?;
-                    let mut words: Vec<String> = description
-                        .split(|c: char| !c.is_alphanumeric())
-                        .filter(|w| !w.is_empty())
-                        .map(str::to_lowercase)
-                        .collect();
-                    words.sort();
-                    words.dedup();
-                    (!words.is_empty()).then(|| Line {
-                        words,
-                        quantity: item.get("quantity").and_then(number),
-                    })
-                })
-                .collect()
+fn lines(data: &Extraction) -> Vec<Line> {
+    data.line_items
+        .iter()
+        .filter_map(|item| {
+            let mut words: Vec<String> = item
+                .description
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .map(str::to_lowercase)
+                .collect();
+            words.sort();
+            words.dedup();
+            (!words.is_empty()).then_some(Line {
+                words,
+                quantity: item.quantity,
+            })
         })
-        .unwrap_or_default()
+        .collect()
 }
 
 fn same_goods(a: &Line, b: &Line) -> bool {
@@ -869,7 +832,7 @@ fn same_goods(a: &Line, b: &Line) -> bool {
 /// `Some(true)`: every line of the shorter list has the same goods in the same quantity
 /// on the other side. `Some(false)`: common goods appear in other quantities. `None`: no
 /// line items to compare, or no common goods.
-fn lines_agreement(source: &Value, candidate: &Value) -> Option<bool> {
+fn lines_agreement(source: &Extraction, candidate: &Extraction) -> Option<bool> {
     let (a, b) = (lines(source), lines(candidate));
     if a.is_empty() || b.is_empty() {
         return None;
@@ -901,15 +864,6 @@ fn lines_agreement(source: &Value, candidate: &Value) -> Option<bool> {
     }
 }
 
-/// A number, or a string holding one ("119.00").
-fn number(value: &Value) -> Option<f64> {
-    match value {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-}
-
 fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
@@ -917,16 +871,18 @@ fn round3(x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::extract::test_data;
+    use serde_json::{Value, json};
 
     struct Doc {
         doc_type: DocumentType,
         vat: Option<&'static str>,
         refs: References,
-        data: Value,
+        data: Extraction,
     }
 
     fn doc(doc_type: DocumentType, vat: Option<&'static str>, data: Value) -> Doc {
+        let data = test_data(data);
         Doc {
             doc_type,
             vat,
@@ -941,7 +897,7 @@ mod tests {
             vat_id: d.vat,
             iban: None,
             references: &d.refs,
-            structured: &d.data,
+            data: &d.data,
         }
     }
 
@@ -1074,10 +1030,16 @@ mod tests {
 
     #[test]
     fn proximity_puts_equal_quantities_before_days_and_missing_dates_last() {
-        let inv = json!({"invoice_date": "2024-03-06", "line_items": [{"description": "Paper", "quantity": 20}]});
-        let same_far = json!({"invoice_date": "2024-03-20", "line_items": [{"description": "Paper", "quantity": 20}]});
-        let other_near = json!({"invoice_date": "2024-03-05", "line_items": [{"description": "Paper", "quantity": 25}]});
-        let undated = json!({"line_items": [{"description": "Paper", "quantity": 20}]});
+        let inv = test_data(
+            json!({"invoice_date": "2024-03-06", "line_items": [{"description": "Paper", "quantity": 20}]}),
+        );
+        let same_far = test_data(
+            json!({"invoice_date": "2024-03-20", "line_items": [{"description": "Paper", "quantity": 20}]}),
+        );
+        let other_near = test_data(
+            json!({"invoice_date": "2024-03-05", "line_items": [{"description": "Paper", "quantity": 25}]}),
+        );
+        let undated = test_data(json!({"line_items": [{"description": "Paper", "quantity": 20}]}));
 
         assert!(proximity(&inv, &same_far) < proximity(&inv, &other_near));
         assert!(proximity(&inv, &same_far) < proximity(&inv, &undated));
@@ -1267,7 +1229,7 @@ mod tests {
         assert!(matches!(
             sc.evidence[0],
             Evidence::Reference {
-                relation: "cites",
+                relation: Relation::Cites,
                 ..
             }
         ));
@@ -1397,14 +1359,14 @@ mod tests {
         let both = doc(
             INV,
             Some("DE1"),
-            json!({"po_reference": ["AB-77001", "45000 12345"], "total": 119.0, "invoice_date": "2024-03-10"}),
+            json!({"po_reference": "AB-77001, 45000 12345", "total": 119.0, "invoice_date": "2024-03-10"}),
         );
         let sc = s(&both, &po, 0.0);
         assert!(
             matches!(
                 sc.evidence[0],
                 Evidence::Reference {
-                    relation: "cites",
+                    relation: Relation::Cites,
                     ..
                 }
             ),
@@ -1449,7 +1411,7 @@ mod tests {
     #[test]
     fn totals_agree_within_half_a_percent_and_not_across_currencies() {
         let a = doc(INV, None, json!({"total": 1000.0, "currency": "EUR"}));
-        let close = doc(PO, None, json!({"total": "1004.50", "currency": "EUR"}));
+        let close = doc(PO, None, json!({"total": 1004.50, "currency": "EUR"}));
         let far = doc(PO, None, json!({"total": 1010.0, "currency": "EUR"}));
         let usd = doc(PO, None, json!({"total": 1000.0, "currency": "USD"}));
 
@@ -1461,7 +1423,7 @@ mod tests {
     #[test]
     fn dates_further_than_30_days_apart_add_nothing() {
         let a = doc(INV, None, json!({"invoice_date": "2024-02-01"}));
-        let near = doc(PO, None, json!({"invoice_date": "2024-01-13T00:00:00Z"}));
+        let near = doc(PO, None, json!({"invoice_date": "2024-01-13"}));
         let far = doc(PO, None, json!({"invoice_date": "2023-12-01"}));
 
         assert_eq!(s(&a, &near, 0.0).score, 0.05);

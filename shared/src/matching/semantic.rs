@@ -264,7 +264,7 @@ pub async fn nearest(
         .await?;
         nearest_sql(probe.dimensions)
     };
-    let mut found = sqlx::query_as::<_, Candidate>(&sql)
+    let rows = sqlx::query_as::<_, super::candidates::CandidateRow>(&sql)
         .bind(query.tenant_id)
         .bind(query.document_id)
         .bind(&types)
@@ -278,6 +278,7 @@ pub async fn nearest(
         .fetch_all(&mut *tx)
         .await?;
     tx.commit().await?;
+    let mut found = super::candidates::readable(rows);
     tracing::debug!(
         tenant_embeddings = size,
         exact = size < EXACT_SEARCH_BELOW,

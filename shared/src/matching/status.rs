@@ -11,8 +11,12 @@ use uuid::Uuid;
 
 use super::normalize::Normalized;
 use super::{Document, DocumentType};
+pub use crate::db::Held;
 
 /// The result of claiming a document for matching.
+// One per message, moved once: the size of `Claimed` (the extraction inline) costs
+// nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Claim {
     /// Now `in-progress`, attempts incremented.
@@ -27,6 +31,13 @@ pub enum Claim {
     /// Claimed (`in-progress`, attempts incremented), but its `type` is an enum label this
     /// version does not know: it cannot be matched, and retrying will not change that.
     UnknownType { label: String, attempt: i32 },
+    /// Claimed (`in-progress`, attempts incremented), but its `structured_data` does not
+    /// read as an [`crate::extract::Extraction`]: it cannot be matched, and retrying
+    /// will not change that (a new extraction will).
+    UnreadableData {
+        error: crate::extract::UnreadableData,
+        attempt: i32,
+    },
     /// Another delivery holds a live claim (`in-progress`, claimed less than the lease
     /// ago): this one does not run; the claim goes stale in `stale_in`.
     Busy { stale_in: std::time::Duration },
@@ -103,11 +114,20 @@ pub async fn claim(
                 attempt: row.matching_attempts,
             });
         };
+        let data = match crate::extract::Extraction::from_stored(&row.structured_data) {
+            Ok(data) => data,
+            Err(error) => {
+                return Ok(Claim::UnreadableData {
+                    error,
+                    attempt: row.matching_attempts,
+                });
+            }
+        };
         return Ok(Claim::Claimed(Document {
             id: row.id,
             tenant_id: row.tenant_id,
             doc_type,
-            structured_data: row.structured_data,
+            data,
             cluster_id: row.cluster_id,
             matching_attempts: row.matching_attempts,
             data_version: row.data_version,
@@ -217,7 +237,7 @@ pub async fn save_normalized(
     pool: &PgPool,
     owner: &Owner,
     n: &Normalized,
-) -> Result<bool, sqlx::Error> {
+) -> Result<Held, sqlx::Error> {
     save_normalized_if(pool, owner.id, Some(owner), n).await
 }
 
@@ -236,7 +256,7 @@ async fn save_normalized_if(
     id: Uuid,
     owner: Option<&Owner>,
     n: &Normalized,
-) -> Result<bool, sqlx::Error> {
+) -> Result<Held, sqlx::Error> {
     let saved: i64 = sqlx::query_scalar(
         r#"
         WITH saved AS (
@@ -282,14 +302,14 @@ async fn save_normalized_if(
     .bind(&n.search_keys.cited)
     .fetch_one(pool)
     .await?;
-    Ok(saved == 1)
+    Ok(Held::when(saved == 1))
 }
 
 /// Locks the document's row for the rest of the caller's transaction and says whether
 /// `owner` still holds the claim and the data version it read. Under that lock a
 /// re-extraction or a newer claim waits for the transaction to end, so what the check
 /// saw holds until commit.
-pub async fn still_owns(conn: &mut PgConnection, owner: &Owner) -> Result<bool, sqlx::Error> {
+pub async fn still_owns(conn: &mut PgConnection, owner: &Owner) -> Result<Held, sqlx::Error> {
     let owned: Option<i32> = sqlx::query_scalar(
         r#"
         SELECT 1 FROM document
@@ -305,14 +325,14 @@ pub async fn still_owns(conn: &mut PgConnection, owner: &Owner) -> Result<bool, 
     .bind(owner.data_version)
     .fetch_optional(&mut *conn)
     .await?;
-    Ok(owned.is_some())
+    Ok(Held::when(owned.is_some()))
 }
 
 /// Marks the document `succeeded` (and when), clears the error of earlier attempts —
 /// only while `owner` still holds the claim and the data version it read. Run it in the
 /// write transaction, so matched edges and the status commit together. Returns whether
 /// it marked the row; `false`: the run is stale and the caller rolls back.
-pub async fn succeed(conn: &mut PgConnection, owner: &Owner) -> Result<bool, sqlx::Error> {
+pub async fn succeed(conn: &mut PgConnection, owner: &Owner) -> Result<Held, sqlx::Error> {
     let marked = sqlx::query(
         r#"
         UPDATE document
@@ -335,14 +355,14 @@ pub async fn succeed(conn: &mut PgConnection, owner: &Owner) -> Result<bool, sql
     .execute(conn)
     .await?
     .rows_affected();
-    Ok(marked == 1)
+    Ok(Held::when(marked == 1))
 }
 
 /// Gives up the claim of attempt `attempt` when its run ended without recording an
 /// outcome that releases it (the failure could not be recorded): the next delivery may
 /// claim at once instead of waiting out its lease. A no-op when the claim is no
 /// longer that attempt's. Returns whether it released.
-pub async fn release_claim(pool: &PgPool, id: Uuid, attempt: i32) -> Result<bool, sqlx::Error> {
+pub async fn release_claim(pool: &PgPool, id: Uuid, attempt: i32) -> Result<Held, sqlx::Error> {
     let released = sqlx::query(
         r#"
         UPDATE document
@@ -358,7 +378,7 @@ pub async fn release_claim(pool: &PgPool, id: Uuid, attempt: i32) -> Result<bool
     .execute(pool)
     .await?
     .rows_affected();
-    Ok(released == 1)
+    Ok(Held::when(released == 1))
 }
 
 /// A document marked `failed`, with what the admin notification needs.
@@ -445,7 +465,7 @@ pub async fn claim_notice(
     pool: &PgPool,
     id: Uuid,
     failed_at: DateTime<Utc>,
-) -> Result<bool, sqlx::Error> {
+) -> Result<Held, sqlx::Error> {
     let claimed = sqlx::query(
         r#"
         UPDATE document
@@ -464,7 +484,7 @@ pub async fn claim_notice(
     .execute(pool)
     .await?
     .rows_affected();
-    Ok(claimed == 1)
+    Ok(Held::when(claimed == 1))
 }
 
 /// Gives up this delivery's claim on the notice of `failed_at` when no channel took
@@ -496,7 +516,7 @@ pub async fn mark_notified(
     pool: &PgPool,
     id: Uuid,
     failed_at: DateTime<Utc>,
-) -> Result<bool, sqlx::Error> {
+) -> Result<Held, sqlx::Error> {
     let marked = sqlx::query(
         r#"
         UPDATE document
@@ -511,7 +531,7 @@ pub async fn mark_notified(
     .execute(pool)
     .await?
     .rows_affected();
-    Ok(marked == 1)
+    Ok(Held::when(marked == 1))
 }
 
 /// Records the error of a transient failure that will be retried; the status stays
@@ -523,7 +543,7 @@ pub async fn record_error(
     id: Uuid,
     attempt: Attempt,
     error: &str,
-) -> Result<bool, sqlx::Error> {
+) -> Result<Held, sqlx::Error> {
     let recorded = sqlx::query(
         r#"
         UPDATE document
@@ -544,5 +564,5 @@ pub async fn record_error(
     .execute(pool)
     .await?
     .rows_affected();
-    Ok(recorded == 1)
+    Ok(Held::when(recorded == 1))
 }

@@ -52,6 +52,7 @@ use super::DecidedBy;
 use super::DocumentType;
 use super::decide::Decision;
 use super::score::{Tier, proximity};
+use crate::extract::Extraction;
 use crate::telemetry::metrics;
 
 /// What the write phase changed.
@@ -224,7 +225,7 @@ pub async fn write_matches(
     let waited = std::time::Instant::now();
     lock_regions(conn, tenant_id, &region_of, &mut held).await?;
     metrics::time(metrics::matching::WRITE_LOCK_WAIT, waited.elapsed());
-    if !super::status::still_owns(conn, owner).await? {
+    if super::status::still_owns(conn, owner).await?.is_lost() {
         return Ok(None);
     }
     // Under the lock (a re-extraction's own re-match waits here too): the candidates whose
@@ -414,23 +415,6 @@ pub fn cluster_changes(
     (beyond_first(old_into_new), beyond_first(new_from_old))
 }
 
-fn invoice_and_delivery(a: DocumentType, b: DocumentType) -> bool {
-    use DocumentType::*;
-    matches!((a, b), (Invoice, DeliveryNote) | (DeliveryNote, Invoice))
-}
-
-/// Whether a document of type `child` has at most one partner of type `parent`.
-pub fn exclusive(child: DocumentType, parent: DocumentType) -> bool {
-    use DocumentType::*;
-    matches!(
-        (child, parent),
-        (DeliveryNote, PurchaseOrder)
-            | (DeliveryNote, Invoice)
-            | (Invoice, PurchaseOrder)
-            | (CreditNote, Invoice)
-    )
-}
-
 /// An edge of a document that may have only one partner of a type (`child`): its other
 /// end and that end's type.
 #[derive(Debug, sqlx::FromRow)]
@@ -458,9 +442,9 @@ async fn enforce_exclusive_partners(
     let mut children: Vec<Uuid> = decisions
         .iter()
         .filter_map(|d| {
-            if exclusive(source_type, d.candidate_type) {
+            if source_type.exclusive(d.candidate_type) {
                 Some(document_id)
-            } else if exclusive(d.candidate_type, source_type) {
+            } else if d.candidate_type.exclusive(source_type) {
                 Some(d.candidate_id)
             } else {
                 None
@@ -503,9 +487,9 @@ async fn enforce_exclusive_partners(
     ordered.sort_by_key(|d| super::score::circumstantial(&d.evidence));
     for d in ordered {
         // The side that may have only one partner of the other's type.
-        let (child, parent_type, parent) = if exclusive(source_type, d.candidate_type) {
+        let (child, parent_type, parent) = if source_type.exclusive(d.candidate_type) {
             (document_id, d.candidate_type, d.candidate_id)
-        } else if exclusive(d.candidate_type, source_type) {
+        } else if d.candidate_type.exclusive(source_type) {
             (d.candidate_id, source_type, document_id)
         } else {
             keep.push(d.clone());
@@ -533,7 +517,7 @@ async fn enforce_exclusive_partners(
         }
         // This run's links that give `child` a partner of `parent_type` already.
         let rival_here = |k: &Decision| {
-            let (k_child, k_parent) = if exclusive(source_type, k.candidate_type) {
+            let (k_child, k_parent) = if source_type.exclusive(k.candidate_type) {
                 (document_id, k.candidate_id)
             } else {
                 (k.candidate_id, document_id)
@@ -574,7 +558,23 @@ struct Rival {
     other_type: DocumentType,
     /// [`Tier`] as a number: 2 direct, 1 shared, 0 circumstance.
     tier: i32,
-    structured_data: serde_json::Value,
+    structured_data: Option<serde_json::Value>,
+}
+
+/// A document's extraction for [`proximity`]: nothing found when it has no data, or
+/// data that does not read (logged with the document and the reason).
+fn compared(id: Uuid, stored: Option<&serde_json::Value>) -> Extraction {
+    let Some(stored) = stored else {
+        return Extraction::empty();
+    };
+    Extraction::from_stored(stored).unwrap_or_else(|error| {
+        tracing::warn!(
+            document_id = %id,
+            error.message = %error,
+            "a linked document's extracted data cannot be read; compared as if it had none"
+        );
+        Extraction::empty()
+    })
 }
 
 fn tier_of(n: i32) -> Tier {
@@ -613,22 +613,23 @@ async fn enforce_evidence_ranking(
     let ranked = |d: &Decision| match Tier::of(&d.evidence) {
         Tier::Circumstance => false,
         Tier::Shared => true,
-        Tier::Direct => invoice_and_delivery(source_type, d.candidate_type),
+        Tier::Direct => DocumentType::invoice_and_delivery(source_type, d.candidate_type),
     };
     if !decisions.iter().any(ranked) {
         return Ok((decisions.to_vec(), dropped));
     }
     let mut ids: Vec<Uuid> = decisions.iter().map(|d| d.candidate_id).collect();
     ids.push(document_id);
-    let data: HashMap<Uuid, serde_json::Value> = sqlx::query_as::<_, (Uuid, serde_json::Value)>(
-        r#"SELECT id, COALESCE(structured_data, '{}'::jsonb) FROM document WHERE id = ANY($1)"#,
+    let data: HashMap<Uuid, Extraction> = sqlx::query_as::<_, (Uuid, Option<serde_json::Value>)>(
+        r#"SELECT id, structured_data FROM document WHERE id = ANY($1)"#,
     )
     .bind(&ids)
     .fetch_all(&mut *conn)
     .await?
     .into_iter()
+    .map(|(id, stored)| (id, compared(id, stored.as_ref())))
     .collect();
-    let empty = serde_json::Value::Null;
+    let empty = Extraction::empty();
     let data_of = |id: &Uuid| data.get(id).unwrap_or(&empty);
     // Every edge of both ends of every ranked link, in one query (not two per link); the
     // edges this rule unlinks are left out as it goes and deleted together at the end.
@@ -648,12 +649,12 @@ async fn enforce_evidence_ranking(
                o.type AS other_type,
                CASE WHEN EXISTS (SELECT 1 FROM jsonb_array_elements(m.evidence) e
                                   WHERE e->>'kind' = 'reference'
-                                    AND e->>'relation' IN ('cites', 'unknown')) THEN 2
+                                    AND e->>'relation' = 'cites') THEN 2
                     WHEN EXISTS (SELECT 1 FROM jsonb_array_elements(m.evidence) e
                                   WHERE e->>'kind' = 'reference'
                                     AND e->>'relation' = 'shared') THEN 1
                     ELSE 0 END AS tier,
-               COALESCE(o.structured_data, '{}'::jsonb) AS structured_data
+               o.structured_data
           FROM unnest($1::uuid[]) AS c(id)
           JOIN document_match m
             ON m.document_a_id = c.id OR m.document_b_id = c.id
@@ -692,7 +693,10 @@ async fn enforce_evidence_ranking(
                     (Tier::Direct, Tier::Shared) => farther.push(edge),
                     (Tier::Shared, Tier::Direct) => blocked = true,
                     (Tier::Shared, Tier::Shared) => {
-                        let there = proximity(data_of(&end), &r.structured_data);
+                        let there = proximity(
+                            data_of(&end),
+                            &compared(r.other_id, r.structured_data.as_ref()),
+                        );
                         match here.cmp(&there) {
                             std::cmp::Ordering::Less => farther.push(edge),
                             std::cmp::Ordering::Equal => tied.push(edge),

@@ -52,6 +52,7 @@ use crate::datev::{
     BookingProposal, DatevAccount, DatevConnector, DatevError, DocumentFile, Keys, MaesnConfig,
     TaskState, is_duplicate_rejection,
 };
+use crate::db::Held;
 use crate::extract::Extraction;
 use crate::ids::OutputJobId;
 use crate::retry::{Classify, RetryClass, RetryPolicy, error_chain};
@@ -424,7 +425,7 @@ pub async fn unclaimed_state(
 /// Fails a job that holds a value this version does not know, with the error naming the
 /// column and the value, guarded by the status read (and our claim token, when the claim
 /// took it). `false`: the job changed meanwhile, nothing was written.
-pub async fn fail_unworkable(pool: &PgPool, job: &Unworkable) -> Result<bool, sqlx::Error> {
+pub async fn fail_unworkable(pool: &PgPool, job: &Unworkable) -> Result<Held, sqlx::Error> {
     let done = sqlx::query(
         r#"
         UPDATE document_output_job
@@ -438,12 +439,12 @@ pub async fn fail_unworkable(pool: &PgPool, job: &Unworkable) -> Result<bool, sq
     .bind(job.token)
     .execute(pool)
     .await?;
-    Ok(done.rows_affected() == 1)
+    Ok(Held::when(done.rows_affected() == 1))
 }
 
 /// The heartbeat's liveness touch: moves `updated_at` while this claim still holds the
 /// job. `false`: the claim was lost (taken over after going stale, or finished).
-pub async fn touch(pool: &PgPool, claim: &Claimed) -> Result<bool, sqlx::Error> {
+pub async fn touch(pool: &PgPool, claim: &Claimed) -> Result<Held, sqlx::Error> {
     let done = sqlx::query(
         r#"
         UPDATE document_output_job SET updated_at = now()
@@ -454,7 +455,7 @@ pub async fn touch(pool: &PgPool, claim: &Claimed) -> Result<bool, sqlx::Error> 
     .bind(claim.token)
     .execute(pool)
     .await?;
-    Ok(done.rows_affected() == 1)
+    Ok(Held::when(done.rows_affected() == 1))
 }
 
 /// Marks the claimed job failed with `error`. `false`: the claim was lost, nothing
@@ -463,7 +464,7 @@ pub async fn fail(
     conn: &mut PgConnection,
     claim: &Claimed,
     error: &str,
-) -> Result<bool, sqlx::Error> {
+) -> Result<Held, sqlx::Error> {
     let done = sqlx::query(
         r#"
         UPDATE document_output_job
@@ -476,7 +477,7 @@ pub async fn fail(
     .bind(error)
     .execute(conn)
     .await?;
-    Ok(done.rows_affected() == 1)
+    Ok(Held::when(done.rows_affected() == 1))
 }
 
 /// Records that the admins were told about the failed job (the sweeper tells them about
@@ -496,7 +497,7 @@ pub async fn defer(
     conn: &mut PgConnection,
     claim: &Claimed,
     error: &str,
-) -> Result<bool, sqlx::Error> {
+) -> Result<Held, sqlx::Error> {
     let done = sqlx::query(
         r#"
         UPDATE document_output_job
@@ -509,7 +510,7 @@ pub async fn defer(
     .bind(error)
     .execute(conn)
     .await?;
-    Ok(done.rows_affected() == 1)
+    Ok(Held::when(done.rows_affected() == 1))
 }
 
 /// Parks the claimed job: `pending` with `not_before = now() + wait` and `error` as
@@ -538,7 +539,7 @@ pub async fn park(
     .await
 }
 
-async fn mark_dispatched(conn: &mut PgConnection, claim: &Claimed) -> Result<bool, sqlx::Error> {
+async fn mark_dispatched(conn: &mut PgConnection, claim: &Claimed) -> Result<Held, sqlx::Error> {
     let done = sqlx::query(
         r#"
         UPDATE document_output_job
@@ -550,7 +551,7 @@ async fn mark_dispatched(conn: &mut PgConnection, claim: &Claimed) -> Result<boo
     .bind(claim.token)
     .execute(conn)
     .await?;
-    Ok(done.rows_affected() == 1)
+    Ok(Held::when(done.rows_affected() == 1))
 }
 
 /// An `ap_datev_export_audit` row.
@@ -617,7 +618,7 @@ pub async fn recover(
 ) -> Result<Recovery, sqlx::Error> {
     let mut tx = pool.begin().await?;
     let recovery = if audit.task_id.is_some() || audit.status == "succeeded" {
-        if mark_dispatched(&mut tx, claim).await? {
+        if mark_dispatched(&mut tx, claim).await?.is_held() {
             Recovery::Dispatched
         } else {
             Recovery::ClaimLost
@@ -628,7 +629,7 @@ pub async fn recover(
             audit.id,
             audit.error.as_deref().unwrap_or("no error recorded")
         );
-        if fail(&mut tx, claim, &error).await? {
+        if fail(&mut tx, claim, &error).await?.is_held() {
             Recovery::Failed { error }
         } else {
             Recovery::ClaimLost
@@ -639,7 +640,7 @@ pub async fn recover(
              task id), so Maesn may have accepted it; check DATEV before exporting again",
             audit.id
         );
-        if fail(&mut tx, claim, &error).await? {
+        if fail(&mut tx, claim, &error).await?.is_held() {
             sqlx::query(
                 r#"
                 UPDATE ap_datev_export_audit
@@ -897,11 +898,13 @@ pub async fn export<C: DatevConnector>(
         );
         tracing::warn!(%error, "export postponed before calling Maesn");
         let mut conn = pool.acquire().await.map_err(db)?;
-        return Ok(if defer(&mut conn, claim, &error).await.map_err(db)? {
-            ExportOutcome::OutOfTime { error }
-        } else {
-            ExportOutcome::ClaimLost
-        });
+        return Ok(
+            if defer(&mut conn, claim, &error).await.map_err(db)?.is_held() {
+                ExportOutcome::OutOfTime { error }
+            } else {
+                ExportOutcome::ClaimLost
+            },
+        );
     }
 
     let (request_payload, payload_hash) = payload_of(&proposal);
@@ -1247,7 +1250,7 @@ async fn record_refused(
     .await?;
     let outcome = match ending {
         Ending::Passing { retry_after } => {
-            if defer(&mut tx, claim, &error).await? {
+            if defer(&mut tx, claim, &error).await?.is_held() {
                 ExportOutcome::Deferred { error, retry_after }
             } else {
                 ExportOutcome::ClaimLost
@@ -1259,7 +1262,7 @@ async fn record_refused(
         },
         Ending::InDoubt | Ending::Present | Ending::Lasting => {
             let in_doubt = matches!(ending, Ending::InDoubt);
-            if fail(&mut tx, claim, &error).await? {
+            if fail(&mut tx, claim, &error).await?.is_held() {
                 ExportOutcome::Failed { error, in_doubt }
             } else {
                 ExportOutcome::ClaimLost
@@ -1291,7 +1294,7 @@ async fn record_not_sent(
     .bind(&error)
     .execute(&mut *tx)
     .await?;
-    let outcome = if defer(&mut tx, claim, &error).await? {
+    let outcome = if defer(&mut tx, claim, &error).await?.is_held() {
         ExportOutcome::OutOfTime { error }
     } else {
         ExportOutcome::ClaimLost
@@ -1310,7 +1313,7 @@ async fn record_job_only(
 ) -> Result<ExportOutcome, sqlx::Error> {
     let mut conn = pool.acquire().await?;
     Ok(if passing {
-        if defer(&mut conn, claim, &error).await? {
+        if defer(&mut conn, claim, &error).await?.is_held() {
             ExportOutcome::Deferred {
                 error,
                 retry_after: None,
@@ -1318,7 +1321,7 @@ async fn record_job_only(
         } else {
             ExportOutcome::ClaimLost
         }
-    } else if fail(&mut conn, claim, &error).await? {
+    } else if fail(&mut conn, claim, &error).await?.is_held() {
         ExportOutcome::Failed {
             error,
             in_doubt: false,
@@ -1427,16 +1430,15 @@ fn booking_proposal(
     c: &ExportContext,
     bytes: Bytes,
 ) -> Result<BookingProposal, String> {
-    let Some(data) = c.structured_data.clone() else {
+    let Some(data) = &c.structured_data else {
         return Err(format!(
             "document {} has no extracted data; nothing was sent to DATEV (ingest it again)",
             job.document_id
         ));
     };
-    let extraction: Extraction = serde_json::from_value(data).map_err(|e| {
+    let extraction = Extraction::from_stored(data).map_err(|e| {
         format!(
-            "the extracted data of document {} cannot be read ({e}); nothing was sent to \
-             DATEV (ingest it again)",
+            "document {}: {e}; nothing was sent to DATEV (ingest it again)",
             job.document_id
         )
     })?;

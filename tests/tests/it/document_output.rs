@@ -1793,7 +1793,10 @@ async fn a_worker_whose_job_was_taken_over_can_no_longer_change_it(pool: PgPool)
     let b_touch = worker::touch(&env.pool, &b).await.unwrap();
     let b_fail = worker::fail(&mut conn, &b, "B's outcome").await.unwrap();
 
-    assert!(!a_touch && !a_fail && !a_defer, "A's updates match nothing");
+    assert!(
+        a_touch.is_lost() && a_fail.is_lost() && a_defer.is_lost(),
+        "A's updates match nothing"
+    );
     assert_eq!(a_export, worker::ExportOutcome::ClaimLost);
     assert_eq!(while_b_holds.status, "running");
     assert_eq!(while_b_holds.last_error, None);
@@ -1801,7 +1804,7 @@ async fn a_worker_whose_job_was_taken_over_can_no_longer_change_it(pool: PgPool)
         env.audits(env.tenant.document_id).await.is_empty(),
         "A wrote no audit"
     );
-    assert!(b_touch && b_fail, "B's claim holds");
+    assert!(b_touch.is_held() && b_fail.is_held(), "B's claim holds");
     assert_eq!(
         env.job(job_id).await.last_error.as_deref(),
         Some("B's outcome")
@@ -2175,7 +2178,7 @@ async fn a_task_id_maesn_gives_after_the_job_was_taken_over_is_kept_on_the_audit
     );
     let job = env.job(job_id).await;
     assert_eq!(job.status, "running", "B still holds the job");
-    assert!(worker::touch(&env.pool, &b).await.unwrap());
+    assert!(worker::touch(&env.pool, &b).await.unwrap().is_held());
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]

@@ -277,7 +277,7 @@ proptest! {
     }
 
     #[test]
-    fn any_stored_structured_data_can_be_normalised_for_matching(value in json_value()) {
+    fn any_stored_structured_data_reads_as_an_extraction_or_is_refused_with_a_reason(value in json_value()) {
         targets::structured_data(value.to_string().as_bytes());
     }
 }

@@ -27,7 +27,7 @@ async fn fill(pool: &PgPool, tenant: Uuid, n: i32) {
                               normalized_references, matching_own_keys, matching_cited_keys,
                               document_date)
         SELECT $1, t,
-               'documents/x.pdf', '{}'::jsonb, 'succeeded',
+               'documents/x.pdf', '{"schema_version": 2, "extraction_successful": true, "confidence": "high"}'::jsonb, 'succeeded',
                'supplier ' || (i % 400),
                'DE' || (100000000 + i % 400),
                'DE89' || lpad((i % 400)::text, 18, '0'),
@@ -89,7 +89,9 @@ fn nodes(plan: &Value, out: &mut Vec<(String, String)>) {
 /// `PO-2024-1234`, with the keys matching computes for it.
 async fn explain(pool: &PgPool, options: &str, tenant: Uuid, source: Uuid) -> Value {
     let keys = SearchKeys::read(
-        &json!({"invoice_number": "RE-1234", "po_reference": "PO-2024-1234"}),
+        &docflow_tests::extraction(
+            json!({"invoice_number": "RE-1234", "po_reference": "PO-2024-1234"}),
+        ),
         DocumentType::Invoice,
     );
     let quotas = Quotas::of(50);
@@ -105,7 +107,7 @@ async fn explain(pool: &PgPool, options: &str, tenant: Uuid, source: Uuid) -> Va
         .bind(50_i64)
         .bind(NAME_SIMILARITY_FLOOR)
         .bind(5_i64)
-        .bind(keys.own_probe(DocumentType::Invoice))
+        .bind(keys.own_probe())
         .bind(keys.cited_probe())
         .bind(quotas.cites)
         .bind(quotas.cited)
@@ -298,7 +300,7 @@ async fn run(pool: &PgPool, id: Uuid) -> matching::MatchReport {
 
 /// 120 delivery notes of 120 other suppliers, all nearer in date than
 /// the order, carry the number part `12345` — 60 as their own number (`LS-12345`,
-/// `12345`, `DN 12345`), 60 citing it as a number of unknown kind. With the keys pooled,
+/// `12345`, `DN 12345`), 60 citing an order `12345`. With the keys pooled,
 /// they took every candidate slot of an invoice citing `PO-12345` (all of them share the
 /// key `12345`) and the order was never scored. Typed and apart, the invoice's citation
 /// is looked up among orders' own numbers only, the notes citing `12345` fill the other
@@ -330,7 +332,7 @@ async fn a_common_number_part_of_other_suppliers_documents_does_not_crowd_out_th
             note["invoice_number"] = json!(["LS-12345", "12345", "DN 12345"][i % 3]);
         } else {
             note["invoice_number"] = json!(format!("LS-{}", 90000 + i));
-            note["reference"] = json!("12345");
+            note["po_reference"] = json!("12345");
         }
         matched_document(&pool, t, DocumentType::DeliveryNote, note).await;
     }

@@ -757,7 +757,7 @@ async fn clusters_merged_and_split_by_a_rematch_reach_the_function_s_metrics(poo
         async move {
             sqlx::query("UPDATE document SET structured_data = $2, matching_status = 'pending' WHERE id = $1")
                 .bind(inv)
-                .bind(data)
+                .bind(docflow_tests::stored_extraction(data))
                 .execute(pool)
                 .await
                 .unwrap();
@@ -942,21 +942,26 @@ async fn a_stale_run_never_overwrites_a_re_extraction_that_came_in_while_it_deci
     // Act: run A (v1) waits on the LLM; meanwhile the re-extraction writes v2, sets
     // `pending` and sends a new message; then A goes on.
     let run_a = matching::handler(&with_llm, lambda_event(valid_event_for(inv), None));
-    let re_extraction =
-        async {
-            gate.arrived().await;
-            sqlx::query(
+    let re_extraction = async {
+        gate.arrived().await;
+        sqlx::query(
             "UPDATE document SET structured_data = $2, matching_status = 'pending' WHERE id = $1",
         )
         .bind(inv)
-        .bind(invoice("RE-77", "PO-2024-0099", "LS-2024-0199", "2024-03-08", 2380.0))
+        .bind(docflow_tests::stored_extraction(invoice(
+            "RE-77",
+            "PO-2024-0099",
+            "LS-2024-0199",
+            "2024-03-08",
+            2380.0,
+        )))
         .execute(&pool)
         .await
         .unwrap();
-            let message_b = valid_event_for(inv);
-            gate.open();
-            message_b
-        };
+        let message_b = valid_event_for(inv);
+        gate.open();
+        message_b
+    };
     let (response_a, message_b) = tokio::join!(run_a, re_extraction);
 
     // Assert: A wrote nothing and its message is gone; the document waits for B.
@@ -1261,7 +1266,12 @@ async fn a_permanent_error_of_an_older_delivery_never_overwrites_a_newer_deliver
         };
         assert_eq!(doc.matching_attempts, 2);
         let mut conn = pool.acquire().await.unwrap();
-        assert!(status::succeed(&mut conn, &doc.owner()).await.unwrap());
+        assert!(
+            status::succeed(&mut conn, &doc.owner())
+                .await
+                .unwrap()
+                .is_held()
+        );
     })
     .await;
 
@@ -1319,9 +1329,10 @@ async fn an_older_delivery_s_error_never_lands_on_the_attempt_a_newer_delivery_h
         .unwrap();
     assert!(failed.is_some(), "the owning attempt records its failure");
     assert!(
-        !status::record_error(&pool, inv, Attempt::Claimed(doc.matching_attempts), "late")
+        status::record_error(&pool, inv, Attempt::Claimed(doc.matching_attempts), "late")
             .await
-            .unwrap(),
+            .unwrap()
+            .is_lost(),
         "an error after the outcome is recorded does not overwrite it"
     );
     assert_eq!(
@@ -1381,5 +1392,6 @@ async fn a_duplicate_meeting_a_failure_whose_notice_is_being_sent_does_not_tell_
         status::mark_notified(&pool, inv, failed.failed_at)
             .await
             .unwrap()
+            .is_held()
     );
 }

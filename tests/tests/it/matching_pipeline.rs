@@ -541,7 +541,7 @@ async fn rematching_an_edited_document_replaces_its_edges_and_splits_the_cluster
     // A user corrects the delivery note: it belongs to another supplier's shipment.
     sqlx::query("UPDATE document SET structured_data = $2 WHERE id = $1")
         .bind(dn)
-        .bind(json!({"document_type": "delivery_note", "invoice_number": "DN-9", "supplier_name": "Other Logistics Ltd", "supplier_vat_id": "GB999999973", "invoice_date": "2023-01-01"}))
+        .bind(docflow_tests::stored_extraction(json!({"document_type": "delivery_note", "invoice_number": "DN-9", "supplier_name": "Other Logistics Ltd", "supplier_vat_id": "GB999999973", "invoice_date": "2023-01-01"})))
         .execute(&pool)
         .await
         .unwrap();
@@ -1586,7 +1586,7 @@ async fn an_invoice_keeps_one_order_when_the_llm_confirms_a_look_alike_beside_th
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn the_write_phase_counts_the_runs_own_links_toward_the_single_partner_rule(pool: PgPool) {
     use docflow::matching::decide::Decision;
-    use docflow::matching::score::Evidence;
+    use docflow::matching::score::{Evidence, Relation};
     let t = tenant(&pool, "Acme AG").await;
     let (cited, look_alike) = cited_order_and_look_alike(&pool, t).await;
     let inv = document(
@@ -1622,7 +1622,7 @@ async fn the_write_phase_counts_the_runs_own_links_toward_the_single_partner_rul
             decided_by: DecidedBy::Score,
             evidence: vec![
                 Evidence::Reference {
-                    relation: "cites",
+                    relation: Relation::Cites,
                     references: vec!["4500012345".into()],
                     specificity: 1.0,
                     weight: 0.5,
@@ -1727,7 +1727,7 @@ async fn a_candidate_re_extracted_while_the_run_decided_gets_no_edge_from_its_ol
     pool: PgPool,
 ) {
     use docflow::matching::decide::Decision;
-    use docflow::matching::score::Evidence;
+    use docflow::matching::score::{Evidence, Relation};
     let t = tenant(&pool, "Acme AG").await;
     let po = matched_document(
         &pool,
@@ -1753,7 +1753,7 @@ async fn a_candidate_re_extracted_while_the_run_decided_gets_no_edge_from_its_ol
         confidence: docflow::matching::Confidence::High,
         decided_by: DecidedBy::Score,
         evidence: vec![Evidence::Reference {
-            relation: "cites",
+            relation: Relation::Cites,
             references: vec!["4500012345".into()],
             specificity: 1.0,
             weight: 0.5,
@@ -1763,7 +1763,11 @@ async fn a_candidate_re_extracted_while_the_run_decided_gets_no_edge_from_its_ol
     // …then the order was re-extracted (another number: it is not this invoice's order).
     sqlx::query("UPDATE document SET structured_data = $2 WHERE id = $1")
         .bind(po)
-        .bind(purchase_order("4500099999", "2024-03-01", 1190.0))
+        .bind(docflow_tests::stored_extraction(purchase_order(
+            "4500099999",
+            "2024-03-01",
+            1190.0,
+        )))
         .execute(&pool)
         .await
         .unwrap();
@@ -1831,7 +1835,10 @@ async fn the_vat_ids_behind_a_name_follow_every_save_change_and_delete(pool: PgP
     status::save_normalized_unclaimed(
         &pool,
         a,
-        &docflow::matching::normalize::normalize(&data, DocumentType::PurchaseOrder),
+        &docflow::matching::normalize::normalize(
+            &docflow_tests::extraction(data.clone()),
+            DocumentType::PurchaseOrder,
+        ),
     )
     .await
     .unwrap();
@@ -1864,7 +1871,7 @@ async fn the_vat_ids_behind_a_name_follow_every_save_change_and_delete(pool: PgP
 /// The statements a write phase sends (sqlx's `sqlx::query` debug events).
 async fn statements_of_a_write(pool: &PgPool, orders: usize) -> usize {
     use docflow::matching::decide::Decision;
-    use docflow::matching::score::Evidence;
+    use docflow::matching::score::{Evidence, Relation};
     let t = tenant(pool, "Acme AG").await;
     // An order and `orders` invoices citing it (each invoice has one order: every
     // decision is under the single-partner rule), and a delivery note sharing the order
@@ -1895,7 +1902,7 @@ async fn statements_of_a_write(pool: &PgPool, orders: usize) -> usize {
             confidence: docflow::matching::Confidence::High,
             decided_by: DecidedBy::Score,
             evidence: vec![Evidence::Reference {
-                relation: "cites",
+                relation: Relation::Cites,
                 references: vec!["4500012345".into()],
                 specificity: 1.0,
                 weight: 0.5,

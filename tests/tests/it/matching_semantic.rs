@@ -92,7 +92,7 @@ async fn run_with_llm(
     let result = matching::match_document_with(pool, llm, embeddings, config, &doc).await;
     if result.is_err() {
         // As the function does once a run failed: the next run claims at once.
-        status::release_claim(pool, id, doc.matching_attempts)
+        let _ = status::release_claim(pool, id, doc.matching_attempts)
             .await
             .unwrap();
     }
@@ -441,7 +441,7 @@ async fn explain_nearest(pool: &PgPool, mine: i32, others: i32) -> (String, usiz
             INSERT INTO document (tenant_id, type, file_path, structured_data, embedding, embedding_model)
             SELECT $1,
                    (ARRAY['purchase_order','delivery_note','invoice'])[1 + g % 3]::document_type,
-                   'documents/x.pdf', '{}'::jsonb,
+                   'documents/x.pdf', '{"schema_version": 2, "extraction_successful": true, "confidence": "high"}'::jsonb,
                    (SELECT array_agg(random()::real - 0.5) FROM generate_series(1, 256) WHERE g > 0)::vector,
                    'm'
               FROM generate_series(1, $2) g
@@ -626,7 +626,7 @@ async fn a_tenant_with_under_one_percent_of_the_embeddings_gets_its_k_nearest_ne
             INSERT INTO document (tenant_id, type, file_path, structured_data, embedding, embedding_model)
             SELECT $1,
                    (ARRAY['purchase_order','delivery_note','invoice'])[1 + g % 3]::document_type,
-                   'documents/x.pdf', '{}'::jsonb,
+                   'documents/x.pdf', '{"schema_version": 2, "extraction_successful": true, "confidence": "high"}'::jsonb,
                    (SELECT array_agg(random()::real - 0.5) FROM generate_series(1, 256) WHERE g > 0)::vector,
                    'm'
               FROM generate_series(1, $2) g
@@ -834,7 +834,7 @@ async fn a_tenant_above_the_exact_search_threshold_finds_its_neighbour_through_t
     let text = docflow::embeddings::to_pgvector_text(&vector);
     let order: Uuid = sqlx::query_scalar(
         r#"INSERT INTO document (tenant_id, type, file_path, structured_data, embedding, embedding_model)
-           VALUES ($1, 'purchase_order', 'documents/o.pdf', '{}'::jsonb, $2::text::vector, 'm')
+           VALUES ($1, 'purchase_order', 'documents/o.pdf', '{"schema_version": 2, "extraction_successful": true, "confidence": "high"}'::jsonb, $2::text::vector, 'm')
            RETURNING id"#,
     )
     .bind(t)

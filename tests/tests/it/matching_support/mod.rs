@@ -44,7 +44,7 @@ pub async fn document(pool: &PgPool, tenant_id: Uuid, doc_type: DocumentType, da
     )
     .bind(tenant_id)
     .bind(doc_type)
-    .bind(data)
+    .bind(docflow_tests::stored_extraction(data))
     .fetch_one(pool)
     .await
     .unwrap()
@@ -77,8 +77,10 @@ pub async fn matched_document(
     doc_type: DocumentType,
     data: Value,
 ) -> Uuid {
-    let id = document(pool, tenant_id, doc_type, data.clone()).await;
-    status::save_normalized_unclaimed(pool, id, &normalize::normalize(&data, doc_type))
+    let stored = docflow_tests::stored_extraction(data.clone());
+    let id = document(pool, tenant_id, doc_type, data).await;
+    let extraction = docflow::extract::Extraction::from_stored(&stored).unwrap();
+    status::save_normalized_unclaimed(pool, id, &normalize::normalize(&extraction, doc_type))
         .await
         .unwrap();
     id
