@@ -268,6 +268,30 @@ impl fmt::Display for Status {
                 "no"
             }
         )?;
+        let einvoice = d
+            .structured_data
+            .as_ref()
+            .and_then(|v| Extraction::from_stored(v).ok())
+            .and_then(|e| e.einvoice);
+        if let Some(source) = einvoice {
+            if source.provider == "einvoice" {
+                writeln!(
+                    f,
+                    "  e-invoice   {} {}   due (BT-115) {}   prepaid (BT-113) {}   VAT in accounting currency (BT-111) {}",
+                    text(source.syntax.as_deref()),
+                    text(source.profile.as_deref()),
+                    text(source.amount_due),
+                    text(source.prepaid_amount),
+                    text(source.vat_total_accounting_currency)
+                )?;
+            }
+            for line in source.review.iter().chain(&source.disagreements) {
+                writeln!(f, "    to review: {line}")?;
+            }
+            for line in &source.warnings {
+                writeln!(f, "    warning:   {line}")?;
+            }
+        }
         writeln!(f, "ingestion")?;
         if self.ingestions.is_empty() {
             writeln!(f, "  none")?;
@@ -411,5 +435,64 @@ impl fmt::Display for Status {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn document(data: Option<Value>, needs_human_review: bool) -> Status {
+        let now = Utc::now();
+        Status {
+            document: Document {
+                id: Uuid::nil(),
+                tenant_id: Uuid::nil(),
+                tenant_name: "Acme AG".into(),
+                doc_type: "invoice".into(),
+                file_name: Some("refund.xml".into()),
+                file_path: "documents/x.xml".into(),
+                needs_human_review,
+                cluster_id: None,
+                matching_status: None,
+                matching_error: None,
+                matching_attempts: 0,
+                matching_sweep_count: 0,
+                structured_data: data,
+                created_at: now,
+                updated_at: now,
+            },
+            ingestions: Vec::new(),
+            matches: Vec::new(),
+            cluster: Vec::new(),
+            output_jobs: Vec::new(),
+            audits: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn an_e_invoice_shows_its_amounts_due_and_prepaid_its_review_findings_and_its_warnings() {
+        let data = serde_json::json!({
+            "schema_version": 2, "extraction_successful": true, "confidence": "high",
+            "invoice_number": "123456XX", "total": 804.86, "currency": "EUR",
+            "einvoice": {
+                "provider": "einvoice", "syntax": "UBL 2.1", "profile": "XRechnung 3.0",
+                "amount_due": -225.14, "prepaid_amount": 1030.0,
+                "review": ["BR-CO-16 Fatal: Amount due for payment (BT-115) = …"],
+                "warnings": ["BR-DE-15 Fatal: Buyer reference (BT-10) shall be present"]
+            }
+        });
+        let shown = document(Some(data), true).to_string();
+        assert!(shown.contains("total 804.86 EUR"), "{shown}");
+        assert!(shown.contains("due (BT-115) -225.14"), "{shown}");
+        assert!(shown.contains("prepaid (BT-113) 1030"), "{shown}");
+        assert!(shown.contains("to review: BR-CO-16"), "{shown}");
+        assert!(shown.contains("warning:   BR-DE-15"), "{shown}");
+    }
+
+    #[test]
+    fn data_that_is_not_an_extraction_is_shown_with_the_reason() {
+        let shown = document(Some(serde_json::json!({"total": "119,00"})), false).to_string();
+        assert!(shown.contains("not an extraction"), "{shown}");
     }
 }

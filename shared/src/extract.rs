@@ -247,10 +247,15 @@ impl Extraction {
     }
 
     /// Whether a person should look at the document even though it passed the gate: an
-    /// invoice or credit note lacks a gate field, or any filled field has `low`
-    /// confidence. (Ingestion
-    /// may copy this to `document.needs_human_review`; failing the gate implies it.)
+    /// invoice or credit note lacks a gate field, any filled field has `low` confidence,
+    /// an e-invoice broke a rule about its money or parties
+    /// ([`einvoice::EInvoiceSource::review`]), or a hybrid's page and XML disagree.
+    /// Ingestion records it as `document.needs_human_review`.
     pub fn needs_human_review(&self) -> bool {
+        let einvoice_review = self
+            .einvoice
+            .as_ref()
+            .is_some_and(|s| !s.review.is_empty() || !s.disagreements.is_empty());
         let booked = matches!(
             self.document_type,
             Some(DocumentType::Invoice | DocumentType::CreditNote)
@@ -262,6 +267,7 @@ impl Extraction {
                 .any(|f| GATE_FIELDS.contains(&f.as_str()));
         !self.passes_quality_gate()
             || gate_field_missing
+            || einvoice_review
             || self
                 .field_confidence
                 .values()

@@ -1,7 +1,8 @@
 //! Structured e-invoices before any OCR or LLM (`docflow::extract::einvoice`): an XML
-//! upload is read exactly or fails permanently with its findings; a PDF carrying an
-//! EN 16931 payload is read from it, checked against its page, or falls back to the
-//! page path with the reason recorded.
+//! upload is read exactly (a broken rule about its money or parties sends it to a
+//! person with what was read kept), or fails permanently when it cannot be parsed; a
+//! PDF carrying an EN 16931 payload is read from it, checked against its page, or falls
+//! back to the page path with the reason recorded.
 
 use anyhow::anyhow;
 use bytes::Bytes;
@@ -45,7 +46,8 @@ async fn read(
     }
 }
 
-/// An XML upload: read exactly, or a permanent failure whose message is the findings.
+/// An XML upload: read exactly (to review when a rule about its money or parties
+/// failed), or a permanent failure saying why it cannot be read.
 pub async fn xml(key: &str, bytes: Bytes) -> Result<ExtractionRun, Failure> {
     match read(bytes).await? {
         Ok(extraction) => {
@@ -64,7 +66,8 @@ pub async fn xml(key: &str, bytes: Bytes) -> Result<ExtractionRun, Failure> {
 /// A PDF: its EN 16931 payload when it has a valid one (compared with the page's text
 /// layer on the number and the total), else the page path.
 pub async fn pdf(key: &str, bytes: Bytes) -> Result<Route, Failure> {
-    let mut extraction = match read(bytes.clone()).await? {
+    // A hybrid's XML that a person would have to look at: its page is read instead.
+    let mut extraction = match einvoice::hybrid(read(bytes.clone()).await?) {
         Ok(extraction) => extraction,
         Err(EInvoiceError::NoPayload(_)) => return Ok(Route::PagePath(None)),
         Err(e) => {

@@ -448,7 +448,9 @@ async fn complete(
             UPDATE ingestion
                SET status = 'completed',
                    structured_data = $2,
-                   valid_structured_data = true,
+                   -- false sends the document to a person (the trigger sets
+                   -- needs_human_review), with the data kept.
+                   valid_structured_data = NOT $10,
                    extraction_input_tokens = $3,
                    extraction_output_tokens = $4,
                    extraction_model = $5,
@@ -477,6 +479,7 @@ async fn complete(
     .bind(claimed.document_id)
     .bind(kind.as_str())
     .bind(kind.is_matchable())
+    .bind(run.extraction.needs_human_review())
     .fetch_one(pool)
     .await?;
     Ok(completed.then_some(kind))

@@ -80,9 +80,16 @@ pub struct EInvoiceSource {
     /// BT-10 (the Leitweg-ID for German public buyers).
     #[serde(default)]
     pub buyer_reference: Option<String>,
-    /// BT-115, the amount due (the contract's `total` is BT-112).
+    /// BT-115, the amount due (the contract's `total` is BT-112). Negative for a
+    /// refund (KoSIT 03.01a: BT-112 804.86, BT-113 1030, BT-115 −225.14).
     #[serde(default)]
     pub amount_due: Option<f64>,
+    /// BT-113, the amount paid in advance.
+    #[serde(default)]
+    pub prepaid_amount: Option<f64>,
+    /// BT-111, the VAT total in the accounting currency (BT-6), when the invoice gives it.
+    #[serde(default)]
+    pub vat_total_accounting_currency: Option<f64>,
     /// The embedded file's name, for a hybrid PDF.
     #[serde(default)]
     pub attachment: Option<String>,
@@ -93,6 +100,14 @@ pub struct EInvoiceSource {
     /// one line each (`BR-49 fatal: ...`).
     #[serde(default)]
     pub findings: Vec<String>,
+    /// The fatal findings of routing rules ([`ROUTING_RULES`]): stored and shown, the
+    /// data used.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// The fatal findings that send the document to a person (the money, the parties,
+    /// any rule not about routing). What was read is kept.
+    #[serde(default)]
+    pub review: Vec<String>,
     /// Why a hybrid's XML was not used and the page was read instead.
     #[serde(default)]
     pub fallback_reason: Option<String>,
@@ -117,7 +132,9 @@ pub enum EInvoiceError {
     /// `CrossIndustryDocument`).
     #[error("not an EN 16931 invoice: {0}")]
     NotAnInvoice(String),
-    /// Read, and fatal business-rule or schema findings: the findings are the error.
+    /// Read, but not usable as it is: a hybrid whose XML a person would have to look at
+    /// (its page is read instead), or a value the contract refuses. The findings are the
+    /// error.
     #[error("invalid e-invoice ({} finding(s)): {}", findings.len(), findings.join("; "))]
     Invalid { findings: Vec<String> },
 }
@@ -178,19 +195,30 @@ fn read_unguarded(bytes: &[u8]) -> Result<Extraction, EInvoiceError> {
     bounded(&payload)?;
     let received = en16931_formats::receive(&payload, &en16931_formats::Policy::default());
     let report = &received.report_declared;
-    // (fatal, line) per finding, in the report's order.
-    let mut all: Vec<(bool, String)> = divergences.into_iter().map(|d| (false, d)).collect();
+    // Every finding, in the report's order: container divergences, the layers' entries,
+    // the business rules.
+    let mut all: Vec<Finding> = divergences
+        .into_iter()
+        .map(|line| Finding {
+            fatal: false,
+            rule: String::new(),
+            line,
+        })
+        .collect();
     all.extend(report.entries().map(|e| {
         let rule = e.rule.as_deref().or(e.term.as_deref()).unwrap_or("");
         let line = format!("{rule} {:?}: {} ({})", e.level(), e.message, e.path);
-        (e.level() == Severity::Fatal, line.trim_start().to_owned())
+        Finding {
+            fatal: e.level() == Severity::Fatal,
+            rule: rule.to_owned(),
+            line: line.trim_start().to_owned(),
+        }
     }));
     if let Some(semantic) = &report.semantic.report {
-        all.extend(semantic.findings().iter().map(|f| {
-            (
-                f.severity == Severity::Fatal,
-                format!("{} {:?}: {}", f.rule, f.severity, f.message),
-            )
+        all.extend(semantic.findings().iter().map(|f| Finding {
+            fatal: f.severity == Severity::Fatal,
+            rule: f.rule.to_string(),
+            line: format!("{} {:?}: {}", f.rule, f.severity, f.message),
         }));
     }
     let Some(invoice) = received.invoice.as_ref() else {
@@ -210,30 +238,32 @@ fn read_unguarded(bytes: &[u8]) -> Result<Extraction, EInvoiceError> {
             EInvoiceError::Unreadable(reason)
         });
     };
+    // Read: what was read is kept whatever the rules say. A fatal finding about routing
+    // is a warning; any other sends the document to a person.
+    let (warnings, review): (Vec<&Finding>, Vec<&Finding>) = all
+        .iter()
+        .filter(|f| f.fatal)
+        .partition(|f| is_routing_rule(&f.rule));
     let invalid = [&report.container, &report.syntax, &report.schema]
         .iter()
         .any(|l| l.validity == Validity::Invalid)
         || report.semantic.validity == Validity::Invalid;
-    if invalid {
-        let mut fatal: Vec<String> = all
-            .iter()
-            .filter(|(fatal, _)| *fatal)
-            .map(|(_, line)| line.clone())
-            .collect();
-        if fatal.is_empty() {
-            fatal = received.reasons.clone();
-        }
-        return Err(EInvoiceError::Invalid {
-            findings: capped(fatal),
-        });
+    let mut review: Vec<String> = review.into_iter().map(|f| f.line.clone()).collect();
+    if invalid && review.is_empty() && warnings.is_empty() {
+        // Invalid without a fatal finding to show: the reasons are the findings.
+        review = received.reasons.clone();
     }
-    let mut findings: Vec<String> = all.into_iter().map(|(_, line)| line).collect();
+    let warnings: Vec<String> = warnings.into_iter().map(|f| f.line.clone()).collect();
+    let mut findings: Vec<String> = all.into_iter().map(|f| f.line).collect();
     // A reason that is not a refusal (an unknown or absent BT-24: the core rules ran)
     // is information, kept with the findings.
     for reason in &received.reasons {
         findings.push(format!("note: {reason}"));
     }
     let findings = capped(findings);
+    // The reader's model holds BT-109, BT-112 and BT-115 as amounts that are zero when
+    // the XML has none: which of them the XML has decides whether they are read.
+    let present = PresentTotals::of(&payload);
     let syntax = if root_name(&payload).ends_with("CrossIndustryInvoice") {
         "UN/CEFACT CII D16B"
     } else {
@@ -246,20 +276,144 @@ fn read_unguarded(bytes: &[u8]) -> Result<Extraction, EInvoiceError> {
         specification_id: invoice.specification_id.clone(),
         type_code: invoice.type_code.as_ref().map(ToString::to_string),
         buyer_reference: invoice.buyer_reference.clone(),
-        amount_due: amount(invoice.totals.due),
+        amount_due: present.due.then(|| amount(invoice.totals.due)).flatten(),
+        prepaid_amount: invoice.totals.paid.and_then(amount),
+        vat_total_accounting_currency: invoice.totals.vat_total_accounting.and_then(amount),
         attachment,
         recommendation: Some(received.recommendation.as_str().to_owned()),
         findings,
+        warnings: capped(warnings),
+        review: capped(review),
         fallback_reason: None,
         disagreements: Vec::new(),
     };
-    let extraction = to_extraction(invoice, source);
+    let mut extraction = to_extraction(invoice, source, &present);
+    if extraction.due_date.is_none() && root_name(&payload).ends_with("CreditNote") {
+        extraction.due_date = credit_note_due_date(&payload);
+    }
     // What the schema admits and the contract does not (a lower-case currency code, say)
     // is a finding too.
     extraction.validate().map_err(|e| EInvoiceError::Invalid {
         findings: vec![format!("contract: {e}")],
     })?;
     Ok(extraction)
+}
+
+/// Which of the document totals the reader's model holds as plain amounts (zero when
+/// absent) the XML actually has: BT-109, BT-112, BT-115, by their element in either
+/// syntax (UBL `cac:LegalMonetaryTotal`, CII `ram:SpecifiedTradeSettlementHeaderMonetarySummation`).
+/// An absent one stays absent in the extraction, never `0.00` with high confidence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PresentTotals {
+    taxable: bool,
+    gross: bool,
+    due: bool,
+}
+
+impl PresentTotals {
+    fn of(xml: &[u8]) -> PresentTotals {
+        let all = PresentTotals {
+            taxable: true,
+            gross: true,
+            due: true,
+        };
+        let Some(doc) = std::str::from_utf8(xml)
+            .ok()
+            .and_then(|text| roxmltree::Document::parse(text).ok())
+        else {
+            // The reader read it, so this cannot happen; if it did, the reader's values
+            // stand as they are.
+            return all;
+        };
+        let mut found = PresentTotals {
+            taxable: false,
+            gross: false,
+            due: false,
+        };
+        for summation in doc.descendants().filter(|n| {
+            matches!(
+                n.tag_name().name(),
+                "LegalMonetaryTotal" | "SpecifiedTradeSettlementHeaderMonetarySummation"
+            )
+        }) {
+            for total in summation.children().filter(|n| n.is_element()) {
+                match total.tag_name().name() {
+                    "TaxExclusiveAmount" | "TaxBasisTotalAmount" => found.taxable = true,
+                    "TaxInclusiveAmount" | "GrandTotalAmount" => found.gross = true,
+                    "PayableAmount" | "DuePayableAmount" => found.due = true,
+                    _ => {}
+                }
+            }
+        }
+        found
+    }
+}
+
+/// What a hybrid PDF's payload is used for: [`read`]'s extraction, unless a person
+/// would have to look at it ([`EInvoiceSource::review`]); then the page is the other
+/// reading of the same invoice, and the review findings are the error that says why
+/// the page was read instead.
+pub fn hybrid(read: Result<Extraction, EInvoiceError>) -> Result<Extraction, EInvoiceError> {
+    let extraction = read?;
+    match extraction.einvoice.as_ref().map(|s| &s.review) {
+        Some(review) if !review.is_empty() => Err(EInvoiceError::Invalid {
+            findings: review.clone(),
+        }),
+        _ => Ok(extraction),
+    }
+}
+
+/// BT-9 of a UBL `CreditNote`: it has no `cbc:DueDate`, and carries the due date as
+/// `cac:PaymentMeans/cbc:PaymentDueDate` (the EN 16931 UBL binding), which the reader's
+/// model does not take. The first one that is an ISO date. The payload is already
+/// bounded ([`bounded`]); a DTD is refused here too.
+fn credit_note_due_date(xml: &[u8]) -> Option<chrono::NaiveDate> {
+    let text = std::str::from_utf8(xml).ok()?;
+    let doc = roxmltree::Document::parse(text).ok()?;
+    let root = doc.root_element();
+    root.children()
+        .filter(|n| n.has_tag_name((UBL_CAC, "PaymentMeans")))
+        .flat_map(|means| means.children())
+        .filter(|n| n.has_tag_name((UBL_CBC, "PaymentDueDate")))
+        .find_map(|n| n.text()?.trim().parse().ok())
+}
+
+const UBL_CAC: &str = "urn:oasis:names:specification:ubl:schema:xsd:CommonAggregateComponents-2";
+const UBL_CBC: &str = "urn:oasis:names:specification:ubl:schema:xsd:CommonBasicComponents-2";
+
+/// One validation finding: fatal by the standard or not, the rule it cites, its line.
+struct Finding {
+    fatal: bool,
+    rule: String,
+    line: String,
+}
+
+/// The rules about how an invoice travels, not what it bills: the electronic addresses
+/// of the parties and their scheme (EAS) code list, the references a network routes by
+/// (PEPPOL's buyer reference, XRechnung's Leitweg-ID), the process and specification
+/// identifiers. A fatal finding of one of these is a warning: the amounts, parties and
+/// dates of the invoice are complete and are used; the finding is stored and shown.
+/// Every other fatal finding (the money, the parties, the dates, or a rule this list
+/// does not know) sends the document to a person, with what was read kept.
+pub const ROUTING_RULES: &[&str] = &[
+    // PEPPOL BIS Billing 3.0
+    "PEPPOL-EN16931-R001",  // business process (ProfileID) provided
+    "PEPPOL-EN16931-R003",  // a buyer reference or an order reference
+    "PEPPOL-EN16931-R004",  // the specification identifier's value
+    "PEPPOL-EN16931-R007",  // the business process's format
+    "PEPPOL-EN16931-R010",  // the buyer's electronic address
+    "PEPPOL-EN16931-R020",  // the seller's electronic address
+    "PEPPOL-EN16931-CL008", // electronic address scheme from the EAS list
+    // EN 16931
+    "BR-62",    // the seller's electronic address has a scheme
+    "BR-63",    // the buyer's electronic address has a scheme
+    "BR-CL-25", // endpoint scheme from the CEF EAS list
+    // XRechnung
+    "BR-DE-15", // the buyer reference (Leitweg-ID)
+];
+
+fn is_routing_rule(rule: &str) -> bool {
+    ROUTING_RULES.contains(&rule.trim())
 }
 
 /// The document element's name (with its prefix), or "" when none is found: the first
@@ -374,7 +528,11 @@ fn text(s: &Option<String>) -> Option<String> {
         .map(str::to_owned)
 }
 
-fn to_extraction(i: &Invoice, mut source: EInvoiceSource) -> Extraction {
+fn to_extraction(i: &Invoice, mut source: EInvoiceSource, present: &PresentTotals) -> Extraction {
+    let gross_total = present
+        .gross
+        .then(|| amount(i.totals.gross_total))
+        .flatten();
     let date = |d: Option<en16931::Date>| d.and_then(|d| d.to_string().parse().ok());
     let reference = |r: &Option<en16931::DocumentReference>| {
         r.as_ref()
@@ -444,7 +602,7 @@ fn to_extraction(i: &Invoice, mut source: EInvoiceSource) -> Extraction {
         document_type: Some(document_type(
             i.type_code.as_ref().map(ToString::to_string).as_deref(),
             i.kind == en16931::invoice::DocumentKind::CreditNote,
-            amount(i.totals.gross_total),
+            gross_total,
         )),
         invoice_number: text(&i.number),
         invoice_date: date(i.issue_date),
@@ -455,9 +613,12 @@ fn to_extraction(i: &Invoice, mut source: EInvoiceSource) -> Extraction {
         supplier_iban: iban,
         customer_name: text(&i.buyer.name),
         currency: i.currency.as_ref().map(ToString::to_string),
-        subtotal: amount(i.totals.taxable_total),
+        subtotal: present
+            .taxable
+            .then(|| amount(i.totals.taxable_total))
+            .flatten(),
         vat_amount: i.totals.vat_total.and_then(amount),
-        total: amount(i.totals.gross_total),
+        total: gross_total,
         po_reference: reference(&i.purchase_order_reference),
         delivery_note_reference: reference(&i.despatch_advice_reference),
         invoice_reference: i
@@ -574,6 +735,217 @@ mod tests {
     }
 
     const UBL: &str = "xrechnung-testsuite/src/test/business-cases/standard/01.01a-INVOICE_ubl.xml";
+
+    /// KoSIT 01.01a as a PEPPOL BIS Billing 3.0 invoice (its BT-24), changed by `edit`.
+    fn peppol(edit: impl Fn(String) -> String) -> Extraction {
+        let xml = std::fs::read_to_string(corpus(UBL)).unwrap().replace(
+            "urn:cen.eu:en16931:2017#compliant#urn:xeinkauf.de:kosit:xrechnung_3.0",
+            "urn:cen.eu:en16931:2017#compliant#urn:fdc:peppol.eu:2017:poacc:billing:3.0",
+        );
+        read(edit(xml).as_bytes()).unwrap_or_else(|e| panic!("read and kept: {e}"))
+    }
+
+    fn source(e: &Extraction) -> &EInvoiceSource {
+        e.einvoice.as_ref().unwrap()
+    }
+
+    fn cites(lines: &[String], rule: &str) -> bool {
+        lines.iter().any(|l| l.starts_with(rule))
+    }
+
+    #[test]
+    fn peppol_r010_and_r020_missing_electronic_addresses_are_warnings_and_the_data_is_used() {
+        let e = peppol(|xml| {
+            xml.replace(
+                r#"<cbc:EndpointID schemeID="EM">seller@email.de</cbc:EndpointID>"#,
+                "",
+            )
+            .replace(
+                r#"<cbc:EndpointID schemeID="EM">buyer@info.de</cbc:EndpointID>"#,
+                "",
+            )
+        });
+        let s = source(&e);
+        assert!(
+            cites(&s.warnings, "PEPPOL-EN16931-R010"),
+            "{:?}",
+            s.warnings
+        );
+        assert!(
+            cites(&s.warnings, "PEPPOL-EN16931-R020"),
+            "{:?}",
+            s.warnings
+        );
+        assert!(s.review.is_empty(), "{:?}", s.review);
+        assert!(!e.needs_human_review());
+        // KoSIT 01.01a's own values, read as they are.
+        assert_eq!(e.total, Some(336.9));
+        assert_eq!(e.supplier_name.as_deref(), Some("[Seller name]"));
+    }
+
+    #[test]
+    fn peppol_r003_no_buyer_reference_and_br_cl_25_an_endpoint_scheme_outside_the_eas_list_are_warnings()
+     {
+        let e = peppol(|xml| {
+            xml.replace(
+                "<cbc:BuyerReference>04011000-12345-03</cbc:BuyerReference>",
+                "",
+            )
+            .replace(
+                r#"schemeID="EM">seller@email.de"#,
+                r#"schemeID="XX">seller@email.de"#,
+            )
+        });
+        let s = source(&e);
+        assert!(
+            cites(&s.warnings, "PEPPOL-EN16931-R003"),
+            "{:?}",
+            s.warnings
+        );
+        assert!(cites(&s.warnings, "BR-CL-25"), "{:?}", s.warnings);
+        assert!(s.review.is_empty(), "{:?}", s.review);
+        assert!(!e.needs_human_review());
+        assert!(s.findings.iter().any(|f| f.starts_with("BR-CL-25")));
+    }
+
+    #[test]
+    fn br_de_15_an_xrechnung_without_its_leitweg_id_is_a_warning() {
+        let xml = std::fs::read_to_string(corpus(UBL)).unwrap().replace(
+            "<cbc:BuyerReference>04011000-12345-03</cbc:BuyerReference>",
+            "",
+        );
+        let e = read(xml.as_bytes()).unwrap();
+        assert!(cites(&source(&e).warnings, "BR-DE-15"));
+        assert!(!e.needs_human_review());
+    }
+
+    #[test]
+    fn br_co_16_an_amount_due_that_does_not_add_up_keeps_what_was_read_and_goes_to_review() {
+        // BT-115 1336.9 where BT-112 − BT-113 + BT-114 is 336.9.
+        let xml = std::fs::read_to_string(corpus(UBL)).unwrap().replace(
+            r#"<cbc:PayableAmount currencyID="EUR">"#,
+            r#"<cbc:PayableAmount currencyID="EUR">1"#,
+        );
+        let e = read(xml.as_bytes()).unwrap();
+        let s = source(&e);
+        assert!(cites(&s.review, "BR-CO-16"), "{:?}", s.review);
+        assert!(e.needs_human_review());
+        assert_eq!(e.total, Some(336.9), "BT-112 as written");
+        assert_eq!(e.invoice_number.as_deref(), Some("123456XX"));
+    }
+
+    #[test]
+    fn br_06_an_invoice_without_its_seller_keeps_what_was_read_and_goes_to_review() {
+        let xml = std::fs::read_to_string(corpus(UBL)).unwrap();
+        let start = xml.find("<cac:AccountingSupplierParty>").unwrap();
+        let end = xml.find("</cac:AccountingSupplierParty>").unwrap()
+            + "</cac:AccountingSupplierParty>".len();
+        let no_seller = format!("{}{}", &xml[..start], &xml[end..]);
+        let e = read(no_seller.as_bytes()).unwrap();
+        assert!(
+            cites(&source(&e).review, "BR-06"),
+            "{:?}",
+            source(&e).review
+        );
+        assert!(e.needs_human_review());
+        assert_eq!(e.total, Some(336.9));
+        assert_eq!(e.supplier_name, None);
+    }
+
+    /// KoSIT 01.01a rewritten as a UBL `CreditNote` (381) as the UBL 2.1 CreditNote
+    /// schema spells it, with BT-9 where that schema puts it: the suite has no UBL credit
+    /// note of its own.
+    fn ubl_credit_note(payment_due_date: &str) -> String {
+        std::fs::read_to_string(corpus(UBL))
+            .unwrap()
+            .replace("ubl:Invoice", "ubl:CreditNote")
+            .replace(
+                "urn:oasis:names:specification:ubl:schema:xsd:Invoice-2",
+                "urn:oasis:names:specification:ubl:schema:xsd:CreditNote-2",
+            )
+            .replace(
+                "<cbc:InvoiceTypeCode>380</cbc:InvoiceTypeCode>",
+                "<cbc:CreditNoteTypeCode>381</cbc:CreditNoteTypeCode>",
+            )
+            .replace("cac:InvoiceLine", "cac:CreditNoteLine")
+            .replace("cbc:InvoicedQuantity", "cbc:CreditedQuantity")
+            .replace(
+                "<cbc:PaymentMeansCode>58</cbc:PaymentMeansCode>",
+                &format!(
+                    "<cbc:PaymentMeansCode>58</cbc:PaymentMeansCode><cbc:PaymentDueDate>{payment_due_date}</cbc:PaymentDueDate>"
+                ),
+            )
+    }
+
+    #[test]
+    fn bt_9_of_a_ubl_credit_note_is_its_payment_means_payment_due_date() {
+        let e = read(ubl_credit_note("2016-05-04").as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(e.document_type, Some(DocumentType::CreditNote));
+        assert_eq!(e.due_date, chrono::NaiveDate::from_ymd_opt(2016, 5, 4));
+        assert_eq!(e.invoice_date, chrono::NaiveDate::from_ymd_opt(2016, 4, 4));
+        // Not a date: no BT-9, never a guess.
+        let e = read(ubl_credit_note("bald").as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(e.due_date, None);
+    }
+
+    fn standard(case: &str) -> Extraction {
+        let path = corpus(&format!(
+            "xrechnung-testsuite/src/test/business-cases/standard/{case}"
+        ));
+        read(&std::fs::read(path).unwrap()).unwrap_or_else(|e| panic!("{case}: {e}"))
+    }
+
+    #[test]
+    fn bt_115_amount_due_and_bt_113_prepaid_amount_of_a_refund_are_kept_beside_bt_112() {
+        // KoSIT 03.01a: BT-112 804.86, BT-113 1030, BT-115 −225.14 (a refund).
+        for case in ["03.01a-INVOICE_ubl.xml", "03.01a-INVOICE_uncefact.xml"] {
+            let e = standard(case);
+            let s = source(&e);
+            assert_eq!(e.total, Some(804.86), "{case}: total is BT-112");
+            assert_eq!(s.prepaid_amount, Some(1030.0), "{case}");
+            assert_eq!(s.amount_due, Some(-225.14), "{case}");
+        }
+    }
+
+    #[test]
+    fn bt_111_the_vat_total_in_the_accounting_currency_is_kept() {
+        // KoSIT 02.01a: BT-6 GBP, BT-111 2048.44.
+        for case in ["02.01a-INVOICE_ubl.xml", "02.01a-INVOICE_uncefact.xml"] {
+            let e = standard(case);
+            assert_eq!(
+                source(&e).vat_total_accounting_currency,
+                Some(2048.44),
+                "{case}"
+            );
+        }
+        assert_eq!(
+            source(&standard("01.01a-INVOICE_ubl.xml")).vat_total_accounting_currency,
+            None,
+            "no accounting currency, no BT-111"
+        );
+    }
+
+    #[test]
+    fn an_absent_bt_112_bt_109_or_bt_115_stays_absent_never_zero_with_high_confidence() {
+        let xml = std::fs::read_to_string(corpus(UBL)).unwrap();
+        let without = |element: &str| {
+            let start = xml.find(&format!("<cbc:{element}")).unwrap();
+            let end = xml.find(&format!("</cbc:{element}>")).unwrap() + element.len() + 7;
+            let e = read(format!("{}{}", &xml[..start], &xml[end..]).as_bytes())
+                .unwrap_or_else(|e| panic!("{element}: {e}"));
+            assert!(e.needs_human_review(), "{element}: a person looks");
+            e
+        };
+        let no_gross = without("TaxInclusiveAmount");
+        assert_eq!(no_gross.total, None);
+        assert_eq!(no_gross.field_confidence_of("total"), None);
+        assert!(no_gross.missing_fields.contains(&"total".to_owned()));
+        assert_eq!(no_gross.subtotal, Some(314.86));
+        assert_eq!(without("TaxExclusiveAmount").subtotal, None);
+        let no_due = without("PayableAmount");
+        assert_eq!(source(&no_due).amount_due, None);
+        assert_eq!(no_due.total, Some(336.9));
+    }
 
     #[test]
     fn every_xrechnung_business_case_is_read_exactly_with_high_confidence() {
@@ -777,34 +1149,24 @@ mod tests {
             ),
             // ZUGFeRD 1.0 (`CrossIndustryDocument`) predates EN 16931: the page path.
             ("zugferd_invoice.pdf", "not an EN 16931 invoice"),
-            ("MustangBeispiel20221026.pdf", "BR-49"),
         ] {
             let path = corpus(&format!("mustang-samples/{file}"));
             let err = read(&std::fs::read(path).unwrap()).unwrap_err();
             assert!(err.to_string().contains(want), "{file}: {err}");
         }
+        // A read payload breaking a rule about payment is kept, for a person to look at
+        // (ingestion reads such a hybrid's page instead).
+        let path = corpus("mustang-samples/MustangBeispiel20221026.pdf");
+        let kept = read(&std::fs::read(path).unwrap()).unwrap();
+        assert!(
+            cites(&source(&kept).review, "BR-49"),
+            "{:?}",
+            source(&kept).review
+        );
         // Every sample, whatever it is: an answer, never a panic.
         for path in files("mustang-samples", "pdf") {
             let _ = read(&std::fs::read(path).unwrap());
         }
-    }
-
-    #[test]
-    fn an_invalid_xml_invoice_is_refused_with_its_findings() {
-        let xml = std::fs::read_to_string(corpus(UBL)).unwrap();
-        let start = xml.find("<cac:AccountingSupplierParty>").unwrap();
-        let end = xml.find("</cac:AccountingSupplierParty>").unwrap();
-        let broken = format!(
-            "{}{}",
-            &xml[..start],
-            &xml[end + "</cac:AccountingSupplierParty>".len()..]
-        );
-        let err = read(broken.as_bytes()).unwrap_err();
-        let EInvoiceError::Invalid { findings } = &err else {
-            panic!("{err}")
-        };
-        assert!(findings.iter().any(|f| f.contains("BR-06")), "{findings:?}");
-        assert!(err.to_string().contains("BR-06"));
     }
 
     const UBL_HEAD: &str = r#"<Invoice xmlns="urn:oasis:names:specification:ubl:schema:xsd:Invoice-2" xmlns:cbc="urn:oasis:names:specification:ubl:schema:xsd:CommonBasicComponents-2">"#;

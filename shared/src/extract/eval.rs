@@ -420,7 +420,7 @@ async fn extract_file(file: &Path, extractor: &Extractor, einvoices: EInvoices) 
     let kind = FileKind::from_path(&name).ok_or_else(|| "unsupported file type".to_owned())?;
     let mut fallback = None;
     if kind == FileKind::Pdf && einvoices == EInvoices::Read {
-        match einvoice::read(&bytes) {
+        match einvoice::hybrid(einvoice::read(&bytes)) {
             Ok(extraction) => return Ok((extraction, "einvoice".into(), None, None)),
             Err(einvoice::EInvoiceError::NoPayload(_)) => {}
             Err(e) => fallback = Some(e),

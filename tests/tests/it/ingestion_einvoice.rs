@@ -1,6 +1,8 @@
 //! Structured e-invoices through the ingestion function: an XRechnung XML
 //! upload and a ZUGFeRD / Factur-X PDF are read from their XML before any transcription
-//! or LLM; an invalid XML upload fails permanently with its findings; a hybrid whose XML
+//! or LLM; an XML upload that cannot be read fails permanently, one breaking a rule about
+//! its money or parties is kept and sent to a person, one breaking only routing rules is
+//! used with its warnings; a hybrid whose XML
 //! is unusable falls back to the page path with the reason stored; a hybrid whose page
 //! disagrees with its XML keeps the XML and is flagged and counted. Real Postgres, S3 and
 //! SQS (the local emulator); the LLM is a local server that must not be called unless a
@@ -87,19 +89,13 @@ async fn an_xrechnung_xml_upload_is_read_exactly_without_transcription_or_llm(po
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
-async fn an_invalid_or_hostile_xml_upload_fails_permanently_with_its_findings(pool: PgPool) {
+async fn an_xml_upload_that_cannot_be_read_fails_permanently_saying_why(pool: PgPool) {
     let h = harness(pool, Ocr::Native).await;
     refuse_the_llm(&h).await;
-    let xml = String::from_utf8(fixture(XRECHNUNG_UBL)).unwrap();
-    let start = xml.find("<cac:AccountingSupplierParty>").unwrap();
-    let end = xml.find("</cac:AccountingSupplierParty>").unwrap()
-        + "</cac:AccountingSupplierParty>".len();
-    let no_seller = format!("{}{}", &xml[..start], &xml[end..]);
     let xxe = r#"<?xml version="1.0"?><!DOCTYPE Invoice [<!ENTITY x SYSTEM "file:///etc/passwd">]><Invoice xmlns="urn:oasis:names:specification:ubl:schema:xsd:Invoice-2">&x;</Invoice>"#;
     let order = r#"<Order xmlns="urn:oasis:names:specification:ubl:schema:xsd:Order-2"/>"#;
     let mut cases = Vec::new();
     for (body, expected) in [
-        (no_seller.as_str(), "BR-06"),
         (xxe, "DTD"),
         (order, "not an EN 16931 invoice"),
         ("not xml", "unreadable"),
@@ -123,6 +119,81 @@ async fn an_invalid_or_hostile_xml_upload_fails_permanently_with_its_findings(po
         assert!(error.contains(expected), "{expected}: {error}");
     }
     assert!(h.llm.received_requests().await.unwrap().is_empty());
+}
+
+/// KoSIT 01.01a with `from` replaced by `to`.
+fn xrechnung_with(from: &str, to: &str) -> Vec<u8> {
+    let xml = String::from_utf8(fixture(XRECHNUNG_UBL)).unwrap();
+    assert!(xml.contains(from), "{from}");
+    xml.replace(from, to).into_bytes()
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn an_xml_upload_breaking_a_rule_about_its_money_is_kept_and_sent_to_a_person(pool: PgPool) {
+    let h = harness(pool, Ocr::Native).await;
+    refuse_the_llm(&h).await;
+    let id = Uuid::new_v4();
+    // BR-CO-16: BT-115 1336.9 where BT-112 − BT-113 + BT-114 is 336.9.
+    let xml = xrechnung_with(
+        r#"<cbc:PayableAmount currencyID="EUR">336.9"#,
+        r#"<cbc:PayableAmount currencyID="EUR">1336.9"#,
+    );
+    let document_id = h.seed(id, "xml", Some(xml)).await;
+
+    let (_, response) = h.deliver(id).await;
+
+    assert!(response.batch_item_failures.is_empty());
+    let row = h.ingestion(id).await;
+    assert_eq!(row.status, "completed", "{:?}", row.last_error);
+    let (data, review, matching, kind) = h.document(document_id).await;
+    assert!(review, "a person looks at it");
+    let data = data.unwrap();
+    assert_eq!(data["invoice_number"], "123456XX", "what was read is kept");
+    assert_eq!(data["total"], 336.9);
+    let listed = data["einvoice"]["review"].as_array().unwrap();
+    assert!(
+        listed
+            .iter()
+            .any(|f| f.as_str().unwrap().starts_with("BR-CO-16")),
+        "{listed:?}"
+    );
+    assert_eq!(kind, "invoice");
+    assert_eq!(
+        matching.as_deref(),
+        Some("pending"),
+        "matched like any invoice"
+    );
+    assert!(h.llm.received_requests().await.unwrap().is_empty());
+}
+
+#[sqlx::test(migrator = "docflow::db::MIGRATOR")]
+async fn an_xml_upload_breaking_only_routing_rules_is_used_with_its_warnings(pool: PgPool) {
+    let h = harness(pool, Ocr::Native).await;
+    refuse_the_llm(&h).await;
+    let id = Uuid::new_v4();
+    // BR-DE-15: an XRechnung without its Leitweg-ID (BT-10).
+    let xml = xrechnung_with(
+        "<cbc:BuyerReference>04011000-12345-03</cbc:BuyerReference>",
+        "",
+    );
+    let document_id = h.seed(id, "xml", Some(xml)).await;
+
+    let (_, response) = h.deliver(id).await;
+
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(h.ingestion(id).await.status, "completed");
+    let (data, review, _, _) = h.document(document_id).await;
+    assert!(!review, "routing is no reason for a person to look");
+    let data = data.unwrap();
+    assert_eq!(data["total"], 336.9);
+    let warnings = data["einvoice"]["warnings"].as_array().unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|f| f.as_str().unwrap().starts_with("BR-DE-15")),
+        "{warnings:?}"
+    );
+    assert_eq!(data["einvoice"]["review"], Value::Array(vec![]));
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -213,7 +284,9 @@ async fn a_hybrid_whose_page_disagrees_keeps_the_xml_flags_it_and_counts_it(pool
     let row = h.ingestion(id).await;
     assert_eq!(row.status, "completed", "{:?}", row.last_error);
     assert_eq!(row.extraction_model.as_deref(), Some("einvoice"));
-    let data = h.document(document_id).await.0.unwrap();
+    let (data, review, _, _) = h.document(document_id).await;
+    let data = data.unwrap();
+    assert!(review, "a page/XML disagreement goes to a person");
     assert_eq!(
         data["invoice_number"], "RE-20190610/507",
         "the XML is the invoice"
