@@ -8,7 +8,6 @@
 //! transient error (the next LLM answer may be fine).
 
 pub mod einvoice;
-pub mod eval;
 pub mod rules;
 
 use std::collections::BTreeMap;

@@ -29,8 +29,8 @@ use chrono::NaiveDate;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::{Extraction, Extractor, einvoice, normalise_id};
-use crate::ocr::{FileKind, Transcriber};
+use docflow::extract::{Extraction, Extractor, einvoice, normalise_id};
+use docflow::ocr::{FileKind, Transcriber};
 
 /// The fields the eval knows how to score, in report order.
 pub const SCORED_FIELDS: [&str; 18] = [
