@@ -395,7 +395,7 @@ struct Stack {
     /// The superuser's: the bench's own seeding and reading, the Python peer.
     database_url: String,
     /// Where the functions' roles connect (`function_url`).
-    local: docflow::local::database::LocalDatabase,
+    local: docflow_dev::local::database::LocalDatabase,
     secret_id: String,
     bucket: String,
     s3: aws_sdk_s3::Client,
@@ -600,7 +600,7 @@ impl Running {
 struct RealQueue {
     sqs: aws_sdk_sqs::Client,
     url: String,
-    esm: docflow::local::EventSourceMapping,
+    esm: docflow_dev::local::EventSourceMapping,
 }
 
 impl RealQueue {
@@ -608,7 +608,7 @@ impl RealQueue {
         let pair = fresh_queue(
             sqs,
             prefix,
-            docflow::local::QueueSpec {
+            docflow_dev::local::QueueSpec {
                 visibility_timeout: Duration::from_secs(1800),
                 ..Default::default()
             },
@@ -616,7 +616,7 @@ impl RealQueue {
         .await;
         Ok(RealQueue {
             sqs: sqs.clone(),
-            esm: docflow::local::EventSourceMapping::new(sqs.clone(), &pair.url).await?,
+            esm: docflow_dev::local::EventSourceMapping::new(sqs.clone(), &pair.url).await?,
             url: pair.url,
         })
     }
@@ -1289,7 +1289,7 @@ fn with_database_url(mut env: Vec<(String, String)>, url: &str) -> Vec<(String, 
 /// An RDS Proxy stand-in (TLS with the local CA's certificate) in front of a counting
 /// proxy on `upstream_port`.
 async fn counting_stand_in(upstream_port: u16) -> anyhow::Result<docflow_cli::rds_proxy::Running> {
-    let local = docflow::local::database::LocalDatabase::from_env()?;
+    let local = docflow_dev::local::database::LocalDatabase::from_env()?;
     let dir = local
         .ca
         .parent()
@@ -1689,7 +1689,7 @@ async fn main() -> anyhow::Result<()> {
         .context("create the bench secret in moto (make up)")?;
     let queue = |prefix: &'static str| {
         let sqs = sqs.clone();
-        async move { fresh_queue(&sqs, prefix, docflow::local::QueueSpec::default()).await }
+        async move { fresh_queue(&sqs, prefix, docflow_dev::local::QueueSpec::default()).await }
     };
     let s3mem = Arc::new(
         s3mem::S3Mem::start(
@@ -1702,7 +1702,7 @@ async fn main() -> anyhow::Result<()> {
         pool: pool.clone(),
         sqs: sqs.clone(),
         database_url: database_url.clone(),
-        local: docflow::local::database::LocalDatabase::from_env()?,
+        local: docflow_dev::local::database::LocalDatabase::from_env()?,
         secret_id,
         bucket: output.bucket.clone(),
         s3,

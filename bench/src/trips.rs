@@ -228,7 +228,7 @@ async fn handoff_queue(stack: &Stack) -> String {
     docflow_tests::fresh_queue(
         &stack.sqs,
         "bench-handoff",
-        docflow::local::QueueSpec::default(),
+        docflow_dev::local::QueueSpec::default(),
     )
     .await
     .url

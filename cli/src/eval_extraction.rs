@@ -1,10 +1,10 @@
 //! `docflow eval extraction DIR`: measure a provider on labelled documents (see
-//! `docflow::extract::eval` for the file layout and the scoring rules).
+//! `docflow_dev::eval::extraction` for the file layout and the scoring rules).
 
 use std::path::PathBuf;
 
 use anyhow::bail;
-use docflow::extract::eval::{EInvoices, Pricing, evaluate_dir_with};
+use docflow_dev::eval::extraction::{EInvoices, Pricing, evaluate_dir_with};
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -1,5 +1,5 @@
 //! `docflow eval matching`: the labelled evaluation set of matching
-//! (`docflow::matching::eval`) through the real matching function, on a fresh database
+//! (`docflow_dev::eval::matching`) through the real matching function, on a fresh database
 //! and a fresh queue of the local emulator, with score-only decisions (no LLM). Prints
 //! edge and cluster precision/recall.
 //!
@@ -17,11 +17,11 @@ use anyhow::Context as _;
 use docflow::embeddings::{EmbeddingClient, EmbeddingSettings, stand_in_answer};
 use docflow::llm::{LlmClient, LlmSettings, Provider};
 use docflow::matching::MatchingConfig;
-use docflow::matching::eval::{EvalOptions, Mix, evaluate, stand_in_llm_response};
 use docflow::notify::Notifier;
 use docflow::retry::{ReceivePolicy, RetryPolicy};
 use docflow::settings::process_env;
 use docflow::sqs::{BatchConfig, BatchRuntime};
+use docflow_dev::eval::matching::{EvalOptions, Mix, evaluate, stand_in_llm_response};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions as _, Connection as _};
 
@@ -61,7 +61,7 @@ pub struct Args {
     pub classic: bool,
     /// Score-only decisions; without it the ambiguous band goes to a local LLM stand-in
     /// that obeys instructions written in the documents
-    /// (`docflow::matching::eval::stand_in_llm_decision`).
+    /// (`docflow_dev::eval::matching::stand_in_llm_decision`).
     #[arg(long)]
     pub no_llm: bool,
     #[arg(
@@ -141,7 +141,7 @@ async fn embeddings_client() -> anyhow::Result<(EmbeddingClient, Option<wiremock
 }
 
 /// A local Anthropic-compatible server answering with
-/// `docflow::matching::eval::stand_in_llm_response`, and a client for it.
+/// `docflow_dev::eval::matching::stand_in_llm_response`, and a client for it.
 async fn llm_stand_in() -> anyhow::Result<(LlmClient, wiremock::MockServer)> {
     let server = wiremock::MockServer::start().await;
     wiremock::Mock::given(wiremock::matchers::method("POST"))
@@ -173,7 +173,7 @@ async fn run_once(
     database_url: &str,
     args: &Args,
     embeddings: Option<EmbeddingClient>,
-) -> anyhow::Result<docflow::matching::eval::Report> {
+) -> anyhow::Result<docflow_dev::eval::matching::Report> {
     let admin =
         PgConnectOptions::from_str(database_url).context("DATABASE_URL is not a Postgres URL")?;
     let name = format!(
@@ -206,7 +206,7 @@ async fn evaluate_in(
     options: &PgConnectOptions,
     args: &Args,
     embeddings: Option<EmbeddingClient>,
-) -> anyhow::Result<docflow::matching::eval::Report> {
+) -> anyhow::Result<docflow_dev::eval::matching::Report> {
     let pool = PgPoolOptions::new()
         .max_connections(10 * args.pollers.max(1) as u32 + 2)
         .connect_with(options.clone())
@@ -278,7 +278,7 @@ async fn evaluate_in(
         documents as f64 * 60.0 / outcome.run_time.as_secs_f64().max(f64::EPSILON)
     );
     println!("{}", outcome.report);
-    use docflow::matching::eval::describe;
+    use docflow_dev::eval::matching::describe;
     for (label, pairs) in [
         ("wrong", &outcome.report.wrong),
         ("missed", &outcome.report.missed),

@@ -720,7 +720,7 @@ async fn local(command: LocalCommand) -> anyhow::Result<()> {
             let database_url = database_url();
             // As AWS runs it: the superuser creates the roles and the database, the owner
             // migrates, each function's role is tried through the RDS Proxy stand-in.
-            let local_db = docflow::local::database::LocalDatabase::from_env()?;
+            let local_db = docflow_dev::local::database::LocalDatabase::from_env()?;
             local_db.bootstrap().await?;
             migrate(&local_db.owner_url()).await?;
             let mut failed = Vec::new();
@@ -762,7 +762,7 @@ async fn local(command: LocalCommand) -> anyhow::Result<()> {
                 maesn::DEMO_API_KEY.into(),
             );
             let secret = serde_json::Value::Object(secret);
-            let stack = docflow::local::provision(&config, max_receive_count, &secret)
+            let stack = docflow_dev::local::provision(&config, max_receive_count, &secret)
                 .await
                 .with_context(|| {
                     format!(
@@ -775,8 +775,8 @@ async fn local(command: LocalCommand) -> anyhow::Result<()> {
             for (name, pair) in names {
                 println!("queue {name}: {} (DLQ {})", pair.url, pair.dlq_url);
             }
-            println!("bucket {}", docflow::local::DOCUMENTS_BUCKET);
-            println!("secret {}", docflow::local::SECRET_ID);
+            println!("bucket {}", docflow_dev::local::DOCUMENTS_BUCKET);
+            println!("secret {}", docflow_dev::local::SECRET_ID);
             Ok(())
         }
         LocalCommand::RdsProxy {
@@ -846,11 +846,11 @@ async fn local_run(args: RunArgs) -> anyhow::Result<()> {
         timeout: args.timeout.map(Duration::from_secs),
         via: args.via.clone(),
         sweeper: !args.no_sweeper,
-        run: docflow::local::RunOptions {
+        run: docflow_dev::local::RunOptions {
             until_idle: args.until_idle,
             max_duration: args.max_time.map(Duration::from_secs),
             schedule_every: Duration::from_secs(args.sweep_every.max(1)),
-            ..docflow::local::RunOptions::default()
+            ..docflow_dev::local::RunOptions::default()
         },
         fault_injection: None,
     };

@@ -1,5 +1,5 @@
 //! `docflow local run`: the local event-source mappings for every function, and the
-//! sweeper on its schedule, on [`docflow::local::Runner`].
+//! sweeper on its schedule, on [`docflow_dev::local::Runner`].
 //!
 //! Functions run in this process by default (each with its own `Deps`, built by
 //! [`crate::wiring`] as its `main.rs` would), or, with `--via URL`, behind `cargo
@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aws_lambda_events::event::sqs::SqsEvent;
-use docflow::local::{
+use docflow_dev::local::{
     BoxFuture, Completion, HttpInvoke, InProcess, Invocation, Invoke, Observer, QueueStats,
     RunOptions, Runner, Scheduled, Source, SweepSummary,
 };
@@ -26,7 +26,7 @@ pub const FUNCTIONS: [&str; 3] = ["ingestion", "matching", "document-output"];
 
 /// Each function's timeout in AWS (infra/main.tf): the local deadline too.
 pub fn default_timeout(function: &str) -> Duration {
-    docflow::local::function_timeout(function)
+    docflow_dev::local::function_timeout(function)
 }
 
 /// How `local run` maps queues to functions.
@@ -125,7 +125,7 @@ pub async fn build(local: &Local, options: &Options) -> anyhow::Result<Runner> {
             anyhow::anyhow!("unknown function {name:?}; use ingestion, matching or document-output")
         })?;
         let mut mapping =
-            docflow::local::EventSourceMapping::new(local.sqs.clone(), &pair.url).await?;
+            docflow_dev::local::EventSourceMapping::new(local.sqs.clone(), &pair.url).await?;
         mapping.batch_size = options.batch_size;
         mapping.batching_window = options.batching_window;
         let region = local
@@ -395,7 +395,7 @@ impl Observer for Progress {
 }
 
 /// The final per-queue lines (always printed, also without a terminal).
-pub fn report_lines(report: &docflow::local::RunReport) -> Vec<String> {
+pub fn report_lines(report: &docflow_dev::local::RunReport) -> Vec<String> {
     let mut lines: Vec<String> = report
         .queues
         .iter()

@@ -14,13 +14,13 @@ use anyhow::Context as _;
 use aws_config::SdkConfig;
 use docflow::datev::{MaesnClient, MaesnConfig};
 use docflow::llm::{LlmClient, LlmSettings};
-use docflow::local::QueuePair;
 use docflow::notify::{Notifier, NotifySettings};
 use docflow::ocr::Transcriber;
 use docflow::secrets::SecretStore;
 use docflow::settings::{Env, Settings};
 use docflow::sqs::BatchRuntime;
 use docflow::telemetry::metrics::{Captured, MetricsSink};
+use docflow_dev::local::QueuePair;
 use secrecy::ExposeSecret as _;
 use sqlx::PgPool;
 
@@ -75,8 +75,8 @@ pub async fn resolve_pair(sqs: &aws_sdk_sqs::Client, name: &str) -> anyhow::Resu
     let url = queue_url(sqs, name).await?;
     let dlq_url = queue_url(sqs, &format!("{name}-dlq")).await?;
     Ok(QueuePair {
-        arn: docflow::local::queue_arn(sqs, &url).await?,
-        dlq_arn: docflow::local::queue_arn(sqs, &dlq_url).await?,
+        arn: docflow_dev::local::queue_arn(sqs, &url).await?,
+        dlq_arn: docflow_dev::local::queue_arn(sqs, &dlq_url).await?,
         url,
         dlq_url,
     })
@@ -178,7 +178,7 @@ impl Local {
         set_default(
             &mut overrides,
             "DOCFLOW_SECRET_ID",
-            docflow::local::SECRET_ID.to_owned(),
+            docflow_dev::local::SECRET_ID.to_owned(),
         );
         let mut visibility = HashMap::new();
         for (function, var, pair) in [
@@ -270,7 +270,7 @@ impl Local {
     /// one per function), else the secret's `database_url`.
     async fn pool(&self, function: &str, max_connections: u32) -> anyhow::Result<PgPool> {
         if let Some(pool) = &self.pool {
-            let url = docflow::local::database::LocalDatabase::from_env()?
+            let url = docflow_dev::local::database::LocalDatabase::from_env()?
                 .function_url(function, pool.connect_options().get_database())?;
             return Ok(docflow::db::lazy_pool(
                 &url.into(),
@@ -289,7 +289,7 @@ impl Local {
                     .context("DATABASE_URL is not a Postgres URL")?
                     .get_database()
                     .map(str::to_owned);
-                docflow::local::database::LocalDatabase::from_env()?
+                docflow_dev::local::database::LocalDatabase::from_env()?
                     .function_url(function, database.as_deref())?
                     .into()
             }

@@ -15,7 +15,6 @@
 //! `Extraction` is an error naming the reason, never a document read as empty.
 
 pub mod einvoice;
-pub mod eval;
 pub mod rules;
 
 use std::collections::BTreeMap;
@@ -363,6 +362,15 @@ impl Extractor {
             }
         }
     }
+}
+
+/// An id without separators: letters and digits only, upper case
+/// (`FV/2024/03-15` = `FV20240315`): two prints of one id compare equal in this form.
+pub fn normalise_id(id: &str) -> String {
+    id.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_uppercase)
+        .collect()
 }
 
 #[cfg(test)]

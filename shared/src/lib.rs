@@ -5,8 +5,11 @@
 //! - [`settings`], [`secrets`], [`db`], [`aws`], [`telemetry`]: cold-start wiring;
 //! - [`ids`]: message bodies parsed into ids;
 //! - [`bootstrap`]: the cold-start wiring every `main.rs` calls; [`coldstart`]: its timing;
-//! - [`llm`], [`matching`], [`notify`], [`output`], [`datev`]: domain logic and adapters;
-//! - [`local`]: the local stack and event-source mapping used by the CLI and tests.
+//! - [`llm`], [`matching`], [`notify`], [`output`], [`datev`]: domain logic and adapters.
+//!
+//! Only what the functions run lives here. The development tooling (the local stack and
+//! event-source mapping, the extraction and matching evaluations) is the `docflow-dev`
+//! crate, which the CLI, the tests and the bench use and no function links.
 
 pub mod aws;
 pub mod bootstrap;
@@ -18,7 +21,6 @@ pub mod embeddings;
 pub mod extract;
 pub mod ids;
 pub mod llm;
-pub mod local;
 pub mod matching;
 pub mod notify;
 pub mod ocr;

@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_config::SdkConfig;
 use aws_lambda_events::event::sqs::SqsEvent;
-use docflow::local::{EventSourceMapping, QueuePair, QueueSpec};
+use docflow_dev::local::{EventSourceMapping, QueuePair, QueueSpec};
 use lambda_runtime::{Context, LambdaEvent};
 
 /// The emulator endpoint: `AWS_ENDPOINT_URL`, default the moto server of `make up`.
@@ -47,7 +47,7 @@ pub fn function_pool(pool: &sqlx::PgPool, function: &str) -> sqlx::PgPool {
         .get_database()
         .expect("a test pool names its database")
         .to_owned();
-    let local = docflow::local::database::LocalDatabase::from_env().expect("the local stack");
+    let local = docflow_dev::local::database::LocalDatabase::from_env().expect("the local stack");
     let url = local
         .function_url(function, Some(&database))
         .expect("a function with a role");
@@ -104,7 +104,7 @@ pub async fn fresh_queue(sqs: &aws_sdk_sqs::Client, prefix: &str, spec: QueueSpe
     } else {
         unique(prefix)
     };
-    docflow::local::ensure_queue_with_dlq(sqs, &name, spec)
+    docflow_dev::local::ensure_queue_with_dlq(sqs, &name, spec)
         .await
         .expect("create test queue")
 }
@@ -112,7 +112,7 @@ pub async fn fresh_queue(sqs: &aws_sdk_sqs::Client, prefix: &str, spec: QueueSpe
 /// A fresh, empty bucket.
 pub async fn fresh_bucket(s3: &aws_sdk_s3::Client) -> String {
     let bucket = unique("docflow-docs");
-    docflow::local::ensure_bucket(s3, &bucket)
+    docflow_dev::local::ensure_bucket(s3, &bucket)
         .await
         .expect("create test bucket");
     bucket

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use docflow::datev::{MaesnClient, MaesnConfig};
-use docflow::local::{Completion, EventSourceMapping, QueuePair, QueueSpec};
 use docflow::notify::{Notifier, NotifySettings};
 use docflow::output::Dispatcher;
 use docflow::output::worker::{Backoff, WorkerSettings};
@@ -17,6 +16,7 @@ use docflow::retry::{ReceivePolicy, RetryPolicy};
 use docflow::secrets::SecretStore;
 use docflow::settings::Env;
 use docflow::sqs::{BatchConfig, BatchRuntime, Heartbeat, Outcome};
+use docflow_dev::local::{Completion, EventSourceMapping, QueuePair, QueueSpec};
 use document_output::Deps;
 use sqlx::PgPool;
 use uuid::Uuid;

@@ -8,13 +8,13 @@
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
-use docflow::local::{QueueSpec, RunOptions};
 use docflow::telemetry::metrics::{self as m, Metric, batch, dimension};
 use docflow_cli::ingest::Target;
 use docflow_cli::maesn::{DEMO_API_KEY, StandIn};
 use docflow_cli::samples::{RATE_LIMITED_NUMBER, SAMPLES};
 use docflow_cli::wiring::{Local, Options, Queues};
 use docflow_cli::{demo, run, seed};
+use docflow_dev::local::{QueueSpec, RunOptions};
 use docflow_tests::*;
 use sqlx::PgPool;
 
@@ -74,7 +74,7 @@ async fn local(pool: &PgPool, maesn: &StandIn) -> Local {
     .expect("local wiring")
 }
 
-async fn run_until_idle(local: &Local) -> docflow::local::RunReport {
+async fn run_until_idle(local: &Local) -> docflow_dev::local::RunReport {
     let options = run::Options {
         run: RunOptions {
             until_idle: true,

@@ -7,8 +7,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use aws_sdk_sqs::types::MessageAttributeValue;
-use docflow::local::{QueuePair, QueueSpec, depth};
 use docflow_cli::dlq;
+use docflow_dev::local::{QueuePair, QueueSpec, depth};
 use docflow_tests::*;
 
 /// A queue whose redrive policy moved `bodies` to its DLQ (one receive allowed, then

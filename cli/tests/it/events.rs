@@ -6,11 +6,11 @@
 use std::time::Duration;
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
-use docflow::local::QueueSpec;
 use docflow_cli::ingest::Target;
 use docflow_cli::maesn::{DEMO_API_KEY, StandIn};
 use docflow_cli::seed::{MATCHING_FIXTURE, OUTPUT_JOB_FIXTURE, reset_fixtures};
 use docflow_cli::wiring::{Local, Options, Queues};
+use docflow_dev::local::QueueSpec;
 use docflow_tests::*;
 use sqlx::PgPool;
 use uuid::Uuid;

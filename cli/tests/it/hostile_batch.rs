@@ -8,10 +8,10 @@
 
 use std::process::{Command, Output};
 
-use docflow::local::{QueueSpec, ensure_queue_with_dlq};
 use docflow::telemetry::metrics::{batch, dimension};
 use docflow_cli::ingest::{Target, ingest};
 use docflow_cli::samples::SAMPLES;
+use docflow_dev::local::{QueueSpec, ensure_queue_with_dlq};
 use docflow_tests::hostile_files::{self, Hostile};
 use docflow_tests::ingestion_harness::{textract_ok, textract_stand_in};
 use docflow_tests::*;

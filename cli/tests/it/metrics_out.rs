@@ -3,8 +3,8 @@
 
 use std::process::Command;
 
-use docflow::local::{QueueSpec, ensure_queue_with_dlq};
 use docflow::telemetry::metrics::{batch, dimension};
+use docflow_dev::local::{QueueSpec, ensure_queue_with_dlq};
 use docflow_tests::*;
 
 #[tokio::test]

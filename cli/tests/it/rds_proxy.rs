@@ -5,8 +5,8 @@
 
 use std::sync::atomic::Ordering;
 
-use docflow::local::database::LocalDatabase;
 use docflow_cli::rds_proxy::{self, OPTIONS_REFUSED, Options, Running};
+use docflow_dev::local::database::LocalDatabase;
 use sqlx::postgres::{PgConnectOptions, PgSslMode};
 use sqlx::{ConnectOptions as _, Connection as _};
 
@@ -51,7 +51,7 @@ async fn the_stand_in_refuses_the_startup_options_docflow_used_to_send() {
     // Today's options: none. The role's own settings are in force.
     let today = docflow::db::connect_options(
         &secrecy::SecretString::from(
-            docflow::local::database::LocalDatabase::from_env()
+            docflow_dev::local::database::LocalDatabase::from_env()
                 .unwrap()
                 .function_url("ingestion", None)
                 .unwrap(),

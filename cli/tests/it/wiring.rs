@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use aws_sdk_sqs::types::QueueAttributeName;
-use docflow::local::{QueueSpec, function_timeout, source_visibility};
 use docflow::settings::Settings;
 use docflow_cli::run::FUNCTIONS;
 use docflow_cli::wiring::{Local, Options, Queues};
+use docflow_dev::local::{QueueSpec, function_timeout, source_visibility};
 use docflow_tests::*;
 
 async fn visibility_of(sqs: &aws_sdk_sqs::Client, url: &str) -> Duration {
@@ -29,7 +29,7 @@ async fn visibility_of(sqs: &aws_sdk_sqs::Client, url: &str) -> Duration {
 #[tokio::test]
 async fn local_up_gives_each_source_queue_six_times_its_function_timeout() {
     let aws = aws().await;
-    let stack = docflow::local::provision(&aws, 3, &serde_json::json!({}))
+    let stack = docflow_dev::local::provision(&aws, 3, &serde_json::json!({}))
         .await
         .unwrap();
     let sqs = aws_sdk_sqs::Client::new(&aws);

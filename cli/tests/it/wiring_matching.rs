@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use docflow::local::QueueSpec;
 use docflow_cli::wiring::{Local, Options, Queues};
+use docflow_dev::local::QueueSpec;
 use docflow_tests::*;
 
 /// Found by the soak: `docflow local run` used the default matching thresholds whatever

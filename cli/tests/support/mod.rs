@@ -39,10 +39,10 @@ use std::time::{Duration, Instant};
 
 use aws_lambda_events::event::sqs::SqsEvent;
 use docflow::ids::DocumentId;
-use docflow::local::{BoxFuture, Invocation, Invoke, QueueSpec, RunOptions};
 use docflow_cli::maesn::{self, StandIn};
 use docflow_cli::run::{self, FaultInjection};
 use docflow_cli::wiring::{Local, Options, Queues};
+use docflow_dev::local::{BoxFuture, Invocation, Invoke, QueueSpec, RunOptions};
 use docflow_tests::llm::{anthropic_error, anthropic_text};
 use docflow_tests::{aws, fresh_bucket, fresh_queue, unique};
 use futures::StreamExt as _;
@@ -184,7 +184,7 @@ impl Secrets {
             maesn_key_rotated: format!("maesn-SOAKROTATED{tag}"),
             // The functions' roles' passwords are the local stack's (make up); the
             // ingestion role's stands for them.
-            db_password: docflow::local::database::password("docflow_ingestion"),
+            db_password: docflow_dev::local::database::password("docflow_ingestion"),
             slack_token: format!("SOAKSLACK{tag}"),
         }
     }
@@ -928,7 +928,7 @@ pub struct Soak {
     pub idle_in_tx: IdleInTx,
     pub drained: bool,
     pub drain_time: Duration,
-    pub report: docflow::local::RunReport,
+    pub report: docflow_dev::local::RunReport,
     pub documents: Vec<Seeded>,
     /// Hostile files put in among the documents: (ingestion id, what it is).
     pub hostile: Vec<(Uuid, &'static str)>,
@@ -1128,7 +1128,7 @@ pub async fn run(profile: Profile) -> Soak {
     // The functions reach the database as in AWS: as their own roles, over verify-full
     // TLS, through the RDS Proxy stand-in of `make up`; between them and it, the soak's
     // own TCP proxy, which the outage takes down.
-    let local = docflow::local::database::LocalDatabase::from_env().expect("the local stack");
+    let local = docflow_dev::local::database::LocalDatabase::from_env().expect("the local stack");
     let _ = db_options;
     let proxy = TcpProxy::start(("127.0.0.1".to_owned(), local.proxy_port)).await;
     let function_db_urls: Vec<(String, String)> = docflow::db::FUNCTION_ROLES
@@ -1407,7 +1407,11 @@ pub async fn run(profile: Profile) -> Soak {
             let mut hostile = Vec::new();
             let mut next = 0;
             'chunks: while next < total {
-                while docflow::local::depth(&sqs, &url).await.unwrap_or(u64::MAX) > BACKLOG {
+                while docflow_dev::local::depth(&sqs, &url)
+                    .await
+                    .unwrap_or(u64::MAX)
+                    > BACKLOG
+                {
                     if stop.load(Ordering::SeqCst) {
                         break 'chunks;
                     }
@@ -1632,7 +1636,7 @@ pub async fn run(profile: Profile) -> Soak {
                 let mut depth = 0;
                 if open == 0 || show {
                     for pair in [&queues.ingestion, &queues.matching, &queues.document_output] {
-                        depth += docflow::local::depth(&sqs, &pair.url)
+                        depth += docflow_dev::local::depth(&sqs, &pair.url)
                             .await
                             .unwrap_or(u64::MAX / 4);
                     }

@@ -668,7 +668,7 @@ pub const XML_MIME_TYPE: &str = "application/xml";
 pub fn compare_with_page(xml: &mut Extraction, page: &Extraction) -> bool {
     let mut disagreements = Vec::new();
     if let (Some(x), Some(p)) = (&xml.invoice_number, &page.invoice_number)
-        && super::eval::normalise_id(x) != super::eval::normalise_id(p)
+        && super::normalise_id(x) != super::normalise_id(p)
     {
         disagreements.push(format!(
             "invoice_number: the XML says {x:?}, the page {p:?}"

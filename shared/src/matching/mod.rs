@@ -17,12 +17,11 @@
 //!    recompute the clusters they touch, mark the document `succeeded`. A failure rolls
 //!    all of it back.
 //!
-//! Status bookkeeping (`matching_status`, attempts, errors) lives in [`status`]; the
-//! labelled evaluation set and its metrics in [`eval`].
+//! Status bookkeeping (`matching_status`, attempts, errors) lives in [`status`]. The
+//! labelled evaluation set and its metrics are development tooling, in `docflow-dev`.
 
 pub mod candidates;
 pub mod decide;
-pub mod eval;
 pub mod normalize;
 pub mod score;
 pub mod semantic;

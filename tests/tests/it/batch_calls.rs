@@ -11,8 +11,8 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use docflow::local::QueueSpec;
 use docflow::sqs::{BatchConfig, BatchRuntime, Heartbeat, Message, Outcome};
+use docflow_dev::local::QueueSpec;
 use docflow_tests::aws_calls::AwsCalls;
 use docflow_tests::*;
 

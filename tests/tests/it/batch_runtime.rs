@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use docflow::local::QueueSpec;
 use docflow::sqs::{BatchConfig, BatchRuntime, Heartbeat, MAX_VISIBILITY, Message, Outcome};
+use docflow_dev::local::QueueSpec;
 use docflow_tests::aws_calls::AwsCalls;
 use docflow_tests::*;
 

@@ -27,8 +27,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
-use docflow::local::QueueSpec;
 use docflow::sqs::{BatchConfig, BatchRuntime, Message, Outcome};
+use docflow_dev::local::QueueSpec;
 use docflow_tests::aws_calls::AwsCalls;
 use docflow_tests::*;
 use proptest::prelude::*;

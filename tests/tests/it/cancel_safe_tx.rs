@@ -263,7 +263,7 @@ async fn every_docflow_connection_carries_the_server_side_backstops_and_its_name
     // As a function connects: its role, through the RDS Proxy stand-in, no startup
     // options; the backstops are the role's own (the migrations' ALTER ROLE … SET).
     let url = SecretString::from(
-        docflow::local::database::LocalDatabase::from_env()
+        docflow_dev::local::database::LocalDatabase::from_env()
             .unwrap()
             .function_url("ingestion", connect.get_database())
             .unwrap(),

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use docflow::db::{FUNCTION_ROLES, SessionRefused, expected_schema_version};
-use docflow::local::database::{LocalDatabase, OWNER_ROLE};
+use docflow_dev::local::database::{LocalDatabase, OWNER_ROLE};
 use docflow_tests::ingestion_harness::*;
 use docflow_tests::llm::anthropic_text;
 use secrecy::SecretString;

@@ -467,7 +467,7 @@ async fn a_failed_send_never_overwrites_a_running_or_dispatched_job(pool: PgPool
 async fn the_local_stack_defines_the_document_output_queue_as_the_spec_says() {
     use aws_sdk_sqs::types::QueueAttributeName as A;
     let config = docflow_tests::aws().await;
-    let stack = docflow::local::provision(&config, 3, &serde_json::json!({}))
+    let stack = docflow_dev::local::provision(&config, 3, &serde_json::json!({}))
         .await
         .unwrap();
     let queue = &stack.queues["docflow-document-output"];

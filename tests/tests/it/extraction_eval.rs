@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use docflow::extract::Extractor;
-use docflow::extract::eval::{Report, evaluate_dir};
+use docflow_dev::eval::extraction::{Report, evaluate_dir};
 use docflow_tests::pdf::layout_pdf;
 
 fn fixtures() -> PathBuf {
@@ -144,9 +144,9 @@ mod llm_providers {
     use std::time::Duration;
 
     use docflow::extract::Extractor;
-    use docflow::extract::eval::{Pricing, evaluate_dir};
     use docflow::llm::{LlmClient, LlmSettings, Provider};
     use docflow::retry::RetryPolicy;
+    use docflow_dev::eval::extraction::{Pricing, evaluate_dir};
     use docflow_tests::llm::{anthropic_error, anthropic_text};
     use serde_json::{Value, json};
     use wiremock::matchers::{method, path};
@@ -309,7 +309,7 @@ mod einvoices {
     use std::process::Command;
 
     use docflow::extract::Extractor;
-    use docflow::extract::eval::{EInvoices, evaluate_dir, evaluate_dir_with};
+    use docflow_dev::eval::extraction::{EInvoices, evaluate_dir, evaluate_dir_with};
 
     fn scratch(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("docflow-{name}-{}", uuid::Uuid::new_v4()));

@@ -1,4 +1,4 @@
-//! The local event-source mapping and runner (`docflow::local`) on real queues (moto):
+//! The local event-source mapping and runner (`docflow_dev::local`) on real queues (moto):
 //! what Lambda deletes, what it keeps, when a batch fails as a whole, the invoke endpoint
 //! of `cargo lambda watch`, and when `--until-idle` may stop.
 //!
@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
-use docflow::local::{
+use docflow_dev::local::{
     BoxFuture, EventSourceMapping, HttpInvoke, InProcess, Invocation, Invoke, QueueSpec,
     RunOptions, Runner, Scheduled, Source, SweepSummary, depth,
 };
@@ -53,7 +53,7 @@ async fn queue_with(
     prefix: &str,
     spec: QueueSpec,
     bodies: &[&str],
-) -> docflow::local::QueuePair {
+) -> docflow_dev::local::QueuePair {
     let queue = fresh_queue(sqs, prefix, spec).await;
     for body in bodies {
         send(sqs, &queue.url, body).await;

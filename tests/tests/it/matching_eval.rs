@@ -1,4 +1,4 @@
-//! The labelled evaluation set (`docflow::matching::eval`) through the real matching
+//! The labelled evaluation set (`docflow_dev::eval::matching`) through the real matching
 //! function: a local queue on moto, several concurrent event-source mappings, Postgres,
 //! score-only decisions. A small seed with the quality bar asserted; `docflow eval
 //! matching --documents 3000` gives the figure in docs/matching.md.
@@ -14,8 +14,8 @@ use crate::matching_support;
 
 use std::time::Duration;
 
-use docflow::matching::eval::{EvalOptions, Mix, Scenario, evaluate, stand_in_llm_response};
 use docflow::notify::Notifier;
+use docflow_dev::eval::matching::{EvalOptions, Mix, Scenario, evaluate, stand_in_llm_response};
 use matching_support::deps_with_sqs;
 use sqlx::PgPool;
 

@@ -7,9 +7,9 @@ use crate::matching_support;
 use std::time::Duration;
 
 use aws_lambda_events::event::sqs::SqsEvent;
-use docflow::local::QueueSpec;
 use docflow::matching::DocumentType;
 use docflow::matching::status::{self, Attempt, Claim};
+use docflow_dev::local::QueueSpec;
 use docflow_tests::llm::anthropic_text;
 use docflow_tests::{fresh_queue, lambda_event, mapping, poll_n, send, sqs, visible_bodies};
 use matching_support::*;

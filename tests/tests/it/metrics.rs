@@ -7,9 +7,9 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use docflow::local::QueueSpec;
 use docflow::sqs::{BatchConfig, BatchRuntime, DiscardKind, Message, Outcome};
 use docflow::telemetry::metrics::{self, MetricsSink, batch as m, dimension};
+use docflow_dev::local::QueueSpec;
 use docflow_tests::emf::Metrics;
 use docflow_tests::*;
 

@@ -101,7 +101,7 @@ fn pool_through(proxy: &CountingProxy, connect: &PgConnectOptions) -> PgPool {
     let role = "docflow_ingestion";
     let url = format!(
         "postgres://{role}:{}@127.0.0.1:{}/{}?sslmode=disable",
-        docflow::local::database::password(role),
+        docflow_dev::local::database::password(role),
         proxy.port,
         connect.get_database().unwrap_or("postgres"),
     );

@@ -42,7 +42,8 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use super::DocumentType;
+use docflow::matching::DocumentType;
+
 use crate::local::EventSourceMapping;
 
 /// Kinds of purchase in the set.
@@ -2460,7 +2461,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::matching::normalize::normalize_reference;
+    use docflow::matching::normalize::normalize_reference;
 
     #[test]
     fn the_same_seed_gives_the_same_set_and_another_seed_another() {
@@ -2609,7 +2610,7 @@ mod tests {
             .filter_map(|d| {
                 let name = d.data["supplier_name"].as_str()?;
                 let vat = d.data["supplier_vat_id"].as_str()?.replace(' ', "");
-                let normalized = crate::matching::normalize::normalize_name(name)?;
+                let normalized = docflow::matching::normalize::normalize_name(name)?;
                 Some((normalized, vat))
             })
             .collect();
@@ -2641,8 +2642,8 @@ mod tests {
                     normalize_reference(number).unwrap(),
                 );
                 assert!(
-                    crate::matching::score::compare_keys(&a, &b)
-                        >= crate::matching::score::RefMatch::SameNumber,
+                    docflow::matching::score::compare_keys(&a, &b)
+                        >= docflow::matching::score::RefMatch::SameNumber,
                     "{number} / {messy}"
                 );
             }

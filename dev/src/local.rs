@@ -202,7 +202,7 @@ pub struct Stack {
 /// Creates every queue with its DLQ, the documents bucket and the secret (only if it
 /// does not exist yet: an operator's edits to the local secret are kept).
 pub async fn provision(
-    config: &crate::aws::SdkConfig,
+    config: &docflow::aws::SdkConfig,
     max_receive_count: u32,
     secret_json: &serde_json::Value,
 ) -> anyhow::Result<Stack> {
@@ -217,7 +217,7 @@ pub async fn provision(
         queues.insert(name, ensure_queue_with_dlq(&sqs, name, spec).await?);
     }
 
-    ensure_bucket(&crate::aws::s3_client(config), DOCUMENTS_BUCKET).await?;
+    ensure_bucket(&docflow::aws::s3_client(config), DOCUMENTS_BUCKET).await?;
 
     let secrets = aws_sdk_secretsmanager::Client::new(config);
     if secrets

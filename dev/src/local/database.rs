@@ -1,7 +1,7 @@
 //! The local database as AWS runs it: a schema owner that migrates, one role per function
 //! with a SCRAM password, connections over TLS (`verify-full` against the local CA of
 //! `scripts/postgres-up.sh`) through the RDS Proxy stand-in (`docflow local rds-proxy`).
-//! The superuser only creates the roles and the database ([`bootstrap`]).
+//! The superuser only creates the roles and the database ([`LocalDatabase::bootstrap`]).
 //!
 //! | variable | default | what |
 //! |---|---|---|
@@ -16,7 +16,7 @@ use anyhow::Context as _;
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions as _, Connection as _};
 
-use crate::db::FUNCTION_ROLES;
+use docflow::db::FUNCTION_ROLES;
 
 /// The role that owns the schema and runs the migrations.
 pub const OWNER_ROLE: &str = "docflow_owner";

@@ -29,8 +29,8 @@ use chrono::NaiveDate;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::{Extraction, Extractor, einvoice};
-use crate::ocr::{FileKind, Transcriber};
+use docflow::extract::{Extraction, Extractor, einvoice, normalise_id};
+use docflow::ocr::{FileKind, Transcriber};
 
 /// The fields the eval knows how to score, in report order.
 pub const SCORED_FIELDS: [&str; 18] = [
@@ -563,14 +563,6 @@ fn amount(v: &Value) -> Option<f64> {
 
 fn date(v: &Value) -> Option<NaiveDate> {
     NaiveDate::parse_from_str(v.as_str()?.trim(), "%Y-%m-%d").ok()
-}
-
-/// An id without separators: letters and digits only, upper case.
-pub fn normalise_id(id: &str) -> String {
-    id.chars()
-        .filter(|c| c.is_alphanumeric())
-        .flat_map(char::to_uppercase)
-        .collect()
 }
 
 /// Legal forms and filler words that do not tell two companies apart.
