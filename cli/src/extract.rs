@@ -14,7 +14,9 @@ pub async fn run(file: &Path, provider: &str, json: bool, show_text: bool) -> an
     let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
     // A structured e-invoice is read exactly, before any transcription or provider.
     if einvoice::is_xml_name(&name) {
-        let extraction = einvoice::read(&bytes).with_context(|| format!("{}", file.display()))?;
+        let mut extraction =
+            einvoice::read(&bytes).with_context(|| format!("{}", file.display()))?;
+        einvoice::unchecked_partial_profile(&mut extraction, "an XML upload has no page");
         return show(&extraction, "einvoice", json);
     }
     let kind = FileKind::from_path(&name).with_context(|| {
@@ -25,7 +27,8 @@ pub async fn run(file: &Path, provider: &str, json: bool, show_text: bool) -> an
     })?;
     let mut fallback = None;
     if kind == FileKind::Pdf {
-        match einvoice::read(&bytes) {
+        // As ingestion: a payload a person would have to look at gives way to the page.
+        match einvoice::hybrid(einvoice::read(&bytes)) {
             Ok(extraction) => return show(&extraction, "einvoice", json),
             Err(einvoice::EInvoiceError::NoPayload(_)) => {}
             Err(e) => {

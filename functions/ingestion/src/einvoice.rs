@@ -50,7 +50,8 @@ async fn read(
 /// failed), or a permanent failure saying why it cannot be read.
 pub async fn xml(key: &str, bytes: Bytes) -> Result<ExtractionRun, Failure> {
     match read(bytes).await? {
-        Ok(extraction) => {
+        Ok(mut extraction) => {
+            einvoice::unchecked_partial_profile(&mut extraction, "an XML upload has no page");
             metrics::count_by(
                 metrics::dimension::KIND,
                 "xml",
@@ -77,7 +78,9 @@ pub async fn pdf(key: &str, bytes: Bytes) -> Result<Route, Failure> {
         }
     };
     // The page, read as the page path would read it (its text layer and the rules: no OCR,
-    // no LLM). A page that cannot be read is no disagreement.
+    // no LLM). A page that cannot be read is no disagreement, but a partial profile's XML
+    // then goes unchecked.
+    let mut compared = false;
     if let Ok(pages) = text_layer(bytes).await {
         let text = pages.join("\n");
         if has_usable_text(&text) {
@@ -85,6 +88,7 @@ pub async fn pdf(key: &str, bytes: Bytes) -> Result<Route, Failure> {
             let page = on_cpu(needs, move || docflow::extract::rules::extract(&text))
                 .await
                 .ok();
+            compared = page.is_some();
             if let Some(page) = page
                 && einvoice::compare_with_page(&mut extraction, &page)
             {
@@ -97,6 +101,12 @@ pub async fn pdf(key: &str, bytes: Bytes) -> Result<Route, Failure> {
                 metrics::count(metrics::ingestion::EINVOICE_DISAGREEMENTS, 1);
             }
         }
+    }
+    if !compared {
+        einvoice::unchecked_partial_profile(
+            &mut extraction,
+            "its page has no text to check it against",
+        );
     }
     metrics::count_by(
         metrics::dimension::KIND,

@@ -674,8 +674,12 @@ pub fn compare_with_page(xml: &mut Extraction, page: &Extraction) -> bool {
             "invoice_number: the XML says {x:?}, the page {p:?}"
         ));
     }
+    // A credit note's total is positive in the XML (EN 16931) and may be printed with a
+    // minus sign: its size is what the two readings must agree on.
+    let credit = xml.document_type == Some(DocumentType::CreditNote);
+    let size = |t: f64| if credit { t.abs() } else { t };
     if let (Some(x), Some(p)) = (xml.total, page.total)
-        && (x - p).abs() >= 0.005
+        && (size(x) - size(p)).abs() >= 0.005
     {
         disagreements.push(format!("total: the XML says {x:.2}, the page {p:.2}"));
     }
@@ -684,6 +688,33 @@ pub fn compare_with_page(xml: &mut Extraction, page: &Extraction) -> bool {
         source.disagreements.extend(disagreements);
     }
     disagree
+}
+
+/// Whether the XML is of a profile that is not a full invoice: ZUGFeRD / Factur-X
+/// MINIMUM and BASIC WL (the reader's recommendation `undefined`). Its page is the legal
+/// invoice; the XML carries the totals and the parties, not the lines and most terms.
+pub fn is_partial_profile(e: &Extraction) -> bool {
+    e.einvoice
+        .as_ref()
+        .is_some_and(|s| s.recommendation.as_deref() == Some("undefined"))
+}
+
+/// A partial profile's XML ([`is_partial_profile`]) without a page to check it against
+/// (an XML upload, or a hybrid whose page has no text): a person looks, with what was
+/// read kept. `why` says which.
+pub fn unchecked_partial_profile(e: &mut Extraction, why: &str) {
+    if !is_partial_profile(e) {
+        return;
+    }
+    if let Some(source) = &mut e.einvoice {
+        let profile = source
+            .profile
+            .as_deref()
+            .unwrap_or("a MINIMUM or BASIC WL profile");
+        source.review.push(format!(
+            "{profile}: not a full invoice, its page is the legal one, and {why}"
+        ));
+    }
 }
 
 /// What the page path records when a hybrid's XML was not used: the reason, and the
@@ -1133,6 +1164,48 @@ mod tests {
         let source = basic_wl.einvoice.unwrap();
         assert_eq!(source.recommendation.as_deref(), Some("undefined"));
         assert!(source.profile.unwrap().contains("BASIC WL"));
+    }
+
+    #[test]
+    fn a_basic_wl_xml_without_a_page_to_check_it_against_goes_to_a_person() {
+        let mustang = |file: &str| {
+            read(&std::fs::read(corpus(&format!("mustang-samples/{file}"))).unwrap()).unwrap()
+        };
+        let mut basic_wl = mustang("validAvoir_FR_type380_BASICWL.pdf");
+        assert!(is_partial_profile(&basic_wl));
+        assert!(
+            !basic_wl.needs_human_review(),
+            "checked against its page, it may pass"
+        );
+        unchecked_partial_profile(&mut basic_wl, "an XML upload has no page");
+        let review = &basic_wl.einvoice.as_ref().unwrap().review;
+        assert!(
+            review.len() == 1 && review[0].contains("BASIC WL") && review[0].contains("no page"),
+            "{review:?}"
+        );
+        assert!(basic_wl.needs_human_review());
+        // BASIC WL carries no lines: none is invented, none has a confidence.
+        assert!(basic_wl.line_items.is_empty());
+        assert_eq!(basic_wl.field_confidence_of("line_items"), None);
+
+        let mut full = mustang("EN16931_Einfach.pdf");
+        assert!(!is_partial_profile(&full));
+        unchecked_partial_profile(&mut full, "an XML upload has no page");
+        assert!(full.einvoice.as_ref().unwrap().review.is_empty());
+    }
+
+    #[test]
+    fn a_credit_notes_total_agrees_with_its_page_by_size_whatever_the_sign() {
+        let mut xml = crate::extract::test_data(serde_json::json!({
+            "document_type": "credit_note", "invoice_number": "GS-1", "total": 233.47
+        }));
+        xml.einvoice = Some(EInvoiceSource::default());
+        let printed = crate::extract::test_data(serde_json::json!({
+            "document_type": "credit_note", "invoice_number": "GS-1", "total": -233.47
+        }));
+        assert!(!compare_with_page(&mut xml, &printed));
+        let other = crate::extract::test_data(serde_json::json!({"total": -23.47}));
+        assert!(compare_with_page(&mut xml, &other));
     }
 
     #[test]

@@ -414,7 +414,8 @@ async fn extract_file(file: &Path, extractor: &Extractor, einvoices: EInvoices) 
     let name = file.to_string_lossy();
     let bytes = std::fs::read(file).map_err(|e| format!("cannot read: {e}"))?;
     if einvoice::is_xml_name(&name) {
-        let extraction = einvoice::read(&bytes).map_err(|e| e.to_string())?;
+        let mut extraction = einvoice::read(&bytes).map_err(|e| e.to_string())?;
+        einvoice::unchecked_partial_profile(&mut extraction, "an XML upload has no page");
         return Ok((extraction, "einvoice".into(), None, None));
     }
     let kind = FileKind::from_path(&name).ok_or_else(|| "unsupported file type".to_owned())?;
