@@ -25,15 +25,6 @@ const BATCH_EVENT: &str = include_str!("../../../events/ingestion/batch.json");
 const POISON_EVENT: &str = include_str!("../../../events/ingestion/poison.json");
 const DUPLICATE_EVENT: &str = include_str!("../../../events/ingestion/duplicate.json");
 
-fn invoice_pdf() -> Vec<u8> {
-    text_pdf(&[&[
-        "Muster Bürobedarf GmbH, Hauptstraße 1, 10115 Berlin",
-        "Rechnung Nr. RE-2014-0815",
-        "Rechnungsdatum: 07.05.2014",
-        "Gesamtbetrag: 119,00 €",
-    ]])
-}
-
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_text_pdf_is_ingested_end_to_end_and_handed_to_matching(pool: PgPool) {
     let h = harness(pool, Ocr::Native).await;
