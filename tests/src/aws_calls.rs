@@ -64,6 +64,18 @@ pub struct AwsCalls {
     state: Arc<Mutex<State>>,
 }
 
+/// A batch runtime whose SQS client records every call and refuses any not in `declared`:
+/// the runtime's own `docflow::sqs::AWS_ACTIONS`, plus whatever the function the test
+/// stands for declares besides (ingestion's `sqs:SendMessage`).
+pub async fn recorded_runtime(
+    config: docflow::sqs::BatchConfig,
+    declared: &[&str],
+) -> (docflow::sqs::BatchRuntime, AwsCalls) {
+    let calls = AwsCalls::new("the batch runtime", declared);
+    let runtime = docflow::sqs::BatchRuntime::new(calls.sqs(&crate::aws().await), config);
+    (runtime, calls)
+}
+
 impl AwsCalls {
     /// A recorder for `function`, which declares it calls exactly `declared`.
     pub fn new(function: &'static str, declared: &[&str]) -> Self {

@@ -52,6 +52,26 @@ pub fn invoice_json() -> Value {
     })
 }
 
+/// A text PDF of the invoice [`invoice_json`] describes: supplier, number, date and total
+/// in its text layer.
+pub fn invoice_pdf() -> Vec<u8> {
+    crate::pdf::text_pdf(&[&[
+        "Muster Bürobedarf GmbH, Hauptstraße 1, 10115 Berlin",
+        "Rechnung Nr. RE-2014-0815",
+        "Rechnungsdatum: 07.05.2014",
+        "Gesamtbetrag: 119,00 €",
+    ]])
+}
+
+/// The LLM stand-in answers every extraction with [`invoice_json`].
+pub async fn llm_answers_with_an_invoice(h: &Harness) {
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .and(wiremock::matchers::path("/v1/messages"))
+        .respond_with(crate::llm::anthropic_text(&invoice_json().to_string()))
+        .mount(&h.llm)
+        .await;
+}
+
 /// Textract's JSON protocol content type.
 const TEXTRACT_JSON: &str = "application/x-amz-json-1.1";
 

@@ -15,6 +15,7 @@ pub mod sandbox;
 pub mod scan;
 pub mod time_warp;
 
+use std::collections::HashSet;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_config::SdkConfig;
@@ -222,6 +223,15 @@ where
     })
     .await;
     assert!(waited.is_ok(), "{what}: not within {} s", timeout.as_secs());
+}
+
+/// The message ids a batch response reports as failed.
+pub fn failed_ids(response: &aws_lambda_events::event::sqs::SqsBatchResponse) -> HashSet<String> {
+    response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.clone())
+        .collect()
 }
 
 /// A Lambda event with a deadline `budget` from now (or none).

@@ -5,14 +5,12 @@
 #[path = "it/matching_support/mod.rs"]
 mod matching_support;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use aws_lambda_events::event::sqs::SqsEvent;
 use docflow::matching::DocumentType;
 use docflow_tests::ingestion_harness::*;
 use docflow_tests::lambda_event;
 use docflow_tests::llm::anthropic_text;
+use docflow_tests::logs::Logs;
 use docflow_tests::pdf::text_pdf;
 use matching_support::*;
 use sqlx::PgPool;
@@ -38,36 +36,6 @@ fn event_with_body(sample: &str, body: Option<&str>, receive: u32) -> SqsEvent {
         .attributes
         .insert("ApproximateReceiveCount".into(), receive.to_string());
     event
-}
-
-/// Log lines written while the guard lives (JSON, as in Lambda).
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Logs {
-    fn capture(&self) -> tracing::subscriber::DefaultGuard {
-        let logs = self.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .json()
-            .with_max_level(tracing::Level::INFO)
-            .with_writer(move || logs.clone())
-            .finish();
-        tracing::subscriber::set_default(subscriber)
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
 }
 
 // --- unknown enum values in the database ---------------------------------------------------
@@ -238,7 +206,7 @@ async fn a_candidate_whose_data_is_not_an_extraction_is_left_out_and_the_match_g
     )
     .await;
     let logs = Logs::default();
-    let _guard = logs.capture();
+    let _guard = logs.capture_json("info");
 
     let response = matching::handler(
         &deps,
@@ -358,7 +326,7 @@ async fn empty_missing_huge_and_json_bodies_are_discarded_by_every_function(pool
         ("JSON number", Some("42".into())),
     ];
     let logs = Logs::default();
-    let _guard = logs.capture();
+    let _guard = logs.capture_json("info");
     for (what, body) in &bodies {
         let body = body.as_deref();
         let ingestion = ingestion::handler(

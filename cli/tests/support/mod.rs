@@ -44,6 +44,7 @@ use docflow_cli::run::{self, FaultInjection};
 use docflow_cli::wiring::{Local, Options, Queues};
 use docflow_dev::local::{BoxFuture, Invocation, Invoke, QueueSpec, RunOptions};
 use docflow_tests::llm::{anthropic_error, anthropic_text};
+use docflow_tests::logs::Logs;
 use docflow_tests::{aws, fresh_bucket, fresh_queue, unique};
 use futures::StreamExt as _;
 use lambda_runtime::LambdaEvent;
@@ -2475,38 +2476,19 @@ fn doc_name(doc: &Seeded) -> String {
 // ---------------------------------------------------------------------------------------
 // Secrets never leak
 
-/// Everything the process logs, as JSON lines, from now on (a global subscriber: one
-/// per test binary).
-pub fn capture_logs() -> Arc<Mutex<Vec<u8>>> {
-    let buffer = Arc::new(Mutex::new(Vec::new()));
-    let writer = Buffer(buffer.clone());
-    tracing_subscriber::fmt()
-        .json()
-        // DEBUG too: the HTTP stack's request dumps are there.
-        .with_env_filter(tracing_subscriber::EnvFilter::new("debug"))
-        .with_writer(move || writer.clone())
-        .try_init()
-        .expect("the only tracing subscriber of this test binary");
-    buffer
-}
-
-#[derive(Clone)]
-struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Buffer {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+/// Everything the process logs, as docflow's JSON lines at `debug` (the HTTP stack's
+/// request dumps are there), from every thread from now on: a global subscriber, one per
+/// test binary, because the runner's functions log from the runtime's worker threads.
+pub fn capture_logs() -> Logs {
+    let logs = Logs::default();
+    logs.capture_json_globally("debug");
+    logs
 }
 
 /// Adds what the ingestion worker logged of Textract's errors (the faults that outlasted
 /// the SDK's retries) to the verdict.
-pub fn ocr_errors_logged(logs: &Arc<Mutex<Vec<u8>>>, v: &mut Verdict) {
-    let logs = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
+pub fn ocr_errors_logged(logs: &Logs, v: &mut Verdict) {
+    let logs = logs.text();
     v.info(
         "log lines with a Textract error (the worker's transient failures)",
         logs.matches("Textract DetectDocumentText failed").count(),
@@ -2516,8 +2498,8 @@ pub fn ocr_errors_logged(logs: &Arc<Mutex<Vec<u8>>>, v: &mut Verdict) {
 /// Looks for every secret value in the captured logs, every row the functions wrote
 /// (errors included), every admin notification and every DLQ body; adds the result to
 /// the verdict. Returns how many log lines were searched.
-pub async fn check_secrets(soak: &Soak, logs: &Arc<Mutex<Vec<u8>>>, v: &mut Verdict) -> usize {
-    let logs = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
+pub async fn check_secrets(soak: &Soak, logs: &Logs, v: &mut Verdict) -> usize {
+    let logs = logs.text();
     let mut places: Vec<(String, String)> = vec![("logs".into(), logs.clone())];
     for table in [
         "ingestion",

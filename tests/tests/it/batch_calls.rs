@@ -11,9 +11,9 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use docflow::sqs::{BatchConfig, BatchRuntime, Heartbeat, Message, Outcome};
+use docflow::sqs::{BatchConfig, Heartbeat, Message, Outcome};
 use docflow_dev::local::QueueSpec;
-use docflow_tests::aws_calls::AwsCalls;
+use docflow_tests::aws_calls::recorded_runtime;
 use docflow_tests::*;
 
 const VISIBILITY_BATCH: &str = "ChangeMessageVisibilityBatch";
@@ -26,12 +26,6 @@ fn declared() -> Vec<&'static str> {
     let mut actions = docflow::sqs::AWS_ACTIONS.to_vec();
     actions.push("sqs:SendMessage");
     actions
-}
-
-async fn recorded_runtime(config: BatchConfig) -> (BatchRuntime, AwsCalls) {
-    let calls = AwsCalls::new("the batch runtime", &declared());
-    let runtime = BatchRuntime::new(calls.sqs(&aws().await), config);
-    (runtime, calls)
 }
 
 fn spec(visibility_s: u64) -> QueueSpec {
@@ -56,14 +50,6 @@ fn extending(visibility: Duration, extend_to: Duration, window: Duration) -> Bat
     }
 }
 
-fn failed_ids(response: &aws_lambda_events::event::sqs::SqsBatchResponse) -> HashSet<String> {
-    response
-        .batch_item_failures
-        .iter()
-        .map(|f| f.item_identifier.clone())
-        .collect()
-}
-
 async fn batch_of(
     sqs: &aws_sdk_sqs::Client,
     url: &str,
@@ -82,11 +68,14 @@ async fn a_batch_of_ten_is_extended_before_work_in_one_call() {
     let queue = fresh_queue(&sqs, "extend-ten", spec(5)).await;
     let event = batch_of(&sqs, &queue.url, 10).await;
     let esm = mapping(&sqs, &queue.url).await;
-    let (runtime, calls) = recorded_runtime(extending(
-        Duration::from_secs(5),
-        Duration::from_secs(30),
-        Duration::ZERO,
-    ))
+    let (runtime, calls) = recorded_runtime(
+        extending(
+            Duration::from_secs(5),
+            Duration::from_secs(30),
+            Duration::ZERO,
+        ),
+        &declared(),
+    )
     .await;
     let seen_at_start = Arc::new(Mutex::new(Vec::new()));
 
@@ -130,11 +119,14 @@ async fn no_extension_call_when_the_remaining_visibility_covers_the_work() {
     let queue = fresh_queue(&sqs, "extend-none", spec(600)).await;
     let event = batch_of(&sqs, &queue.url, 10).await;
     // 600 s − 0 s window − 10 s invoke slack = 590 s left at least: covers 300 s.
-    let (runtime, calls) = recorded_runtime(extending(
-        Duration::from_secs(600),
-        Duration::from_secs(300),
-        Duration::ZERO,
-    ))
+    let (runtime, calls) = recorded_runtime(
+        extending(
+            Duration::from_secs(600),
+            Duration::from_secs(300),
+            Duration::ZERO,
+        ),
+        &declared(),
+    )
     .await;
 
     let response = runtime
@@ -150,11 +142,14 @@ async fn no_extension_call_when_the_remaining_visibility_covers_the_work() {
 
     // The same batch behind a 300 s batching window is not covered (600 − 300 − 10 =
     // 290 s < 300 s): one call.
-    let (runtime, calls) = recorded_runtime(extending(
-        Duration::from_secs(600),
-        Duration::from_secs(300),
-        Duration::from_secs(300),
-    ))
+    let (runtime, calls) = recorded_runtime(
+        extending(
+            Duration::from_secs(600),
+            Duration::from_secs(300),
+            Duration::from_secs(300),
+        ),
+        &declared(),
+    )
     .await;
     runtime
         .run(lambda_event(event.clone(), None), |_m: Message| async {
@@ -174,11 +169,14 @@ async fn more_than_ten_records_are_extended_in_calls_of_ten() {
     event
         .records
         .extend(batch_of(&sqs, &queue.url, 2).await.records);
-    let (runtime, calls) = recorded_runtime(extending(
-        Duration::from_secs(30),
-        Duration::from_secs(60),
-        Duration::ZERO,
-    ))
+    let (runtime, calls) = recorded_runtime(
+        extending(
+            Duration::from_secs(30),
+            Duration::from_secs(60),
+            Duration::ZERO,
+        ),
+        &declared(),
+    )
     .await;
 
     runtime
@@ -204,11 +202,14 @@ async fn a_refused_extension_entry_is_its_record_s_alone() {
     // A receipt handle SQS does not know: its entry is refused, the others are not.
     event.records[1].receipt_handle = Some("not-a-receipt-handle".into());
     let bogus = event.records[1].message_id.clone().unwrap();
-    let (runtime, calls) = recorded_runtime(extending(
-        Duration::from_secs(5),
-        Duration::from_secs(30),
-        Duration::ZERO,
-    ))
+    let (runtime, calls) = recorded_runtime(
+        extending(
+            Duration::from_secs(5),
+            Duration::from_secs(30),
+            Duration::ZERO,
+        ),
+        &declared(),
+    )
     .await;
     let (sink, metrics) = docflow::telemetry::metrics::MetricsSink::capture("docflow/test");
     let runtime = runtime.with_function("extend-refused").with_metrics(sink);
@@ -262,7 +263,7 @@ async fn the_hand_offs_of_a_batch_go_out_in_one_call_each_answered() {
     let source = fresh_queue(&sqs, "handoff-source", spec(30)).await;
     let target = fresh_queue(&sqs, "handoff-target", spec(30)).await;
     let event = batch_of(&sqs, &source.url, 10).await;
-    let (runtime, calls) = recorded_runtime(BatchConfig::default()).await;
+    let (runtime, calls) = recorded_runtime(BatchConfig::default(), &declared()).await;
     let target_url = target.url.clone();
 
     // Every other record hands off; the rest end at once, and are not waited for.
@@ -302,7 +303,7 @@ async fn a_refused_hand_off_fails_only_its_record() {
     let source = fresh_queue(&sqs, "handoff-refused", spec(30)).await;
     let target = fresh_queue(&sqs, "handoff-refused-target", spec(30)).await;
     let event = batch_of(&sqs, &source.url, 10).await;
-    let (runtime, calls) = recorded_runtime(BatchConfig::default()).await;
+    let (runtime, calls) = recorded_runtime(BatchConfig::default(), &declared()).await;
     // SQS itself refuses this one entry of the batch call (see `refuse_batch_entry`).
     calls.refuse_batch_entry("next-m3");
     let target_url = target.url.clone();
@@ -348,7 +349,7 @@ async fn a_record_cut_off_while_waiting_to_hand_off_sends_nothing() {
     let source = fresh_queue(&sqs, "handoff-cut", spec(30)).await;
     let target = fresh_queue(&sqs, "handoff-cut-target", spec(30)).await;
     let event = batch_of(&sqs, &source.url, 2).await;
-    let (runtime, calls) = recorded_runtime(BatchConfig::default()).await;
+    let (runtime, calls) = recorded_runtime(BatchConfig::default(), &declared()).await;
     let target_url = target.url.clone();
 
     // m0 hands off and waits for m1, which is still working when the deadline comes.

@@ -12,23 +12,8 @@ use std::time::Duration;
 
 use docflow::sqs::{BatchConfig, BatchRuntime, Heartbeat, MAX_VISIBILITY, Message, Outcome};
 use docflow_dev::local::QueueSpec;
-use docflow_tests::aws_calls::AwsCalls;
+use docflow_tests::aws_calls::{AwsCalls, recorded_runtime};
 use docflow_tests::*;
-
-/// A runtime whose SQS calls are recorded and checked against `docflow::sqs::AWS_ACTIONS`.
-async fn recorded_runtime(config: BatchConfig) -> (BatchRuntime, AwsCalls) {
-    let calls = AwsCalls::new("the batch runtime", docflow::sqs::AWS_ACTIONS);
-    let runtime = BatchRuntime::new(calls.sqs(&aws().await), config);
-    (runtime, calls)
-}
-
-fn failed_ids(response: &aws_lambda_events::event::sqs::SqsBatchResponse) -> HashSet<String> {
-    response
-        .batch_item_failures
-        .iter()
-        .map(|f| f.item_identifier.clone())
-        .collect()
-}
 
 fn spec(visibility_s: u64) -> QueueSpec {
     QueueSpec {
@@ -57,7 +42,8 @@ async fn done_and_discard_are_deleted_retry_and_release_are_kept() {
             .clone()
             .unwrap()
     };
-    let (runtime, calls) = recorded_runtime(BatchConfig::default()).await;
+    let (runtime, calls) =
+        recorded_runtime(BatchConfig::default(), docflow::sqs::AWS_ACTIONS).await;
 
     let response = runtime
         .run(lambda_event(event.clone(), None), |m: Message| async move {
@@ -97,7 +83,8 @@ async fn retry_hides_the_message_for_the_requested_time() {
     send(&sqs, &queue.url, "retry-me").await;
     let esm = mapping(&sqs, &queue.url).await;
     let event = poll_n(&esm, 1).await;
-    let (runtime, calls) = recorded_runtime(BatchConfig::default()).await;
+    let (runtime, calls) =
+        recorded_runtime(BatchConfig::default(), docflow::sqs::AWS_ACTIONS).await;
 
     let response = runtime
         .run(lambda_event(event.clone(), None), |_m| async {
@@ -171,7 +158,8 @@ async fn a_message_that_keeps_failing_lands_in_the_dlq_after_max_receive_count()
     let queue = fresh_queue(&sqs, "poison", spec(30)).await;
     send(&sqs, &queue.url, "always-fails").await;
     let esm = mapping(&sqs, &queue.url).await;
-    let (runtime, calls) = recorded_runtime(BatchConfig::default()).await;
+    let (runtime, calls) =
+        recorded_runtime(BatchConfig::default(), docflow::sqs::AWS_ACTIONS).await;
     let seen = Arc::new(AtomicUsize::new(0));
 
     for receive in 1..=3 {
@@ -367,7 +355,8 @@ async fn a_failing_visibility_change_still_reports_the_record_as_failed() {
     // A receipt handle SQS no longer accepts (as after the message was received again):
     // ChangeMessageVisibility itself is rejected.
     event.records[0].receipt_handle = Some("expired-receipt-handle".into());
-    let (runtime, calls) = recorded_runtime(BatchConfig::default()).await;
+    let (runtime, calls) =
+        recorded_runtime(BatchConfig::default(), docflow::sqs::AWS_ACTIONS).await;
 
     let response = runtime
         .run(lambda_event(event, None), |_m| async {
@@ -394,7 +383,8 @@ async fn a_sub_second_retry_is_rounded_up_instead_of_making_the_message_visible_
     send(&sqs, &queue.url, "retry-soon").await;
     let esm = mapping(&sqs, &queue.url).await;
     let event = poll_n(&esm, 1).await;
-    let (runtime, calls) = recorded_runtime(BatchConfig::default()).await;
+    let (runtime, calls) =
+        recorded_runtime(BatchConfig::default(), docflow::sqs::AWS_ACTIONS).await;
 
     let response = runtime
         .run(lambda_event(event.clone(), None), |_m| async {
@@ -423,10 +413,13 @@ async fn a_twelve_hour_retry_leaves_room_for_the_time_since_the_receive() {
     let event = poll_n(&esm, 1).await;
     // The receive happened before the invocation began, at most the queue's visibility
     // timeout before: SQS rejects a visibility that would end more than 12 h after it.
-    let (runtime, calls) = recorded_runtime(BatchConfig {
-        queue_visibility: Some(Duration::from_secs(30)),
-        ..BatchConfig::default()
-    })
+    let (runtime, calls) = recorded_runtime(
+        BatchConfig {
+            queue_visibility: Some(Duration::from_secs(30)),
+            ..BatchConfig::default()
+        },
+        docflow::sqs::AWS_ACTIONS,
+    )
     .await;
 
     let response = runtime
@@ -530,14 +523,17 @@ async fn heartbeat_extends_visibility_and_calls_the_hook_until_the_record_ends()
     let esm = mapping(&sqs, &queue.url).await;
     let event = poll_n(&esm, 1).await;
     let received = tokio::time::Instant::now();
-    let (runtime, calls) = recorded_runtime(BatchConfig {
-        heartbeat: Heartbeat {
-            every: Duration::from_millis(300),
-            extend_to: Duration::from_secs(20),
+    let (runtime, calls) = recorded_runtime(
+        BatchConfig {
+            heartbeat: Heartbeat {
+                every: Duration::from_millis(300),
+                extend_to: Duration::from_secs(20),
+            },
+            queue_visibility: Some(queue_visibility),
+            ..BatchConfig::default()
         },
-        queue_visibility: Some(queue_visibility),
-        ..BatchConfig::default()
-    })
+        docflow::sqs::AWS_ACTIONS,
+    )
     .await;
     let beats = Arc::new(AtomicUsize::new(0));
     let seen_during_work = Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -632,14 +628,17 @@ async fn the_first_heartbeats_never_shorten_the_queue_s_own_visibility() {
     send(&sqs, &queue.url, "short-job").await;
     let esm = mapping(&sqs, &queue.url).await;
     let event = poll_n(&esm, 1).await;
-    let (runtime, calls) = recorded_runtime(BatchConfig {
-        heartbeat: Heartbeat {
-            every: Duration::from_millis(300),
-            extend_to,
+    let (runtime, calls) = recorded_runtime(
+        BatchConfig {
+            heartbeat: Heartbeat {
+                every: Duration::from_millis(300),
+                extend_to,
+            },
+            queue_visibility: Some(queue_visibility),
+            ..BatchConfig::default()
         },
-        queue_visibility: Some(queue_visibility),
-        ..BatchConfig::default()
-    })
+        docflow::sqs::AWS_ACTIONS,
+    )
     .await;
     let beats = Arc::new(AtomicUsize::new(0));
     let hook_times = Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -709,7 +708,8 @@ async fn a_fifo_retry_hides_the_message_and_keeps_the_group_in_order() {
     }
     let esm = mapping(&sqs, &queue.url).await;
     let event = poll_n(&esm, 2).await;
-    let (runtime, calls) = recorded_runtime(BatchConfig::default()).await;
+    let (runtime, calls) =
+        recorded_runtime(BatchConfig::default(), docflow::sqs::AWS_ACTIONS).await;
     let processed = Arc::new(std::sync::Mutex::new(Vec::new()));
 
     let response = {
@@ -771,7 +771,8 @@ async fn group_ids_on_a_standard_queue_do_not_hold_records_back() {
             .attributes
             .insert("MessageGroupId".into(), "tenant-1".into());
     }
-    let (runtime, _calls) = recorded_runtime(BatchConfig::default()).await;
+    let (runtime, _calls) =
+        recorded_runtime(BatchConfig::default(), docflow::sqs::AWS_ACTIONS).await;
     let processed = Arc::new(AtomicUsize::new(0));
 
     let response = {
@@ -819,11 +820,14 @@ async fn a_record_with_less_than_the_start_reserve_left_is_not_started() {
         .unwrap();
     // Stops waiting 3 s after the start; a record needs 2 s to be worth starting. a1
     // starts with 3 s and takes 1.5 s: a2 would start with 1.5 s.
-    let (runtime, calls) = recorded_runtime(BatchConfig {
-        deadline_margin: Duration::from_millis(500),
-        start_reserve: Duration::from_secs(2),
-        ..BatchConfig::default()
-    })
+    let (runtime, calls) = recorded_runtime(
+        BatchConfig {
+            deadline_margin: Duration::from_millis(500),
+            start_reserve: Duration::from_secs(2),
+            ..BatchConfig::default()
+        },
+        docflow::sqs::AWS_ACTIONS,
+    )
     .await;
     let processed = Arc::new(std::sync::Mutex::new(Vec::new()));
 
@@ -897,10 +901,13 @@ async fn work_that_would_outlive_the_deadline_gives_up_in_time_for_the_record_to
     let esm = mapping(&sqs, &queue.url).await;
     let event = poll_n(&esm, 1).await;
     let received = tokio::time::Instant::now();
-    let (runtime, calls) = recorded_runtime(BatchConfig {
-        deadline_margin: Duration::from_millis(500),
-        ..BatchConfig::default()
-    })
+    let (runtime, calls) = recorded_runtime(
+        BatchConfig {
+            deadline_margin: Duration::from_millis(500),
+            ..BatchConfig::default()
+        },
+        docflow::sqs::AWS_ACTIONS,
+    )
     .await;
     let recorded = Arc::new(AtomicUsize::new(0));
 
@@ -968,7 +975,8 @@ async fn a_refused_delete_keeps_only_its_record_and_the_poller_goes_on() {
         .unwrap();
     let stale_id = stale.message_id.clone().unwrap();
     stale.receipt_handle = Some("not-a-handle-sqs-ever-gave".into());
-    let (runtime, _calls) = recorded_runtime(BatchConfig::default()).await;
+    let (runtime, _calls) =
+        recorded_runtime(BatchConfig::default(), docflow::sqs::AWS_ACTIONS).await;
     let response = runtime
         .run(lambda_event(event.clone(), None), |_m| async {
             Outcome::Done

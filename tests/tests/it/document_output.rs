@@ -5,7 +5,7 @@
 //! per-tenant account keys, and the async-task poll.
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use docflow::Outcome;
@@ -13,6 +13,7 @@ use docflow::ids::DocumentId;
 use docflow::output::worker;
 use docflow::sqs::Heartbeat;
 use docflow_tests::gate::Gate;
+use docflow_tests::logs::Logs;
 use docflow_tests::output::{
     ACCOUNT_KEY, API_KEY, COMPANY_ID, FILE_BYTES, FILE_NAME, Options, OutputEnv, hanging_listener,
     sample_event, setup, setup_with,
@@ -142,39 +143,6 @@ async fn enqueued_document(env: &OutputEnv) -> (Uuid, Uuid) {
     .await
     .unwrap();
     (doc, export.job.id.0)
-}
-
-/// Log lines written while the guard lives (this thread's default subscriber).
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Logs {
-    fn capture(&self) -> tracing::subscriber::DefaultGuard {
-        let logs = self.clone();
-        tracing::subscriber::set_default(
-            tracing_subscriber::fmt()
-                .with_ansi(false)
-                // DEBUG and TRACE too: the HTTP stack dumps requests
-                // there, and a leak at a level production rarely enables is still a leak.
-                .with_max_level(tracing::Level::TRACE)
-                .with_writer(move || logs.clone())
-                .finish(),
-        )
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
 }
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
@@ -2201,7 +2169,7 @@ async fn the_task_id_is_logged_as_it_arrives_and_carried_when_the_database_refus
     let logs = Logs::default();
 
     let (outcome, _) = {
-        let _guard = logs.capture();
+        let _guard = logs.capture_text(tracing::Level::TRACE);
         env.deliver_one(None).await
     };
 
@@ -2244,7 +2212,9 @@ async fn the_account_key_comes_from_the_tenants_secret_never_from_the_database(p
     let logs = Logs::default();
 
     {
-        let _guard = logs.capture();
+        // TRACE too: the HTTP stack dumps requests there, and a leak at a level
+        // production rarely enables is still a leak.
+        let _guard = logs.capture_text(tracing::Level::TRACE);
         env.deliver_one(None).await;
     }
 

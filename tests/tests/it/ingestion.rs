@@ -11,6 +11,7 @@ use docflow::llm::{LlmClient, LlmSettings, Provider};
 use docflow::retry::RetryPolicy;
 use docflow_tests::ingestion_harness::*;
 use docflow_tests::llm::{anthropic_error, anthropic_text};
+use docflow_tests::logs::Logs;
 use docflow_tests::pdf::text_pdf;
 use docflow_tests::*;
 use serde_json::{Value, json};
@@ -23,15 +24,6 @@ const VALID_EVENT: &str = include_str!("../../../events/ingestion/valid.json");
 const BATCH_EVENT: &str = include_str!("../../../events/ingestion/batch.json");
 const POISON_EVENT: &str = include_str!("../../../events/ingestion/poison.json");
 const DUPLICATE_EVENT: &str = include_str!("../../../events/ingestion/duplicate.json");
-
-fn invoice_pdf() -> Vec<u8> {
-    text_pdf(&[&[
-        "Muster Bürobedarf GmbH, Hauptstraße 1, 10115 Berlin",
-        "Rechnung Nr. RE-2014-0815",
-        "Rechnungsdatum: 07.05.2014",
-        "Gesamtbetrag: 119,00 €",
-    ]])
-}
 
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_text_pdf_is_ingested_end_to_end_and_handed_to_matching(pool: PgPool) {
@@ -243,41 +235,10 @@ async fn a_low_confidence_extraction_fails_the_quality_gate_and_is_retried(pool:
     assert!(row.last_error.unwrap().contains("quality gate"));
 }
 
-/// Log lines written while the guard lives, through docflow's own JSON subscriber.
-#[derive(Clone, Default)]
-struct Logs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Logs {
-    fn capture(&self) -> tracing::subscriber::DefaultGuard {
-        let logs = self.clone();
-        tracing::subscriber::set_default(docflow::telemetry::subscriber(
-            docflow::telemetry::filter(Some("info")).unwrap(),
-            move || logs.clone(),
-        ))
-    }
-
-    fn lines(&self) -> Vec<Value> {
-        String::from_utf8_lossy(&self.0.lock().unwrap())
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-            .collect()
-    }
-}
-
 #[sqlx::test(migrator = "docflow::db::MIGRATOR")]
 async fn a_record_s_log_lines_name_its_document_and_tenant_once_claimed(pool: PgPool) {
     let logs = Logs::default();
-    let _guard = logs.capture();
+    let _guard = logs.capture_json("info");
     let h = harness(pool, Ocr::Native).await;
     let id = Uuid::new_v4();
     let document_id = h.seed(id, "pdf", Some(invoice_pdf())).await;

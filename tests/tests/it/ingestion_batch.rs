@@ -6,30 +6,12 @@
 use std::collections::HashSet;
 
 use docflow_tests::ingestion_harness::*;
-use docflow_tests::llm::{anthropic_error, anthropic_text};
-use docflow_tests::pdf::text_pdf;
+use docflow_tests::llm::anthropic_error;
 use docflow_tests::*;
 use sqlx::PgPool;
 use uuid::Uuid;
 use wiremock::Mock;
 use wiremock::matchers::{method, path};
-
-fn invoice_pdf() -> Vec<u8> {
-    text_pdf(&[&[
-        "Muster Bürobedarf GmbH, Hauptstraße 1, 10115 Berlin",
-        "Rechnung Nr. RE-2014-0815",
-        "Rechnungsdatum: 07.05.2014",
-        "Gesamtbetrag: 119,00 €",
-    ]])
-}
-
-async fn llm_answers_with_an_invoice(h: &Harness) {
-    Mock::given(method("POST"))
-        .and(path("/v1/messages"))
-        .respond_with(anthropic_text(&invoice_json().to_string()))
-        .mount(&h.llm)
-        .await;
-}
 
 /// Delivers the ingestions as one batch, and applies the response.
 async fn deliver_together(

@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 
 use docflow::telemetry::metrics::{self, dimension};
 use docflow_tests::ingestion_harness::*;
-use docflow_tests::llm::{anthropic_error, anthropic_text};
-use docflow_tests::pdf::text_pdf;
+use docflow_tests::llm::anthropic_error;
 use docflow_tests::scan::{self, digital, faint_scan, scanned};
 use docflow_tests::send;
 use serde_json::{Value, json};
@@ -42,14 +41,6 @@ async fn bodies(textract: &MockServer, target: &str) -> Vec<Value> {
         .collect()
 }
 
-async fn llm_answers_with_an_invoice(h: &Harness) {
-    Mock::given(method("POST"))
-        .and(path("/v1/messages"))
-        .respond_with(anthropic_text(&invoice_json().to_string()))
-        .mount(&h.llm)
-        .await;
-}
-
 /// The document text the LLM was given (its first request).
 async fn prompt(h: &Harness) -> String {
     let requests = h.llm.received_requests().await.unwrap();
@@ -80,14 +71,6 @@ fn first_page_image_range(pdf: &[u8]) -> (u8, u8) {
     image
         .pixels()
         .fold((255u8, 0u8), |(lo, hi), p| (lo.min(p.0[0]), hi.max(p.0[0])))
-}
-
-fn invoice_pdf() -> Vec<u8> {
-    text_pdf(&[&[
-        "Muster Bürobedarf GmbH, Hauptstraße 1, 10115 Berlin",
-        "Rechnung Nr. RE-2014-0815",
-        "Gesamtbetrag: 119,00 €",
-    ]])
 }
 
 // --- images -------------------------------------------------------------------------

@@ -1914,7 +1914,7 @@ async fn statements_of_a_write(pool: &PgPool, orders: usize) -> usize {
     let logs = docflow_tests::logs::Logs::default();
     let mut tx = pool.begin().await.unwrap();
     {
-        let _guard = logs.capture_debug_text();
+        let _guard = logs.capture_text(tracing::Level::DEBUG);
         let written = matching::write::write_matches(
             &mut tx,
             t,

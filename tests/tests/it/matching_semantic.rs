@@ -844,7 +844,7 @@ async fn a_tenant_above_the_exact_search_threshold_finds_its_neighbour_through_t
     .unwrap();
 
     let logs = docflow_tests::logs::Logs::default();
-    let guard = logs.capture_debug_text();
+    let guard = logs.capture_text(tracing::Level::DEBUG);
     let query = matching::candidates::Query {
         tenant_id: t,
         document_id: Uuid::new_v4(),

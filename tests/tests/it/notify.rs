@@ -9,6 +9,7 @@ use std::time::Duration;
 use docflow::notify::NotifyRetry;
 use docflow::notify::{AdminNotice, Delivery, Notifier, NotifySettings, SesChannel, SlackChannel};
 use docflow::secrets::SecretStore;
+use docflow_tests::logs::Logs;
 use docflow_tests::{aws, unique};
 use matching_support::{
     ADMIN_BASE_URL, fast_retry, moto_data, slack_bodies, slack_notifier, slack_server,
@@ -336,27 +337,6 @@ async fn slack_markup_in_the_error_and_the_tenant_name_is_escaped() {
     assert!(texts[2].contains("&lt;!channel&gt;"), "{}", texts[2]);
 }
 
-/// Collects the JSON log lines written while it is the default subscriber.
-#[derive(Clone, Default)]
-struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Captured {
-        self.clone()
-    }
-}
-
 #[tokio::test]
 async fn a_failed_channel_is_logged_with_the_field_the_alarm_counts() {
     let broken = MockServer::start().await;
@@ -365,27 +345,19 @@ async fn a_failed_channel_is_logged_with_the_field_the_alarm_counts() {
         .mount(&broken)
         .await;
     let notifier = Notifier::new(None, Duration::from_secs(5)).with_channel(slack_at(&broken));
-    let captured = Captured::default();
-    // The same JSON shape as docflow::telemetry, which CloudWatch receives.
-    let subscriber = tracing_subscriber::fmt()
-        .json()
-        .with_current_span(true)
-        .with_span_list(false)
-        .with_target(false)
-        .with_writer(captured.clone())
-        .finish();
-    let guard = tracing::subscriber::set_default(subscriber);
+    // docflow's JSON lines, which CloudWatch receives and the alarm's filter reads.
+    let logs = Logs::default();
+    let guard = logs.capture_json("info");
 
     notifier.notify(&notice()).await;
 
     drop(guard);
-    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
     let failures: Vec<Value> = logs
         .lines()
-        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .into_iter()
         .filter(|line| line["fields"][docflow::notify::FAILED_LOG_FIELD] == json!(true))
         .collect();
-    assert_eq!(failures.len(), 1, "{logs}");
+    assert_eq!(failures.len(), 1, "{}", logs.text());
     assert_eq!(failures[0]["fields"]["channel"], "slack");
     assert_eq!(failures[0]["level"], "ERROR");
 }

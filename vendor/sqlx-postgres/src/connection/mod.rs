@@ -31,7 +31,7 @@ mod sasl;
 mod stream;
 mod tls;
 
-/// docflow patch (issue 27): how recent the server's last ReadyForQuery must be for
+/// docflow patch (PATCH.md, fix 3): how recent the server's last ReadyForQuery must be for
 /// `ping` to take it as the answer instead of a round trip of its own. Well under a
 /// second, so a connection that sat idle (docflow pings those after one second), or
 /// whose instance was frozen, always gets a real round trip.
@@ -191,7 +191,7 @@ impl Connection for PgConnection {
         // self.execute("/* SQLx ping */").map_ok(|_| ()).boxed()
 
         Box::pin(async move {
-            // docflow patch (issue 27): the pool pings every connection it is handed back,
+            // docflow patch (PATCH.md, fix 3): the pool pings every connection it is handed back,
             // so a statement run on `&PgPool` cost two round trips. When nothing is in
             // flight or queued (no ReadyForQuery expected, nothing buffered: a dropped
             // future's ROLLBACK always is) and the server answered less than
