@@ -142,7 +142,7 @@ module "document_output" {
   enabled             = var.consumers_enabled
   live_version        = lookup(var.live_versions, "document-output", null)
 
-  # Its own receive count (issue 25, item 11): a passing refusal (Maesn 503, 429) backs
+  # Its own receive count: a passing refusal (Maesn 503, 429) backs
   # off 60 s · 2^(n−1), at most 900 s, so 10 receives span 60+120+240+480+5·900 =
   # 5400 s: an hour-long Maesn outage ends with receives to spare
   # (docs/document-output.md, "Backoff schedule").

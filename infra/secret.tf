@@ -1,5 +1,5 @@
 # One JSON secret per function, holding only the credentials that function uses
-# (issue 29, item 11): ingestion cannot read the Maesn key, document output cannot read
+# (least privilege): ingestion cannot read the Maesn key, document output cannot read
 # the LLM keys. Each function's role may read its own secret only (and, for document
 # output and the sweeper, the per-tenant DATEV secrets); the migrate function
 # (migrate.tf) reads its own and the four functions' database URLs. Terraform creates

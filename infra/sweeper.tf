@@ -162,7 +162,7 @@ resource "aws_lambda_function" "sweeper" {
   # rolled back by moving the alias (README.md, Rollback).
   publish = true
 
-  # No reserved concurrency (issue 29): Lambda refuses a reservation that leaves less
+  # No reserved concurrency: Lambda refuses a reservation that leaves less
   # than its minimum unreserved, which a new account (10 concurrent executions) cannot
   # spare. Sweeps cannot overlap anyway: the schedule's interval is longer than the
   # timeout (precondition below) and a failed sweep is not retried.
@@ -351,7 +351,7 @@ resource "aws_cloudwatch_metric_alarm" "sweeper_schedule_failed" {
   ok_actions    = [aws_sns_topic.alarms.arn]
 }
 
-# A DATEV task nobody ends (issue 25): the poll gives up on a task after
+# A DATEV task nobody ends: the poll gives up on a task after
 # max_datev_task_age_hours and tells the admins, but a task that old means Maesn or the
 # poll is not working for someone. The sweeper writes the age of the oldest open task after
 # every poll (OldestOpenTaskAge); this fires at half the give-up age, while there is still

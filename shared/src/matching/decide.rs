@@ -11,7 +11,7 @@
 //! The LLM answer is `{"matches":[{"candidate":<n>,"confidence":"high|medium|low",
 //! "reasoning":"…"}]}`, validated (candidate numbers in range, no duplicates). A failed
 //! call is an error — transient ones are retried in process by the client — never a
-//! silent empty list (seed 000, task 3).
+//! silent empty list (a lost decision looks like "no match" and is never retried).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

@@ -2261,7 +2261,7 @@ async fn a_tenant_without_a_datev_secret_fails_before_anything_is_sent(pool: PgP
     assert!(!error.contains("in doubt"), "{error}");
     assert!(
         env.audits(env.tenant.document_id).await.is_empty(),
-        "the keys are read before the audit (issue 25, item 6): no export was started"
+        "the keys are read before the audit: no export was started"
     );
 }
 
