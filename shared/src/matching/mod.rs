@@ -24,6 +24,7 @@ pub mod candidates;
 pub mod decide;
 pub mod eval;
 pub mod normalize;
+pub mod prompt;
 pub mod score;
 pub mod semantic;
 pub mod status;

@@ -32,6 +32,7 @@
 //! weight).
 
 use serde::Serialize;
+use uuid::Uuid;
 
 use super::DocumentType;
 use super::normalize::{RefKind, References, letter_part, number_part};
@@ -235,6 +236,15 @@ impl Evidence {
 pub struct Score {
     pub score: f64,
     pub evidence: Vec<Evidence>,
+}
+
+/// A candidate after scoring.
+#[derive(Debug, Clone)]
+pub struct Scored {
+    pub id: Uuid,
+    pub doc_type: DocumentType,
+    pub data: Extraction,
+    pub score: Score,
 }
 
 /// Adds the embeddings' cosine similarity to a score: `semantic × similarity` from
