@@ -175,7 +175,8 @@ impl MaesnClient {
     }
 
     /// Sends one request with both keys; returns the status, the body and the parsed
-    /// `Retry-After` for [`read_created_task`] / [`read_task_state`] to read.
+    /// `Retry-After` for [`read_created_task`](super::read_created_task) /
+    /// [`read_task_state`] to read.
     ///
     /// A 401 or 403 may mean a key was rotated since it was cached (the old one revoked):
     /// the secrets are read again and, only when a key there changed, the request is
@@ -213,7 +214,8 @@ impl MaesnClient {
     }
 
     /// Sends one request with both keys; returns the status, the body and the parsed
-    /// `Retry-After` for [`read_created_task`] / [`read_task_state`] to read.
+    /// `Retry-After` for [`read_created_task`](super::read_created_task) /
+    /// [`read_task_state`] to read.
     ///
     /// A 401 or 403 may mean a key was rotated since it was cached (the old one revoked):
     /// the secrets are read again and, only when a key there changed, the request is

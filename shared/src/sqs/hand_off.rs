@@ -6,10 +6,10 @@ use std::sync::Mutex;
 
 use super::MAX_BATCH_ENTRIES;
 
-/// Why a hand-off ([`Message::hand_off`]) is not known to be in the queue. Each is
-/// this record's alone: another record's refused entry, or a sibling cut off while it
-/// sent the batch, does not touch it (except [`HandOffError::Abandoned`], which says the
-/// call may or may not have happened).
+/// Why a hand-off ([`Message::hand_off`](super::Message::hand_off)) is not known to be
+/// in the queue. Each is this record's alone: another record's refused entry, or a
+/// sibling cut off while it sent the batch, does not touch it (except
+/// [`HandOffError::Abandoned`], which says the call may or may not have happened).
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum HandOffError {
     #[error("SendMessageBatch to {queue} failed")]

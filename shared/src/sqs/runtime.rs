@@ -359,12 +359,12 @@ impl BatchRuntime {
     }
 
     /// Seed 002's extension before work, for the whole batch at once: the records whose
-    /// remaining visibility does not cover [`Heartbeat::extend_to`] get what one
-    /// heartbeat would set, in one `ChangeMessageVisibilityBatch` per queue and 10
-    /// records; when every record is covered, no call at all. A refused entry (or a
-    /// failed call) is logged and counted for its own records only, which still start,
-    /// as after a failed single change before (their claim guards against a second
-    /// delivery).
+    /// remaining visibility does not cover
+    /// [`Heartbeat::extend_to`](super::Heartbeat::extend_to) get what one heartbeat would
+    /// set, in one `ChangeMessageVisibilityBatch` per queue and 10 records; when every
+    /// record is covered, no call at all. A refused entry (or a failed call) is logged and
+    /// counted for its own records only, which still start, as after a failed single
+    /// change before (their claim guards against a second delivery).
     async fn extend_before_work(
         &self,
         messages: &[Message],

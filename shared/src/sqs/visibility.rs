@@ -96,8 +96,9 @@ impl Visibility {
     }
 
     /// Sets the visibility timeout of one received message: `timeout` rounded up to whole
-    /// seconds, at most 43,200 s. (A [`Message`] also cuts it to what is left of the
-    /// 12 hours since its receive; see [`Message::set_visibility`].)
+    /// seconds, at most 43,200 s. (A [`Message`](super::Message) also cuts it to what is
+    /// left of the 12 hours since its receive; see
+    /// [`Message::set_visibility`](super::Message::set_visibility).)
     pub async fn change(
         &self,
         queue_arn: Option<&str>,

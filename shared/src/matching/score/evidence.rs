@@ -42,14 +42,14 @@ pub struct Weights {
     pub name_alone: f64,
     /// Cosine similarity of the embeddings (when both have one), at or above
     /// [`Weights::semantic_floor`], when nothing else tells the supplier
-    /// ([`add_semantic`]).
+    /// ([`add_semantic`](super::add_semantic)).
     pub semantic: f64,
     /// Below this similarity the embeddings say nothing (0 weight, still recorded).
     pub semantic_floor: f64,
     /// Both names known and dissimilar (trigram similarity below the candidate search's
-    /// floor) while the embeddings stand in for the supplier ([`add_semantic`]): the
-    /// same goods from another supplier look alike to an embedding, the name says they
-    /// are not the same supplier.
+    /// floor) while the embeddings stand in for the supplier
+    /// ([`add_semantic`](super::add_semantic)): the same goods from another supplier look
+    /// alike to an embedding, the name says they are not the same supplier.
     pub name_mismatch: f64,
 }
 

@@ -21,15 +21,15 @@
 //! `spec` is how specific the shared number is ([`specificity`]): `PO-2024-0042` counts
 //! fully, a bare `1001` less. The score is the sum, clamped to 0–1.
 //!
-//! References are compared by kind ([`References`]): a document's own number is never
-//! compared with another's own number, only with what the other cites. When both sides
-//! say which purchase order (or delivery note, or invoice) they belong to and the
-//! answers differ, that weighs heavily against the pair — a weekly standing order with
-//! identical totals stays one cluster per week. A cited number one slip away from the
-//! other's own (two digits swapped, one dropped or doubled) is a likely typo: no
-//! contradiction, and by default no evidence either — sequential numbers make such
-//! slips land on real neighbours too often (`MATCH_WEIGHT_NEAR_REFERENCE` gives it
-//! weight).
+//! References are compared by kind ([`References`](super::normalize::References)): a
+//! document's own number is never compared with another's own number, only with what
+//! the other cites. When both sides say which purchase order (or delivery note, or
+//! invoice) they belong to and the answers differ, that weighs heavily against the pair
+//! — a weekly standing order with identical totals stays one cluster per week. A cited
+//! number one slip away from the other's own (two digits swapped, one dropped or
+//! doubled) is a likely typo: no contradiction, and by default no evidence either —
+//! sequential numbers make such slips land on real neighbours too often
+//! (`MATCH_WEIGHT_NEAR_REFERENCE` gives it weight).
 //!
 //! What a score is made of (the weights, the sides, each piece of evidence as stored on
 //! the match edge) is in `evidence`; how two reference keys relate, in `keys`. This file

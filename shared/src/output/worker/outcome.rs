@@ -103,7 +103,7 @@ pub(super) enum Ending {
         retry_after: Option<Duration>,
     },
     /// A passing refusal whose `Retry-After` is longer than the longest backoff: wait
-    /// this long (at most [`MAX_PARK`]) outside the queue.
+    /// this long (at most [`MAX_PARK`](super::MAX_PARK)) outside the queue.
     Parked {
         wait: Duration,
     },
