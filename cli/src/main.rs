@@ -1,6 +1,9 @@
 //! `docflow`: the operator and local-development command line. This file parses the
 //! arguments and calls into `docflow_cli` (the library next to it) or a command module;
 //! every error ends the process with one line on stderr and exit code 1.
+//!
+//! One file on purpose: each command is a variant of the argument tree and an arm of
+//! `dispatch` (or `local`) at once, and they are read and changed together.
 
 use std::process::ExitCode;
 use std::time::Duration;

@@ -23,6 +23,7 @@
 pub mod candidates;
 pub mod decide;
 pub mod normalize;
+pub mod prompt;
 pub mod score;
 pub mod semantic;
 pub mod status;
@@ -518,7 +519,7 @@ pub async fn match_document_with(
     let judged: Vec<(Uuid, i64)> = found.iter().map(|c| (c.id, c.data_version)).collect();
     let write_started = std::time::Instant::now();
     // A deadlock's victim (40P01: two write phases whose clusters merged while they
-    // waited, see write.rs *Locking*) is rolled back whole and runs again at once, up to
+    // waited, see write/mod.rs *Locking*) is rolled back whole and runs again at once, up to
     // WRITE_ATTEMPTS times; any other error goes to the queue's retry.
     let mut attempt = 1;
     let written = loop {

@@ -23,11 +23,21 @@
 //!
 //! A field the extraction did not find is left out, never sent empty or as zero: DATEV's
 //! own validation then says what is missing.
+//!
+//! The whole request wraps the body: `bookingType` and `folderManagement` from the
+//! tenant's integration config, and the document file under a name Maesn accepts
+//! ([`maesn_file_name`]). The export's audit keeps a description of that request and its
+//! hash (`payload_of`).
 
+use bytes::Bytes;
 use chrono::NaiveDate;
 use serde::Serialize;
+use serde_json::json;
+use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
+use super::OutputJob;
+use crate::datev::{BookingProposal, DatevAccount, DocumentFile};
 use crate::extract::Extraction;
 
 /// What the `bookingProposal` part holds (the subset of Maesn's schema docflow fills).
@@ -121,6 +131,174 @@ pub fn proposal_body(id: Uuid, extraction: &Extraction) -> ProposalBody {
     }
 }
 
+/// The document and its tenant's active DATEV integration, as the export reads them:
+/// what the whole request is built from.
+#[derive(sqlx::FromRow)]
+pub(super) struct ExportContext {
+    pub(super) document_tenant_id: Uuid,
+    pub(super) file_path: String,
+    pub(super) file_name: Option<String>,
+    pub(super) mime_type: Option<String>,
+    pub(super) structured_data: Option<serde_json::Value>,
+    pub(super) company_id: String,
+    pub(super) config: serde_json::Value,
+}
+
+/// The booking proposal for the document, from its extraction
+/// ([`proposal_body`]; fields the extraction did not find are left out,
+/// and DATEV's own validation reports what is missing). `bookingType` and
+/// `folderManagement` come from the integration's config (`booking_type`, default `BILL`;
+/// `folder_management`, default Accounting/Invoices). Fails, saying why, when the
+/// document has no extracted data or data that is not an [`Extraction`]: a booking
+/// without its amount must never leave.
+pub(super) fn booking_proposal(
+    job: &OutputJob,
+    c: &ExportContext,
+    bytes: Bytes,
+) -> Result<BookingProposal, String> {
+    let Some(data) = &c.structured_data else {
+        return Err(format!(
+            "document {} has no extracted data; nothing was sent to DATEV (ingest it again)",
+            job.document_id
+        ));
+    };
+    let extraction = Extraction::from_stored(data).map_err(|e| {
+        format!(
+            "document {}: {e}; nothing was sent to DATEV (ingest it again)",
+            job.document_id
+        )
+    })?;
+    let proposal = serde_json::to_value(proposal_body(job.document_id, &extraction))
+        .expect("a proposal body is plain JSON");
+    let file_name = maesn_file_name(c.file_name.as_deref(), &c.file_path, c.mime_type.as_deref());
+    Ok(BookingProposal {
+        account: DatevAccount {
+            tenant_id: job.tenant_id,
+            company_id: c.company_id.clone(),
+        },
+        proposal,
+        booking_type: c
+            .config
+            .get("booking_type")
+            .and_then(|v| v.as_str())
+            .unwrap_or("BILL")
+            .to_owned(),
+        folder_management: c
+            .config
+            .get("folder_management")
+            .cloned()
+            .unwrap_or_else(|| json!({ "category": "Accounting", "folder": "Invoices" })),
+        file: DocumentFile {
+            file_name,
+            mime_type: c
+                .mime_type
+                .clone()
+                .unwrap_or_else(|| "application/octet-stream".into()),
+            bytes,
+        },
+    })
+}
+
+/// The longest file name Maesn takes, in characters.
+pub const MAX_FILE_NAME_CHARS: usize = 255;
+
+/// A file name Maesn accepts, from any document: the document's `file_name`, else the
+/// S3 key's last segment; characters file systems and multipart headers choke on
+/// (controls, `/ \ : * ? " < > |`) replaced by `_`; `document` when nothing is left;
+/// an extension from the MIME type when it has none (`bin` for an unknown type); at
+/// most [`MAX_FILE_NAME_CHARS`] characters, the stem cut and the extension kept.
+pub fn maesn_file_name(file_name: Option<&str>, key: &str, mime_type: Option<&str>) -> String {
+    let raw = file_name
+        .filter(|n| !n.trim().is_empty())
+        .map(|n| n.rsplit(['/', '\\']).next().unwrap_or(n))
+        .unwrap_or_else(|| key.rsplit('/').next().unwrap_or(key));
+    let cleaned: String = raw
+        .chars()
+        .map(|c| {
+            if c.is_control() || matches!(c, '/' | '\\' | ':' | '*' | '?' | '"' | '<' | '>' | '|') {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect();
+    let cleaned = cleaned.trim_matches(|c: char| c.is_whitespace() || c == '.');
+    let (stem, extension) = match cleaned.rsplit_once('.') {
+        Some((stem, ext))
+            if !stem.trim().is_empty()
+                && (1..=10).contains(&ext.chars().count())
+                && ext.chars().all(|c| c.is_ascii_alphanumeric()) =>
+        {
+            (stem.trim_end().to_owned(), ext.to_owned())
+        }
+        _ => (
+            cleaned.to_owned(),
+            extension_of(mime_type.unwrap_or_default()).to_owned(),
+        ),
+    };
+    let stem = if stem.is_empty() {
+        "document".to_owned()
+    } else {
+        stem
+    };
+    let room = MAX_FILE_NAME_CHARS - 1 - extension.chars().count();
+    let stem: String = stem.chars().take(room).collect();
+    format!("{}.{extension}", stem.trim_end())
+}
+
+/// The usual extension of a document MIME type (`bin` when unknown).
+fn extension_of(mime_type: &str) -> &'static str {
+    match mime_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase()
+        .as_str()
+    {
+        "application/pdf" => "pdf",
+        "image/png" => "png",
+        "image/jpeg" | "image/jpg" => "jpg",
+        "image/tiff" => "tif",
+        "image/gif" => "gif",
+        "image/webp" => "webp",
+        "image/heic" => "heic",
+        "text/plain" => "txt",
+        "text/csv" => "csv",
+        "application/xml" | "text/xml" => "xml",
+        "application/zip" => "zip",
+        _ => "bin",
+    }
+}
+
+/// The audit's `request_payload` (the proposal's parts, the file described by name,
+/// type, size and SHA-256) and `payload_hash`: the hex SHA-256 of that payload's JSON
+/// (keys sorted), so two exports of the same content have the same hash.
+pub(super) fn payload_of(proposal: &BookingProposal) -> (serde_json::Value, String) {
+    let file_sha256 = hex(&Sha256::digest(&proposal.file.bytes));
+    let payload = json!({
+        "bookingProposal": proposal.proposal,
+        "bookingType": proposal.booking_type,
+        "folderManagement": proposal.folder_management,
+        "file": {
+            "name": proposal.file.file_name,
+            "mimeType": proposal.file.mime_type,
+            "size": proposal.file.bytes.len(),
+            "sha256": file_sha256,
+        },
+    });
+    let hash = hex(&Sha256::digest(payload.to_string().as_bytes()));
+    (payload, hash)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::with_capacity(64), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,5 +367,99 @@ mod tests {
         let body = serde_json::to_value(proposal_body(id, &e)).unwrap();
 
         assert_eq!(body, serde_json::json!({ "id": id }));
+    }
+
+    #[test]
+    fn every_s3_key_gives_a_maesn_file_name_with_an_extension_and_at_most_255_chars() {
+        let long = "x".repeat(1000);
+        let long_unicode = "ü".repeat(400);
+        let cases: Vec<(Option<&str>, String, Option<&str>)> = vec![
+            (
+                Some("RE-2026-0042.pdf"),
+                "documents/a.pdf".into(),
+                Some("application/pdf"),
+            ),
+            (None, "documents/abc".into(), Some("application/pdf")),
+            (None, "documents/".into(), Some("image/png")),
+            (None, "".into(), None),
+            (Some("   "), "k/scan.JPEG".into(), Some("image/jpeg")),
+            (None, format!("documents/{long}"), Some("application/pdf")),
+            (None, format!("documents/{long}.pdf"), None),
+            (Some(long_unicode.as_str()), "k".into(), Some("image/tiff")),
+            (
+                None,
+                "documents/...".into(),
+                Some("text/plain; charset=utf-8"),
+            ),
+            (None, "documents/a:b*c?\"<d>|e\u{7}.pdf".into(), None),
+            (Some("C:\\Users\\anna\\Rechnung Mai.pdf"), "k".into(), None),
+            (
+                None,
+                "documents/archive.tar.gz.unknownextension".into(),
+                None,
+            ),
+        ];
+        for (name, key, mime) in &cases {
+            let file = maesn_file_name(*name, key, *mime);
+            assert!(file.chars().count() <= MAX_FILE_NAME_CHARS, "{file}");
+            let (stem, ext) = file.rsplit_once('.').expect("an extension");
+            assert!(!stem.is_empty() && !ext.is_empty(), "{file}");
+            assert!(ext.chars().all(|c| c.is_ascii_alphanumeric()), "{file}");
+            assert!(
+                !file
+                    .chars()
+                    .any(|c| c.is_control() || "/\\:*?\"<>|".contains(c)),
+                "{file}"
+            );
+        }
+        assert_eq!(
+            maesn_file_name(Some("RE-2026-0042.pdf"), "x", None),
+            "RE-2026-0042.pdf"
+        );
+        assert_eq!(
+            maesn_file_name(None, "documents/abc", Some("application/pdf")),
+            "abc.pdf"
+        );
+        assert_eq!(
+            maesn_file_name(None, "documents/", Some("image/png")),
+            "document.png"
+        );
+        assert_eq!(maesn_file_name(None, "", None), "document.bin");
+        assert_eq!(
+            maesn_file_name(Some("C:\\Users\\anna\\Rechnung Mai.pdf"), "k", None),
+            "Rechnung Mai.pdf"
+        );
+        let cut = maesn_file_name(None, &format!("documents/{long}.pdf"), None);
+        assert_eq!(cut.chars().count(), 255);
+        assert!(cut.ends_with(".pdf"));
+    }
+
+    #[test]
+    fn the_payload_hash_covers_the_file_and_ignores_nothing_else() {
+        let proposal = |bytes: &'static [u8], number: &str| BookingProposal {
+            account: DatevAccount {
+                tenant_id: Uuid::nil(),
+                company_id: "c".into(),
+            },
+            proposal: json!({ "number": number }),
+            booking_type: "BILL".into(),
+            folder_management: json!({}),
+            file: DocumentFile {
+                file_name: "a.pdf".into(),
+                mime_type: "application/pdf".into(),
+                bytes: Bytes::from_static(bytes),
+            },
+        };
+        let (payload, hash) = payload_of(&proposal(b"one", "1"));
+        assert_eq!(hash.len(), 64);
+        assert!(hash.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_eq!(payload["file"]["size"], 3);
+        assert_eq!(payload_of(&proposal(b"one", "1")).1, hash, "stable");
+        assert_ne!(payload_of(&proposal(b"two", "1")).1, hash, "file counted");
+        assert_ne!(
+            payload_of(&proposal(b"one", "2")).1,
+            hash,
+            "proposal counted"
+        );
     }
 }
