@@ -2,7 +2,7 @@
 //!
 //! cargo-lambda 1.9.2 adds `-C panic=abort` to `cargo lambda build --release` unless the
 //! profile names a panic strategy itself. docflow's isolation of a bad record relies on
-//! unwinding: the batch runtime catches a panicking record (`sqs.rs`), the PDF text
+//! unwinding: the batch runtime catches a panicking record (`sqs/runtime.rs`), the PDF text
 //! layer a panicking pdf-extract (`ocr.rs`), the e-invoice reader a panicking parser
 //! (`extract/einvoice.rs`). Built with abort, one malformed PDF would abort the process
 //! and fail every record of its batch, again on every redelivery, until all of them sit
