@@ -263,7 +263,12 @@ fn read_unguarded(bytes: &[u8]) -> Result<Extraction, EInvoiceError> {
     let findings = capped(findings);
     // The reader's model holds BT-109, BT-112 and BT-115 as amounts that are zero when
     // the XML has none: which of them the XML has decides whether they are read.
-    let present = PresentTotals::of(&payload);
+    // One parse of the payload for what the reader's model leaves out (these totals,
+    // BT-9 of a UBL CreditNote); the reader read it, so it parses. Were it not to, the
+    // reader's values stand as they are.
+    let text = std::str::from_utf8(&payload).ok();
+    let doc = text.and_then(|t| roxmltree::Document::parse(t).ok());
+    let present = doc.as_ref().map_or(PresentTotals::ALL, PresentTotals::of);
     let syntax = if root_name(&payload).ends_with("CrossIndustryInvoice") {
         "UN/CEFACT CII D16B"
     } else {
@@ -288,8 +293,8 @@ fn read_unguarded(bytes: &[u8]) -> Result<Extraction, EInvoiceError> {
         disagreements: Vec::new(),
     };
     let mut extraction = to_extraction(invoice, source, &present);
-    if extraction.due_date.is_none() && root_name(&payload).ends_with("CreditNote") {
-        extraction.due_date = credit_note_due_date(&payload);
+    if extraction.due_date.is_none() {
+        extraction.due_date = doc.as_ref().and_then(credit_note_due_date);
     }
     // What the schema admits and the contract does not (a lower-case currency code, say)
     // is a finding too.
@@ -311,20 +316,13 @@ struct PresentTotals {
 }
 
 impl PresentTotals {
-    fn of(xml: &[u8]) -> PresentTotals {
-        let all = PresentTotals {
-            taxable: true,
-            gross: true,
-            due: true,
-        };
-        let Some(doc) = std::str::from_utf8(xml)
-            .ok()
-            .and_then(|text| roxmltree::Document::parse(text).ok())
-        else {
-            // The reader read it, so this cannot happen; if it did, the reader's values
-            // stand as they are.
-            return all;
-        };
+    const ALL: PresentTotals = PresentTotals {
+        taxable: true,
+        gross: true,
+        due: true,
+    };
+
+    fn of(doc: &roxmltree::Document<'_>) -> PresentTotals {
         let mut found = PresentTotals {
             taxable: false,
             gross: false,
@@ -365,12 +363,13 @@ pub fn hybrid(read: Result<Extraction, EInvoiceError>) -> Result<Extraction, EIn
 
 /// BT-9 of a UBL `CreditNote`: it has no `cbc:DueDate`, and carries the due date as
 /// `cac:PaymentMeans/cbc:PaymentDueDate` (the EN 16931 UBL binding), which the reader's
-/// model does not take. The first one that is an ISO date. The payload is already
-/// bounded ([`bounded`]); a DTD is refused here too.
-fn credit_note_due_date(xml: &[u8]) -> Option<chrono::NaiveDate> {
-    let text = std::str::from_utf8(xml).ok()?;
-    let doc = roxmltree::Document::parse(text).ok()?;
+/// model does not take. The first one that is an ISO date; `None` for any other root.
+/// The payload is already bounded ([`bounded`]); roxmltree refuses a DTD too.
+fn credit_note_due_date(doc: &roxmltree::Document<'_>) -> Option<chrono::NaiveDate> {
     let root = doc.root_element();
+    if root.tag_name().name() != "CreditNote" {
+        return None;
+    }
     root.children()
         .filter(|n| n.has_tag_name((UBL_CAC, "PaymentMeans")))
         .flat_map(|means| means.children())
