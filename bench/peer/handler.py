@@ -86,6 +86,47 @@ UPDATE document_output_job
 """
 
 
+def _maesn_date(iso_date):
+    """Maesn's standardized date: ISO 8601, a date-time in UTC."""
+    return f"{iso_date}T00:00:00Z"
+
+
+def _text(value):
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def _proposal(document_id, data):
+    """The proposal docflow's `proposal_body` builds from the stored extraction: the
+    same fields under Maesn's names, what was not found left out."""
+    proposal = {"id": str(document_id)}
+    fields = {
+        "number": _text(data.get("invoice_number")),
+        "bookingProposalDate": data.get("invoice_date") and _maesn_date(data["invoice_date"]),
+        "dueDate": data.get("due_date") and _maesn_date(data["due_date"]),
+        "currency": _text(data.get("currency")) and data["currency"].strip().upper(),
+        "totalGrossAmount": data.get("total"),
+        "vatId": _text(data.get("supplier_vat_id")) and "".join(data["supplier_vat_id"].split()),
+        "orderId": _text(data.get("po_reference")),
+    }
+    proposal.update({k: v for k, v in fields.items() if v is not None})
+    if _text(data.get("supplier_name")):
+        proposal["contact"] = {"name": data["supplier_name"].strip()}
+    if _text(data.get("supplier_iban")):
+        proposal["bankAccount"] = {"iban": "".join(data["supplier_iban"].split())}
+    lines = []
+    for line in data.get("line_items") or []:
+        entry = {}
+        if _text(line.get("description")):
+            entry["description"] = line["description"].strip()
+        if line.get("amount") is not None:
+            entry["totalNetAmount"] = line["amount"]
+        if entry:
+            lines.append(entry)
+    if lines:
+        proposal["lineItems"] = lines
+    return proposal
+
+
 def record_handler(record: SQSRecord):
     job_id = str(uuid.UUID(record.body))
     row = _db.execute(CLAIM, (job_id, 600.0)).fetchone()
@@ -104,17 +145,7 @@ def record_handler(record: SQSRecord):
     data = data or {}
     config = config or {}
     body = _s3.get_object(Bucket=_bucket, Key=file_path)["Body"].read()
-    proposal = {"id": str(document_id)}
-    for field, key in [
-        ("number", "invoice_number"),
-        ("bookingProposalDate", "invoice_date"),
-        ("currency", "currency"),
-        ("totalGrossAmount", "total_gross_amount"),
-    ]:
-        if data.get(key) is not None:
-            proposal[field] = data[key]
-    if data.get("vendor_name"):
-        proposal["contact"] = {"name": data["vendor_name"]}
+    proposal = _proposal(document_id, data)
     booking_type = config.get("booking_type", "BILL")
     folder = config.get("folder_management", {"category": "Accounting", "folder": "Invoices"})
     payload = json.dumps({"bookingProposal": proposal, "bookingType": booking_type}, sort_keys=True)

@@ -197,7 +197,10 @@ impl SecretStore {
         {
             return Ok(values.clone());
         }
+        let started = Instant::now();
         let values = Arc::new(self.fetch().await?);
+        // A cold start's first fetch is its own phase, whichever phase reads first.
+        crate::coldstart::nested("secret_fetch", started.elapsed());
         *cache = Some((Instant::now(), values.clone()));
         Ok(values)
     }
