@@ -40,7 +40,10 @@ pub fn start() {
 /// nothing before [`start`] or after [`report`] (tests build `Deps` many times).
 pub fn mark(name: &'static str) {
     let now = Instant::now();
-    CLOCK.lock().unwrap_or_else(|e| e.into_inner()).mark(name, now);
+    CLOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .mark(name, now);
 }
 
 /// Records `took` as the phase `name` inside the current one (which is not yet
