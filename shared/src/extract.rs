@@ -115,6 +115,12 @@ pub struct Extraction {
     /// the credit note to that invoice through it.
     #[serde(default, alias = "corrected_invoice_number")]
     pub invoice_reference: Option<String>,
+    /// On a corrected invoice (UNTDID 1001 `384`, a `Rechnungskorrektur` that replaces an
+    /// earlier invoice rather than crediting it): the number of the invoice it replaces
+    /// (BT-25). Matching links the two; output books neither beside the other without a
+    /// person's decision.
+    #[serde(default)]
+    pub replaces_invoice: Option<String>,
     #[serde(default)]
     pub line_items: Vec<LineItem>,
     /// How sure the provider is of each field it filled, by field name (the rules
@@ -187,6 +193,7 @@ impl Extraction {
             po_reference: None,
             delivery_note_reference: None,
             invoice_reference: None,
+            replaces_invoice: None,
             line_items: Vec::new(),
             field_confidence: BTreeMap::new(),
             einvoice: None,
@@ -206,9 +213,46 @@ impl Extraction {
     /// key given twice under two of its names, a newer version that renamed a field) is
     /// an [`UnreadableData`] saying why.
     pub fn from_stored(stored: &serde_json::Value) -> Result<Extraction, UnreadableData> {
-        Extraction::deserialize(stored).map_err(|e| UnreadableData {
+        let mut extraction = Extraction::deserialize(stored).map_err(|e| UnreadableData {
             reason: e.to_string(),
-        })
+        })?;
+        // Data stored before the convention may carry a credit note's minus signs.
+        extraction.settle_credit_sign();
+        Ok(extraction)
+    }
+
+    /// The house convention for a credit note's amounts: their sizes, the way EN 16931
+    /// writes a 381 (BT-106 to BT-115 positive; BT-3 says it is a credit). A credit note
+    /// whose total is negative (a page printed with minus signs; an invoice code with a
+    /// negative BT-112, a credit in substance) is turned round: subtotal, VAT, total and
+    /// every line amount are negated, and each line's quantity (when negative) or unit
+    /// price, so the lines still add up to the totals. A credit note with a positive total
+    /// is left as it is: a negative line on it is a charge against the credit. Every
+    /// producer (the rules, an LLM's answer, the e-invoice reader) and
+    /// [`Extraction::from_stored`] apply it, so every reader sees one convention.
+    pub fn settle_credit_sign(&mut self) {
+        if self.document_type != Some(DocumentType::CreditNote) {
+            return;
+        }
+        let negative = match self.total {
+            Some(total) => total < 0.0,
+            None => self.subtotal.is_some_and(|s| s < 0.0),
+        };
+        if !negative {
+            return;
+        }
+        let flip = |v: &mut Option<f64>| *v = v.map(|x| -x);
+        flip(&mut self.subtotal);
+        flip(&mut self.vat_amount);
+        flip(&mut self.total);
+        for line in &mut self.line_items {
+            flip(&mut line.amount);
+            if line.quantity.is_some_and(|q| q < 0.0) {
+                flip(&mut line.quantity);
+            } else {
+                flip(&mut line.unit_price);
+            }
+        }
     }
 
     /// Schema checks serde cannot express. The error names the field.
@@ -306,6 +350,7 @@ Answer with ONE JSON object and nothing else, with exactly these keys:
 - "subtotal" (net, before VAT), "vat_amount", "total" (gross, amount payable): JSON numbers with a dot as decimal separator, signed as printed (a credit note printed with minus signs gives negative amounts), or null
 - "po_reference", "delivery_note_reference": referenced purchase order / delivery note numbers, or null
 - "invoice_reference": on a credit note, the number of the invoice it corrects, else null
+- "replaces_invoice": on a corrected invoice that replaces an earlier invoice (not a credit note: "Rechnungskorrektur", "ersetzt Rechnung Nr.", "corrected invoice", type code 384), the number of the invoice it replaces, else null
 - "line_items": array of {"description": string, "quantity": number|null, "unit_price": number|null, "amount": number|null}
 - "field_confidence": object mapping each key you filled (e.g. "total", "supplier_name") to "high" | "medium" | "low"
 Never invent values: use null and list the key in missing_fields."#;
@@ -353,6 +398,7 @@ impl Extractor {
                     .await?;
                 // Where the fields came from is ours to record, never a model's to claim.
                 extraction.einvoice = None;
+                extraction.settle_credit_sign();
                 Ok(ExtractionRun {
                     extraction,
                     input_tokens: Some(completion.input_tokens),
@@ -431,6 +477,63 @@ mod tests {
             let error = Extraction::from_stored(&stored).unwrap_err();
             assert!(error.to_string().contains(reason), "{stored}: {error}");
         }
+    }
+
+    #[test]
+    fn a_credit_note_printed_with_minus_signs_keeps_its_sizes_and_its_lines_add_up() {
+        let mut e: Extraction = serde_json::from_value(serde_json::json!({
+            "extraction_successful": true, "confidence": "high",
+            "document_type": "credit_note",
+            "subtotal": -100.0, "vat_amount": -19.0, "total": -119.0,
+            "line_items": [
+                {"description": "Rücksendung", "quantity": -2.0, "unit_price": 40.0, "amount": -80.0},
+                {"description": "Gutschrift", "quantity": 1.0, "unit_price": -20.0, "amount": -20.0}
+            ]
+        }))
+        .unwrap();
+        e.settle_credit_sign();
+        assert_eq!(
+            (e.subtotal, e.vat_amount, e.total),
+            (Some(100.0), Some(19.0), Some(119.0))
+        );
+        for line in &e.line_items {
+            let (q, p, a) = (
+                line.quantity.unwrap(),
+                line.unit_price.unwrap(),
+                line.amount.unwrap(),
+            );
+            assert!(a > 0.0 && (q * p - a).abs() < 1e-9, "{line:?}");
+        }
+        // Once settled it stays settled: a second pass changes nothing.
+        let settled = e.clone();
+        e.settle_credit_sign();
+        assert_eq!(e, settled);
+    }
+
+    #[test]
+    fn a_positive_credit_note_and_a_negative_invoice_are_left_as_they_are() {
+        let credit = test_data(serde_json::json!({
+            "document_type": "credit_note", "total": 90.0,
+            "line_items": [
+                {"description": "Gutschrift", "amount": 100.0},
+                {"description": "Bearbeitungsgebühr", "amount": -10.0}
+            ]
+        }));
+        assert_eq!(credit.total, Some(90.0));
+        assert_eq!(credit.line_items[1].amount, Some(-10.0));
+        // An invoice whose amount due is negative is a refund, not ours to turn round.
+        let invoice = test_data(serde_json::json!({"document_type": "invoice", "total": -5.0}));
+        assert_eq!(invoice.total, Some(-5.0));
+    }
+
+    #[test]
+    fn a_credit_note_stored_with_minus_signs_reads_back_as_its_sizes() {
+        let stored = serde_json::json!({
+            "extraction_successful": true, "confidence": "high",
+            "document_type": "credit_note", "total": -190.04, "subtotal": -159.7
+        });
+        let e = Extraction::from_stored(&stored).unwrap();
+        assert_eq!((e.subtotal, e.total), (Some(159.7), Some(190.04)));
     }
 
     #[test]

@@ -292,7 +292,8 @@ fn read_unguarded(bytes: &[u8]) -> Result<Extraction, EInvoiceError> {
         fallback_reason: None,
         disagreements: Vec::new(),
     };
-    let mut extraction = to_extraction(invoice, source, &present);
+    let accounts = doc.as_ref().map(credit_transfer_accounts);
+    let mut extraction = to_extraction(invoice, source, &present, accounts);
     if extraction.due_date.is_none() {
         extraction.due_date = doc.as_ref().and_then(credit_note_due_date);
     }
@@ -470,6 +471,10 @@ fn pdf_error(e: zugferd::Error) -> EInvoiceError {
     }
 }
 
+/// UNTDID 1001 `384`, a corrected invoice: it replaces the invoice its BT-25 names
+/// ([`Extraction::replaces_invoice`]), rather than crediting it.
+pub const CORRECTED_INVOICE: &str = "384";
+
 /// BT-3 → the contract's type, by the code lists of EN 16931 (BR-CL-01) as the
 /// `en16931` crate carries them: a code of the credit-note list (81, 83, 261, 262, 296,
 /// 308, 381, 396, 420, 458, 502, 503, 532; 81 is on both lists, and the crate counts it
@@ -527,7 +532,64 @@ fn text(s: &Option<String>) -> Option<String> {
         .map(str::to_owned)
 }
 
-fn to_extraction(i: &Invoice, mut source: EInvoiceSource, present: &PresentTotals) -> Extraction {
+/// BT-84 of each credit transfer, in document order: the accounts of the payment means
+/// whose code (BT-81, UNTDID 4461) is `30` (credit transfer) or `58` (SEPA credit
+/// transfer), the two BR-DE-23 and BR-61 name for BG-17 — UBL
+/// `cac:PaymentMeans/cac:PayeeFinancialAccount/cbc:ID`, CII
+/// `ram:SpecifiedTradeSettlementPaymentMeans/ram:PayeePartyCreditorFinancialAccount/ram:IBANID`
+/// (or its `ram:ProprietaryID`). The reader's model holds one kind of means, the first
+/// one read, so a direct debit or card listed first hides the credit transfer after it;
+/// and an account under another code (a direct debit's) is not where to pay.
+fn credit_transfer_accounts(doc: &roxmltree::Document<'_>) -> Vec<String> {
+    fn child<'a, 'input>(
+        n: roxmltree::Node<'a, 'input>,
+        name: &str,
+    ) -> Option<roxmltree::Node<'a, 'input>> {
+        n.children()
+            .find(|c| c.is_element() && c.tag_name().name() == name)
+    }
+    fn text_of(n: Option<roxmltree::Node<'_, '_>>) -> Option<String> {
+        n.and_then(|n| n.text())
+            .map(compact)
+            .filter(|t| !t.is_empty())
+    }
+    let is_credit_transfer = |code: Option<String>| matches!(code.as_deref(), Some("30" | "58"));
+    let mut accounts = Vec::new();
+    for means in doc.descendants().filter(|n| n.is_element()) {
+        match means.tag_name().name() {
+            "PaymentMeans" if is_credit_transfer(text_of(child(means, "PaymentMeansCode"))) => {
+                accounts.extend(
+                    means
+                        .children()
+                        .filter(|c| c.tag_name().name() == "PayeeFinancialAccount")
+                        .filter_map(|a| text_of(child(a, "ID"))),
+                );
+            }
+            "SpecifiedTradeSettlementPaymentMeans"
+                if is_credit_transfer(text_of(child(means, "TypeCode"))) =>
+            {
+                accounts.extend(
+                    means
+                        .children()
+                        .filter(|c| c.tag_name().name() == "PayeePartyCreditorFinancialAccount")
+                        .filter_map(|a| {
+                            text_of(child(a, "IBANID"))
+                                .or_else(|| text_of(child(a, "ProprietaryID")))
+                        }),
+                );
+            }
+            _ => {}
+        }
+    }
+    accounts
+}
+
+fn to_extraction(
+    i: &Invoice,
+    mut source: EInvoiceSource,
+    present: &PresentTotals,
+    credit_transfers: Option<Vec<String>>,
+) -> Extraction {
     let gross_total = present
         .gross
         .then(|| amount(i.totals.gross_total))
@@ -541,25 +603,28 @@ fn to_extraction(i: &Invoice, mut source: EInvoiceSource, present: &PresentTotal
     // BT-84 of a credit transfer (BG-17): the first account whose IBAN passes its check
     // digits (ISO 13616, mod 97). One that looks like an IBAN and fails them is never
     // the supplier's IBAN (a payment would go astray): it is a finding instead.
-    let iban = match i.payment.as_ref().and_then(|p| p.means.as_ref()) {
-        Some(PaymentMeans::CreditTransfer(accounts)) => {
-            let mut valid = None;
-            for account in accounts {
-                let Some(id) = account.account_identifier.as_deref().map(compact) else {
-                    continue;
-                };
-                if crate::extract::rules::ids::iban_is_valid(&id) {
-                    valid = valid.or(Some(id));
-                } else if looks_like_an_iban(&id) {
-                    source.findings.push(format!(
-                        "BT-84 {id}: the IBAN fails its check digits (ISO 13616); not taken as the supplier's IBAN"
-                    ));
-                }
-            }
-            valid
-        }
-        _ => None,
+    // The accounts of the credit transfers the XML lists ([`credit_transfer_accounts`]);
+    // without its parse, those the reader's model holds.
+    let accounts: Vec<String> = match credit_transfers {
+        Some(accounts) if !accounts.is_empty() => accounts,
+        _ => match i.payment.as_ref().and_then(|p| p.means.as_ref()) {
+            Some(PaymentMeans::CreditTransfer(accounts)) => accounts
+                .iter()
+                .filter_map(|a| a.account_identifier.as_deref().map(compact))
+                .collect(),
+            _ => Vec::new(),
+        },
     };
+    let mut iban = None;
+    for id in accounts {
+        if crate::extract::rules::ids::iban_is_valid(&id) {
+            iban = iban.or(Some(id));
+        } else if looks_like_an_iban(&id) {
+            source.findings.push(format!(
+                "BT-84 {id}: the IBAN fails its check digits (ISO 13616); not taken as the supplier's IBAN"
+            ));
+        }
+    }
     let address = {
         let a = &i.seller.address;
         let city = [a.post_code.as_deref(), a.city.as_deref()]
@@ -593,16 +658,26 @@ fn to_extraction(i: &Invoice, mut source: EInvoiceSource, present: &PresentTotal
             amount: amount(l.net_amount),
         })
         .collect();
+    let kind = document_type(
+        i.type_code.as_ref().map(ToString::to_string).as_deref(),
+        i.kind == en16931::invoice::DocumentKind::CreditNote,
+        gross_total,
+    );
+    let preceding = i
+        .preceding_invoices
+        .first()
+        .map(|p| p.reference.to_string().trim().to_owned())
+        .filter(|r| !r.is_empty());
+    let corrected = kind == DocumentType::Invoice
+        && i.type_code
+            .as_ref()
+            .is_some_and(|c| c.to_string().trim() == CORRECTED_INVOICE);
     let mut e = Extraction {
         schema_version: crate::extract::SCHEMA_VERSION,
         extraction_successful: true,
         confidence: Confidence::High,
         missing_fields: Vec::new(),
-        document_type: Some(document_type(
-            i.type_code.as_ref().map(ToString::to_string).as_deref(),
-            i.kind == en16931::invoice::DocumentKind::CreditNote,
-            gross_total,
-        )),
+        document_type: Some(kind),
         invoice_number: text(&i.number),
         invoice_date: date(i.issue_date),
         due_date: date(i.due_date),
@@ -620,11 +695,10 @@ fn to_extraction(i: &Invoice, mut source: EInvoiceSource, present: &PresentTotal
         total: gross_total,
         po_reference: reference(&i.purchase_order_reference),
         delivery_note_reference: reference(&i.despatch_advice_reference),
-        invoice_reference: i
-            .preceding_invoices
-            .first()
-            .map(|p| p.reference.to_string().trim().to_owned())
-            .filter(|r| !r.is_empty()),
+        // BT-25: on a credit note the invoice it credits; on a corrected invoice (384)
+        // the invoice it replaces; on any other invoice a citation of an earlier one.
+        invoice_reference: preceding.clone().filter(|_| !corrected),
+        replaces_invoice: preceding.filter(|_| corrected),
         line_items,
         field_confidence: Default::default(),
         einvoice: Some(source),
@@ -648,6 +722,9 @@ fn to_extraction(i: &Invoice, mut source: EInvoiceSource, present: &PresentTotal
         .filter(|f| json.get(**f).is_none_or(serde_json::Value::is_null))
         .map(|f| (*f).to_owned())
         .collect();
+    // A credit in substance (an invoice code, a negative BT-112) in the house convention:
+    // the sizes. `einvoice.amount_due` and the other source amounts stay as the XML says.
+    e.settle_credit_sign();
     e
 }
 
@@ -673,12 +750,10 @@ pub fn compare_with_page(xml: &mut Extraction, page: &Extraction) -> bool {
             "invoice_number: the XML says {x:?}, the page {p:?}"
         ));
     }
-    // A credit note's total is positive in the XML (EN 16931) and may be printed with a
-    // minus sign: its size is what the two readings must agree on.
-    let credit = xml.document_type == Some(DocumentType::CreditNote);
-    let size = |t: f64| if credit { t.abs() } else { t };
+    // Both readings are in the one sign convention (`Extraction::settle_credit_sign`):
+    // a credit note printed with minus signs and its positive 381 agree.
     if let (Some(x), Some(p)) = (xml.total, page.total)
-        && (size(x) - size(p)).abs() >= 0.005
+        && (x - p).abs() >= 0.005
     {
         disagreements.push(format!("total: the XML says {x:.2}, the page {p:.2}"));
     }

@@ -116,6 +116,7 @@ pub fn extract(text: &str) -> Extraction {
         po_reference,
         delivery_note_reference,
         invoice_reference,
+        replaces_invoice: None,
         line_items: items.items.clone(),
         field_confidence: Default::default(),
         einvoice: None,
@@ -258,6 +259,7 @@ pub fn extract(text: &str) -> Extraction {
         .filter(|(_, filled, _)| *filled)
         .map(|(field, _, confidence)| (field.to_owned(), confidence))
         .collect();
+    extraction.settle_credit_sign();
     extraction
 }
 

@@ -167,7 +167,7 @@ mod llm_providers {
         .unwrap();
         std::fs::write(
             dir.join("a.json"),
-            json!({"invoice_number": "GS-7", "invoice_reference": "RE-1", "total": -119.0, "currency": "EUR"}).to_string(),
+            json!({"invoice_number": "GS-7", "invoice_reference": "RE-1", "total": 119.0, "currency": "EUR"}).to_string(),
         )
         .unwrap();
         std::fs::write(dir.join("b.txt"), "Invoice INV-2\nTotal 50.00 GBP\n").unwrap();

@@ -366,13 +366,27 @@ fn bt_112_negative_on_an_invoice_code_is_a_credit_note() {
         document_type(Some("384"), false, Some(-1.0)),
         DocumentType::CreditNote
     );
-    // Mustang's French "avoir" issued as a 380 (BASIC WL): BT-112 −233.47.
+    // Mustang's French "avoir" issued as a 380 (BASIC WL): BT-112 −233.47. A credit
+    // note's amounts are their sizes, the way a 381 carries them.
     let e =
         read(&std::fs::read(corpus("mustang-samples/validAvoir_FR_type380_BASICWL.pdf")).unwrap())
             .unwrap();
-    assert_eq!(e.total, Some(-233.47));
+    assert_eq!(e.total, Some(233.47));
     assert_eq!(e.document_type, Some(DocumentType::CreditNote));
     assert_eq!(e.einvoice.unwrap().type_code.as_deref(), Some("380"));
+}
+
+#[test]
+fn a_credit_in_substance_and_its_page_are_in_one_sign_convention() {
+    // The avoir's page prints its amounts with minus signs, its XML has BT-112 −233.47:
+    // both readings settle to the size, and they agree.
+    let bytes = std::fs::read(corpus("mustang-samples/validAvoir_FR_type380_BASICWL.pdf")).unwrap();
+    let mut xml = read(&bytes).unwrap();
+    let text = crate::ocr::read_text_layer(&bytes).unwrap().join("\n\n");
+    let page = crate::extract::rules::extract(&text);
+    assert_eq!(page.document_type, Some(DocumentType::CreditNote));
+    assert_eq!(page.total, Some(233.47), "{text}");
+    assert!(!compare_with_page(&mut xml, &page), "{:?}", xml.einvoice);
 }
 
 #[test]
@@ -456,7 +470,7 @@ fn a_basic_wl_xml_without_a_page_to_check_it_against_goes_to_a_person() {
 }
 
 #[test]
-fn a_credit_notes_total_agrees_with_its_page_by_size_whatever_the_sign() {
+fn a_credit_note_printed_with_minus_signs_agrees_with_its_positive_381() {
     let mut xml = crate::extract::test_data(serde_json::json!({
         "document_type": "credit_note", "invoice_number": "GS-1", "total": 233.47
     }));
@@ -698,4 +712,73 @@ fn a_cross_reference_stream_that_inflates_past_the_stream_limit_is_refused() {
 #[test]
 fn xml_file_names() {
     assert!(is_xml_name("documents/x.XML") && !is_xml_name("a.pdf"));
+}
+
+#[test]
+fn bt_3_384_a_corrected_invoice_replaces_the_invoice_its_bt_25_names() {
+    // KoSIT 01.18a: a 384 of 10,555.30 whose BT-25 is PRG1502168, in both syntaxes.
+    for case in ["01.18a-INVOICE_ubl.xml", "01.18a-INVOICE_uncefact.xml"] {
+        let e = standard(case);
+        assert_eq!(e.document_type, Some(DocumentType::Invoice), "{case}");
+        assert_eq!(source(&e).type_code.as_deref(), Some("384"), "{case}");
+        assert_eq!(e.invoice_number.as_deref(), Some("PRG1502112"), "{case}");
+        assert_eq!(e.total, Some(10555.3), "{case}");
+        assert_eq!(e.replaces_invoice.as_deref(), Some("PRG1502168"), "{case}");
+        assert_eq!(
+            e.invoice_reference, None,
+            "{case}: not a citation: it replaces that invoice"
+        );
+    }
+    // A 380 citing an earlier invoice (BT-25) cites it; it replaces nothing.
+    let xml = std::fs::read_to_string(corpus(
+        "xrechnung-testsuite/src/test/business-cases/standard/01.18a-INVOICE_ubl.xml",
+    ))
+    .unwrap()
+    .replace(
+        "<cbc:InvoiceTypeCode>384</cbc:InvoiceTypeCode>",
+        "<cbc:InvoiceTypeCode>380</cbc:InvoiceTypeCode>",
+    );
+    let e = read(xml.as_bytes()).unwrap();
+    assert_eq!(e.replaces_invoice, None);
+    assert_eq!(e.invoice_reference.as_deref(), Some("PRG1502168"));
+}
+
+#[test]
+fn bt_84_is_the_account_of_a_credit_transfer_even_when_a_direct_debit_is_listed_first() {
+    // KoSIT 01.18a pays by two SEPA credit transfers (58); a direct debit (59) with the
+    // buyer's mandate and account is put in front of them.
+    let ubl = std::fs::read_to_string(corpus(
+        "xrechnung-testsuite/src/test/business-cases/standard/01.18a-INVOICE_ubl.xml",
+    ))
+    .unwrap()
+    .replacen(
+        "<cac:PaymentMeans>",
+        "<cac:PaymentMeans><cbc:PaymentMeansCode>59</cbc:PaymentMeansCode>\
+         <cac:PaymentMandate><cbc:ID>MANDATE-1</cbc:ID>\
+         <cac:PayerFinancialAccount><cbc:ID>DE02120300000000202051</cbc:ID></cac:PayerFinancialAccount>\
+         </cac:PaymentMandate></cac:PaymentMeans><cac:PaymentMeans>",
+        1,
+    );
+    let e = read(ubl.as_bytes()).unwrap();
+    assert_eq!(e.supplier_iban.as_deref(), Some("DE79000000001234567890"));
+
+    // CII: a means of another code (a debit transfer, 31) carrying an account comes
+    // first; the credit transfer's account is the one to pay.
+    let cii = std::fs::read_to_string(corpus(
+        "xrechnung-testsuite/src/test/business-cases/standard/01.18a-INVOICE_uncefact.xml",
+    ))
+    .unwrap()
+    .replacen(
+        "<ram:TypeCode>58</ram:TypeCode>",
+        "<ram:TypeCode>31</ram:TypeCode>",
+        1,
+    );
+    let e = read(cii.as_bytes()).unwrap();
+    assert_eq!(e.supplier_iban.as_deref(), Some("DE16000000002345678901"));
+
+    // Unchanged, the first of the two credit transfers.
+    assert_eq!(
+        standard("01.18a-INVOICE_ubl.xml").supplier_iban.as_deref(),
+        Some("DE79000000001234567890")
+    );
 }
