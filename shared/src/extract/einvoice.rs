@@ -538,26 +538,15 @@ fn to_extraction(i: &Invoice, mut source: EInvoiceSource, present: &PresentTotal
             .map(|r| r.to_string().trim().to_owned())
             .filter(|r| !r.is_empty())
     };
-    // BT-84 of a credit transfer (BG-17): the first account whose IBAN passes its check
-    // digits (ISO 13616, mod 97). One that looks like an IBAN and fails them is never
-    // the supplier's IBAN (a payment would go astray): it is a finding instead.
+    // BT-84 of a credit transfer (BG-17).
     let iban = match i.payment.as_ref().and_then(|p| p.means.as_ref()) {
-        Some(PaymentMeans::CreditTransfer(accounts)) => {
-            let mut valid = None;
-            for account in accounts {
-                let Some(id) = account.account_identifier.as_deref().map(compact) else {
-                    continue;
-                };
-                if crate::extract::rules::ids::iban_is_valid(&id) {
-                    valid = valid.or(Some(id));
-                } else if looks_like_an_iban(&id) {
-                    source.findings.push(format!(
-                        "BT-84 {id}: the IBAN fails its check digits (ISO 13616); not taken as the supplier's IBAN"
-                    ));
-                }
-            }
-            valid
-        }
+        Some(PaymentMeans::CreditTransfer(accounts)) => supplier_iban(
+            accounts
+                .iter()
+                .filter_map(|a| a.account_identifier.as_deref()),
+            "BT-84",
+            &mut source.findings,
+        ),
         _ => None,
     };
     let address = {
@@ -629,7 +618,36 @@ fn to_extraction(i: &Invoice, mut source: EInvoiceSource, present: &PresentTotal
         field_confidence: Default::default(),
         einvoice: Some(source),
     };
-    let json = serde_json::to_value(&e).expect("an Extraction always serializes");
+    judge(&mut e);
+    e
+}
+
+/// The first of a credit transfer's account identifiers whose IBAN passes its check
+/// digits (ISO 13616, mod 97), without spaces. One that looks like an IBAN and fails
+/// them is never the supplier's IBAN (a payment would go astray): it is a finding,
+/// named by `term` (the business term or element it was read from).
+fn supplier_iban<'a>(
+    ids: impl IntoIterator<Item = &'a str>,
+    term: &str,
+    findings: &mut Vec<String>,
+) -> Option<String> {
+    let mut valid = None;
+    for id in ids.into_iter().map(compact) {
+        if crate::extract::rules::ids::iban_is_valid(&id) {
+            valid = valid.or(Some(id));
+        } else if looks_like_an_iban(&id) {
+            findings.push(format!(
+                "{term} {id}: the IBAN fails its check digits (ISO 13616); not taken as the supplier's IBAN"
+            ));
+        }
+    }
+    valid
+}
+
+/// What an e-invoice's reading says of its own fields: every filled field is `high`
+/// (the XML is exact), and the [`CORE_FIELDS`] it lacks are listed as missing.
+fn judge(e: &mut Extraction) {
+    let json = serde_json::to_value(&*e).expect("an Extraction always serializes");
     for (field, value) in json.as_object().into_iter().flatten() {
         let filled = !(value.is_null()
             || value.as_array().is_some_and(Vec::is_empty)
@@ -648,7 +666,6 @@ fn to_extraction(i: &Invoice, mut source: EInvoiceSource, present: &PresentTotal
         .filter(|f| json.get(**f).is_none_or(serde_json::Value::is_null))
         .map(|f| (*f).to_owned())
         .collect();
-    e
 }
 
 /// Whether a file name or key is an XML upload (`.xml`, any case).
