@@ -2,6 +2,8 @@
 //! EN 16931 XML upload (UBL 2.1 `Invoice` / `CreditNote`, UN/CEFACT CII
 //! `CrossIndustryInvoice`) or a ZUGFeRD / Factur-X PDF/A-3 carrying one
 //! (`factur-x.xml`, `zugferd-invoice.xml`, `ZUGFeRD-invoice.xml`, `xrechnung.xml`).
+//! ZUGFeRD 1.0's `CrossIndustryDocument`, which predates EN 16931, is read into the
+//! same contract by the `zugferd1` module.
 //!
 //! Reading and the EN 16931 business rules are the `en16931-formats` / `en16931` crates
 //! (the decision and its reasons: docs/extraction.md). This module bounds the input
@@ -64,7 +66,7 @@ pub struct EInvoiceSource {
     /// `einvoice` when the fields are the XML's; the page path's provider (`rules`, an
     /// LLM's model) when the document fell back to it.
     pub provider: String,
-    /// `UBL 2.1` or `UN/CEFACT CII D16B`.
+    /// `UBL 2.1`, `UN/CEFACT CII D16B` or `ZUGFeRD 1.0 (CrossIndustryDocument)`.
     #[serde(default)]
     pub syntax: Option<String>,
     /// The profile BT-24 declares, as the rules know it (`XRechnung 3.0`, `EN 16931`,
@@ -128,8 +130,8 @@ pub enum EInvoiceError {
     /// Not well-formed, a DTD, too deep, an unsupported encoding, an unreadable PDF.
     #[error("unreadable e-invoice: {0}")]
     Unreadable(String),
-    /// Well-formed XML whose root is not an invoice (an ORDER-X, ZUGFeRD 1.0's
-    /// `CrossIndustryDocument`).
+    /// Well-formed XML whose root is not an invoice (an ORDER-X, a `CrossIndustryDocument`
+    /// outside ZUGFeRD 1.0's namespace).
     #[error("not an EN 16931 invoice: {0}")]
     NotAnInvoice(String),
     /// Read, but not usable as it is: a hybrid whose XML a person would have to look at
@@ -193,6 +195,10 @@ fn read_unguarded(bytes: &[u8]) -> Result<Extraction, EInvoiceError> {
         (std::borrow::Cow::Borrowed(bytes), None, Vec::new())
     };
     bounded(&payload)?;
+    // ZUGFeRD 1.0 predates EN 16931: the crates refuse it, so it is read on its own terms.
+    if zugferd1::is_root(&payload) {
+        return zugferd1::read(&payload, attachment, divergences);
+    }
     let received = en16931_formats::receive(&payload, &en16931_formats::Policy::default());
     let report = &received.report_declared;
     // Every finding, in the report's order: container divergences, the layers' entries,
@@ -707,8 +713,9 @@ pub fn compare_with_page(xml: &mut Extraction, page: &Extraction) -> bool {
 }
 
 /// Whether the XML is of a profile that is not a full invoice: ZUGFeRD / Factur-X
-/// MINIMUM and BASIC WL (the reader's recommendation `undefined`). Its page is the legal
-/// invoice; the XML carries the totals and the parties, not the lines and most terms.
+/// MINIMUM and BASIC WL, and every ZUGFeRD 1.0 profile (the recommendation `undefined`:
+/// not an EN 16931 invoice). Its page is the legal invoice; the XML carries the totals
+/// and the parties, and (ZUGFeRD 1.0) lines no rule set has checked.
 pub fn is_partial_profile(e: &Extraction) -> bool {
     e.einvoice
         .as_ref()
@@ -746,6 +753,8 @@ pub fn fallback_source(error: &EInvoiceError, page_provider: &str) -> EInvoiceSo
         ..EInvoiceSource::default()
     }
 }
+
+mod zugferd1;
 
 #[cfg(test)]
 mod tests;
