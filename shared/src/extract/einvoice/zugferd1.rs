@@ -330,8 +330,8 @@ impl Reading {
 
 /// The plain sums a ZUGFeRD 1.0 invoice must satisfy, each checked only when the XML
 /// has every term it adds (to the cent): one review finding per sum that fails. A sum
-/// involving the header's charges and allowances is not checked: generators of 1.0
-/// disagree on whether logistics charges are among them.
+/// involving the header's charges and allowances is not checked: 1.0's logistics service
+/// charges may or may not be counted among them, so it could refuse a correct invoice.
 fn arithmetic(t: &Totals, lines: &[LineItem]) -> Vec<String> {
     let mut out = Vec::new();
     let mut check = |stated: &str, value: Option<f64>, sum: &str, expected: Option<f64>| {
