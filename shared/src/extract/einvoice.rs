@@ -2,6 +2,8 @@
 //! EN 16931 XML upload (UBL 2.1 `Invoice` / `CreditNote`, UN/CEFACT CII
 //! `CrossIndustryInvoice`) or a ZUGFeRD / Factur-X PDF/A-3 carrying one
 //! (`factur-x.xml`, `zugferd-invoice.xml`, `ZUGFeRD-invoice.xml`, `xrechnung.xml`).
+//! ZUGFeRD 1.0's `CrossIndustryDocument`, which predates EN 16931, is read into the
+//! same contract by the `zugferd1` module.
 //!
 //! Reading and the EN 16931 business rules are the `en16931-formats` / `en16931` crates
 //! (the decision and its reasons: docs/extraction.md). This module bounds the input
@@ -64,7 +66,7 @@ pub struct EInvoiceSource {
     /// `einvoice` when the fields are the XML's; the page path's provider (`rules`, an
     /// LLM's model) when the document fell back to it.
     pub provider: String,
-    /// `UBL 2.1` or `UN/CEFACT CII D16B`.
+    /// `UBL 2.1`, `UN/CEFACT CII D16B` or `ZUGFeRD 1.0 (CrossIndustryDocument)`.
     #[serde(default)]
     pub syntax: Option<String>,
     /// The profile BT-24 declares, as the rules know it (`XRechnung 3.0`, `EN 16931`,
@@ -128,8 +130,8 @@ pub enum EInvoiceError {
     /// Not well-formed, a DTD, too deep, an unsupported encoding, an unreadable PDF.
     #[error("unreadable e-invoice: {0}")]
     Unreadable(String),
-    /// Well-formed XML whose root is not an invoice (an ORDER-X, ZUGFeRD 1.0's
-    /// `CrossIndustryDocument`).
+    /// Well-formed XML whose root is not an invoice (an ORDER-X, a `CrossIndustryDocument`
+    /// outside ZUGFeRD 1.0's namespace).
     #[error("not an EN 16931 invoice: {0}")]
     NotAnInvoice(String),
     /// Read, but not usable as it is: a hybrid whose XML a person would have to look at
@@ -193,6 +195,10 @@ fn read_unguarded(bytes: &[u8]) -> Result<Extraction, EInvoiceError> {
         (std::borrow::Cow::Borrowed(bytes), None, Vec::new())
     };
     bounded(&payload)?;
+    // ZUGFeRD 1.0 predates EN 16931: the crates refuse it, so it is read on its own terms.
+    if zugferd1::is_root(&payload) {
+        return zugferd1::read(&payload, attachment, divergences);
+    }
     let received = en16931_formats::receive(&payload, &en16931_formats::Policy::default());
     let report = &received.report_declared;
     // Every finding, in the report's order: container divergences, the layers' entries,
@@ -600,31 +606,24 @@ fn to_extraction(
             .map(|r| r.to_string().trim().to_owned())
             .filter(|r| !r.is_empty())
     };
-    // BT-84 of a credit transfer (BG-17): the first account whose IBAN passes its check
-    // digits (ISO 13616, mod 97). One that looks like an IBAN and fails them is never
-    // the supplier's IBAN (a payment would go astray): it is a finding instead.
-    // The accounts of the credit transfers the XML lists ([`credit_transfer_accounts`]);
-    // without its parse, those the reader's model holds.
+    // BT-84 of a credit transfer (BG-17): the accounts of the credit transfers the XML
+    // lists ([`credit_transfer_accounts`]); without its parse, those the reader's model
+    // holds.
     let accounts: Vec<String> = match credit_transfers {
         Some(accounts) if !accounts.is_empty() => accounts,
         _ => match i.payment.as_ref().and_then(|p| p.means.as_ref()) {
             Some(PaymentMeans::CreditTransfer(accounts)) => accounts
                 .iter()
-                .filter_map(|a| a.account_identifier.as_deref().map(compact))
+                .filter_map(|a| a.account_identifier.clone())
                 .collect(),
             _ => Vec::new(),
         },
     };
-    let mut iban = None;
-    for id in accounts {
-        if crate::extract::rules::ids::iban_is_valid(&id) {
-            iban = iban.or(Some(id));
-        } else if looks_like_an_iban(&id) {
-            source.findings.push(format!(
-                "BT-84 {id}: the IBAN fails its check digits (ISO 13616); not taken as the supplier's IBAN"
-            ));
-        }
-    }
+    let iban = supplier_iban(
+        accounts.iter().map(String::as_str),
+        "BT-84",
+        &mut source.findings,
+    );
     let address = {
         let a = &i.seller.address;
         let city = [a.post_code.as_deref(), a.city.as_deref()]
@@ -703,7 +702,39 @@ fn to_extraction(
         field_confidence: Default::default(),
         einvoice: Some(source),
     };
-    let json = serde_json::to_value(&e).expect("an Extraction always serializes");
+    judge(&mut e);
+    // A credit in substance (an invoice code, a negative BT-112) in the house convention:
+    // the sizes. `einvoice.amount_due` and the other source amounts stay as the XML says.
+    e.settle_credit_sign();
+    e
+}
+
+/// The first of a credit transfer's account identifiers whose IBAN passes its check
+/// digits (ISO 13616, mod 97), without spaces. One that looks like an IBAN and fails
+/// them is never the supplier's IBAN (a payment would go astray): it is a finding,
+/// named by `term` (the business term or element it was read from).
+fn supplier_iban<'a>(
+    ids: impl IntoIterator<Item = &'a str>,
+    term: &str,
+    findings: &mut Vec<String>,
+) -> Option<String> {
+    let mut valid = None;
+    for id in ids.into_iter().map(compact) {
+        if crate::extract::rules::ids::iban_is_valid(&id) {
+            valid = valid.or(Some(id));
+        } else if looks_like_an_iban(&id) {
+            findings.push(format!(
+                "{term} {id}: the IBAN fails its check digits (ISO 13616); not taken as the supplier's IBAN"
+            ));
+        }
+    }
+    valid
+}
+
+/// What an e-invoice's reading says of its own fields: every filled field is `high`
+/// (the XML is exact), and the [`CORE_FIELDS`] it lacks are listed as missing.
+fn judge(e: &mut Extraction) {
+    let json = serde_json::to_value(&*e).expect("an Extraction always serializes");
     for (field, value) in json.as_object().into_iter().flatten() {
         let filled = !(value.is_null()
             || value.as_array().is_some_and(Vec::is_empty)
@@ -722,10 +753,6 @@ fn to_extraction(
         .filter(|f| json.get(**f).is_none_or(serde_json::Value::is_null))
         .map(|f| (*f).to_owned())
         .collect();
-    // A credit in substance (an invoice code, a negative BT-112) in the house convention:
-    // the sizes. `einvoice.amount_due` and the other source amounts stay as the XML says.
-    e.settle_credit_sign();
-    e
 }
 
 /// Whether a file name or key is an XML upload (`.xml`, any case).
@@ -765,8 +792,9 @@ pub fn compare_with_page(xml: &mut Extraction, page: &Extraction) -> bool {
 }
 
 /// Whether the XML is of a profile that is not a full invoice: ZUGFeRD / Factur-X
-/// MINIMUM and BASIC WL (the reader's recommendation `undefined`). Its page is the legal
-/// invoice; the XML carries the totals and the parties, not the lines and most terms.
+/// MINIMUM and BASIC WL, and every ZUGFeRD 1.0 profile (the recommendation `undefined`:
+/// not an EN 16931 invoice). Its page is the legal invoice; the XML carries the totals
+/// and the parties, and (ZUGFeRD 1.0) lines no rule set has checked.
 pub fn is_partial_profile(e: &Extraction) -> bool {
     e.einvoice
         .as_ref()
@@ -804,6 +832,8 @@ pub fn fallback_source(error: &EInvoiceError, page_provider: &str) -> EInvoiceSo
         ..EInvoiceSource::default()
     }
 }
+
+mod zugferd1;
 
 #[cfg(test)]
 mod tests;
