@@ -58,6 +58,124 @@ pub struct Candidate {
     pub semantic_similarity: Option<f64>,
 }
 
+/// An invoice in a replacement with the source ([`replacements`]): the corrected invoice
+/// and the invoice it replaces.
+#[derive(Debug, Clone)]
+pub struct Replacement {
+    pub id: Uuid,
+    /// The version of its data read: the write phase links nothing from data that
+    /// changed since.
+    pub data_version: i64,
+    /// The replaced invoice of the pair (the source or this one).
+    pub replaced: Uuid,
+    /// The number of the replaced invoice, as the corrected one's BT-25 names it.
+    pub invoice_number: String,
+}
+
+#[derive(Debug, sqlx::FromRow)]
+struct ReplacementRow {
+    id: Uuid,
+    structured_data: serde_json::Value,
+    data_version: i64,
+    normalized_counterparty: Option<String>,
+    normalized_vat_id: Option<String>,
+}
+
+/// The invoices of the tenant in a replacement with the source invoice, both ways
+/// round: the one its `replaces_invoice` names (its own number among the others' own
+/// `inv:` keys), and those whose `replaces_invoice` names the source's own number
+/// (among the others' cited `rep:` keys), so the link is made whichever arrives first.
+/// The number must be the whole number (no number-part forms), and the supplier the
+/// same: equal VAT ids when both have one, else equal normalised names; a pair with
+/// neither known is not linked. Two index scans (`idx_document_tenant_own_keys`,
+/// `idx_document_tenant_cited_keys`), at most [`MAX_REPLACEMENTS`] rows.
+pub async fn replacements(
+    pool: &PgPool,
+    tenant_id: Uuid,
+    source_id: Uuid,
+    source: &Extraction,
+    counterparty: Option<&str>,
+    vat_id: Option<&str>,
+) -> Result<Vec<Replacement>, sqlx::Error> {
+    use super::normalize::{REPLACES_TAG, replacement_keys};
+    let replaced = replacement_keys(&source.replaces_invoice, "inv:");
+    let replacing = replacement_keys(&source.invoice_number, REPLACES_TAG);
+    if replaced.is_empty() && replacing.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows: Vec<ReplacementRow> = sqlx::query_as(
+        r#"
+        SELECT d.id, d.structured_data, d.data_version,
+               d.normalized_counterparty, d.normalized_vat_id
+          FROM document d
+         WHERE d.tenant_id = $1 AND d.id <> $2 AND d.type = 'invoice'
+           AND d.structured_data IS NOT NULL
+           AND (matching_tenant_keys(d.tenant_id, d.matching_own_keys)
+                    && matching_tenant_keys($1, $3::text[])
+                OR matching_tenant_keys(d.tenant_id, d.matching_cited_keys)
+                    && matching_tenant_keys($1, $4::text[]))
+         ORDER BY d.id
+         LIMIT $5
+        "#,
+    )
+    .bind(tenant_id)
+    .bind(source_id)
+    .bind(&replaced)
+    .bind(&replacing)
+    .bind(MAX_REPLACEMENTS)
+    .fetch_all(pool)
+    .await?;
+    let same_number = |a: &Option<String>, b: &Option<String>| {
+        let keys = |n: &Option<String>| replacement_keys(n, "");
+        let (a, b) = (keys(a), keys(b));
+        !a.is_empty() && a.iter().any(|k| b.contains(k))
+    };
+    Ok(rows
+        .into_iter()
+        .filter(|row| {
+            let same_supplier = match (vat_id, row.normalized_vat_id.as_deref()) {
+                (Some(a), Some(b)) => a == b,
+                _ => matches!(
+                    (counterparty, row.normalized_counterparty.as_deref()),
+                    (Some(a), Some(b)) if a == b
+                ),
+            };
+            if !same_supplier {
+                tracing::info!(
+                    document_id = %source_id,
+                    other = %row.id,
+                    "an invoice with the number a corrected invoice replaces is of another (or an unknown) supplier; not linked"
+                );
+            }
+            same_supplier
+        })
+        .filter_map(|row| {
+            let other = Extraction::from_stored(&row.structured_data).ok()?;
+            if same_number(&source.replaces_invoice, &other.invoice_number) {
+                Some(Replacement {
+                    id: row.id,
+                    data_version: row.data_version,
+                    replaced: row.id,
+                    invoice_number: other.invoice_number?,
+                })
+            } else if same_number(&other.replaces_invoice, &source.invoice_number) {
+                Some(Replacement {
+                    id: row.id,
+                    data_version: row.data_version,
+                    replaced: source_id,
+                    invoice_number: source.invoice_number.clone()?,
+                })
+            } else {
+                None
+            }
+        })
+        .collect())
+}
+
+/// At most this many invoices in a replacement with one invoice: a chain of corrections
+/// of one invoice is short; more is a number reused, not a chain.
+pub const MAX_REPLACEMENTS: i64 = 10;
+
 /// A candidate as the queries return it ([`CANDIDATES`], [`super::semantic`]):
 /// `structured_data` still JSON, read by [`readable`].
 #[derive(Debug, sqlx::FromRow)]

@@ -42,6 +42,28 @@ pub struct Decision {
     pub reasoning: Option<String>,
 }
 
+/// The link between a corrected invoice and the invoice it replaces
+/// ([`super::candidates::replacements`]): made by rule, high confidence, its one piece of
+/// evidence naming the replaced document.
+pub fn replacement(pair: &super::candidates::Replacement) -> Decision {
+    Decision {
+        candidate_id: pair.id,
+        candidate_type: DocumentType::Invoice,
+        score: 1.0,
+        confidence: Confidence::High,
+        decided_by: DecidedBy::Rule,
+        evidence: vec![Evidence::Replaces {
+            replaced: pair.replaced,
+            invoice_number: pair.invoice_number.clone(),
+            weight: 0.0,
+        }],
+        reasoning: Some(format!(
+            "a corrected invoice (384) and invoice {} it replaces",
+            pair.invoice_number
+        )),
+    }
+}
+
 /// Where a score falls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Band {

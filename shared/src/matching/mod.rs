@@ -58,6 +58,9 @@ fn is_deadlock(e: &sqlx::Error) -> bool {
 pub enum DecidedBy {
     Score,
     Llm,
+    /// A rule, not a score: a corrected invoice and the invoice it replaces
+    /// ([`candidates::replacements`]).
+    Rule,
 }
 
 impl DecidedBy {
@@ -65,6 +68,7 @@ impl DecidedBy {
         match self {
             DecidedBy::Score => "score",
             DecidedBy::Llm => "llm",
+            DecidedBy::Rule => "rule",
         }
     }
 }
@@ -516,7 +520,34 @@ pub async fn match_document_with(
         source,
     })?;
 
-    let judged: Vec<(Uuid, i64)> = found.iter().map(|c| (c.id, c.data_version)).collect();
+    let mut judged: Vec<(Uuid, i64)> = found.iter().map(|c| (c.id, c.data_version)).collect();
+    // A linked document is a candidate whatever its type (the write phase judges its
+    // edge afresh); only the types that pair up are linked by a score or the LLM: an
+    // invoice linked to an invoice by the rule below loses that link once the rule no
+    // longer holds (the correction re-extracted without what it replaces).
+    let mut decisions: Vec<decide::Decision> = decisions
+        .into_iter()
+        .filter(|d| doc.doc_type.matchable_with().contains(&d.candidate_type))
+        .collect();
+    // A corrected invoice and the invoice it replaces: linked by rule, not scored.
+    if doc.doc_type == DocumentType::Invoice {
+        let pairs = candidates::replacements(
+            pool,
+            doc.tenant_id,
+            doc.id,
+            &doc.data,
+            normalized.counterparty.as_deref(),
+            normalized.vat_id.as_deref(),
+        )
+        .await
+        .map_err(db("look up the invoices a corrected invoice replaces"))?;
+        for pair in pairs {
+            if !judged.iter().any(|(id, _)| *id == pair.id) {
+                judged.push((pair.id, pair.data_version));
+            }
+            decisions.push(decide::replacement(&pair));
+        }
+    }
     let write_started = std::time::Instant::now();
     // A deadlock's victim (40P01: two write phases whose clusters merged while they
     // waited, see write/mod.rs *Locking*) is rolled back whole and runs again at once, up to

@@ -394,6 +394,11 @@ impl SearchKeys {
             RefKind::Invoice.tag(),
             forms(&data.invoice_reference),
         ));
+        // The invoice a corrected invoice replaces, whole keys only: the replacement
+        // link is made on that number alone ([`replacement_keys`]).
+        if doc_type == DocumentType::Invoice {
+            cited.extend(replacement_keys(&data.replaces_invoice, REPLACES_TAG));
+        }
         for keys in [&mut own, &mut cited] {
             keys.sort();
             keys.dedup();
@@ -402,9 +407,13 @@ impl SearchKeys {
     }
 
     /// What a source looks up in the other documents' *own* keys: the numbers it cites,
-    /// under the kind cited.
+    /// under the kind cited (not the invoice it replaces: that link is not scored).
     pub fn own_probe(&self) -> Vec<String> {
-        self.cited.clone()
+        self.cited
+            .iter()
+            .filter(|k| !k.starts_with(REPLACES_TAG))
+            .cloned()
+            .collect()
     }
 
     /// What a source looks up in the other documents' *cited* keys: its own number
@@ -416,6 +425,25 @@ impl SearchKeys {
         probe.dedup();
         probe
     }
+}
+
+/// The tag of the cited key a corrected invoice carries for the invoice it replaces
+/// (`rep:PRG1502168`), in `matching_cited_keys`.
+pub const REPLACES_TAG: &str = "rep:";
+
+/// The whole keys of `number` ([`normalize_reference`], without the number-part forms
+/// the candidate search adds) under `tag` (`inv:` or [`REPLACES_TAG`]): what the
+/// replacement link between a corrected invoice and the invoice it replaces is looked up
+/// by (`super::candidates::replacements`).
+pub fn replacement_keys(number: &Option<String>, tag: &str) -> Vec<String> {
+    let mut keys: Vec<String> = reference_values(number)
+        .iter()
+        .filter_map(|raw| normalize_reference(raw))
+        .map(|key| format!("{tag}{key}"))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
 }
 
 /// The normalised fields of one document, as persisted on its row.

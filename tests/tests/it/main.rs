@@ -16,6 +16,7 @@ mod batch_calls;
 mod batch_runtime;
 mod batch_runtime_properties;
 mod cancel_safe_tx;
+mod corrected_invoices;
 mod database_roles;
 mod document_output;
 mod document_output_enqueue;

@@ -165,6 +165,14 @@ pub enum Evidence {
         similarity: f64,
         weight: f64,
     },
+    /// A corrected invoice (BT-3 `384`) and the invoice it replaces: `replaced` is the
+    /// replaced one, whose number (`invoice_number`) the corrected invoice's BT-25 names.
+    /// Not scored: the rule links the pair ([`super::super::DecidedBy::Rule`]).
+    Replaces {
+        replaced: uuid::Uuid,
+        invoice_number: String,
+        weight: f64,
+    },
 }
 
 impl Evidence {
@@ -181,7 +189,8 @@ impl Evidence {
             | Evidence::DateOrder { weight, .. }
             | Evidence::NameSimilarity { weight, .. }
             | Evidence::SemanticSimilarity { weight, .. }
-            | Evidence::NameMismatch { weight, .. } => *weight,
+            | Evidence::NameMismatch { weight, .. }
+            | Evidence::Replaces { weight, .. } => *weight,
         }
     }
 }
