@@ -181,10 +181,18 @@ fn read_unguarded(bytes: &[u8]) -> Result<Extraction, EInvoiceError> {
             )));
         }
         let extracted = extracted.map_err(pdf_error)?;
-        let divergences: Vec<String> = extracted
+        // Which invoice the PDF carries is in doubt: a person looks. How it is wired in
+        // (`/AF`, the XMP, PDF/A) is information.
+        let divergences: Vec<(bool, String)> = extracted
             .divergence
             .iter()
-            .map(|d| format!("container: {d}"))
+            .map(|d| match d {
+                zugferd::Divergence::PayloadsDisagree { .. }
+                | zugferd::Divergence::UnassociatedPayload { .. } => {
+                    (true, format!("{PAYLOAD_FINDING}{d}"))
+                }
+                _ => (false, format!("container: {d}")),
+            })
             .collect();
         (
             std::borrow::Cow::Owned(extracted.xml),
@@ -205,8 +213,8 @@ fn read_unguarded(bytes: &[u8]) -> Result<Extraction, EInvoiceError> {
     // the business rules.
     let mut all: Vec<Finding> = divergences
         .into_iter()
-        .map(|line| Finding {
-            fatal: false,
+        .map(|(fatal, line)| Finding {
+            fatal,
             rule: String::new(),
             line,
         })
@@ -357,16 +365,27 @@ impl PresentTotals {
 /// What a hybrid PDF's payload is used for: [`read`]'s extraction, unless a person
 /// would have to look at it ([`EInvoiceSource::review`]); then the page is the other
 /// reading of the same invoice, and the review findings are the error that says why
-/// the page was read instead.
+/// the page was read instead. A PDF carrying two invoices ([`PAYLOAD_FINDING`]) keeps
+/// the XML read (the one its `/AF` names) with the review: its page is no other reading
+/// of the same invoice, the update that added an invoice may have changed it too.
 pub fn hybrid(read: Result<Extraction, EInvoiceError>) -> Result<Extraction, EInvoiceError> {
     let extraction = read?;
     match extraction.einvoice.as_ref().map(|s| &s.review) {
-        Some(review) if !review.is_empty() => Err(EInvoiceError::Invalid {
-            findings: review.clone(),
-        }),
+        Some(review)
+            if !review.is_empty() && !review.iter().any(|f| f.starts_with(PAYLOAD_FINDING)) =>
+        {
+            Err(EInvoiceError::Invalid {
+                findings: review.clone(),
+            })
+        }
         _ => Ok(extraction),
     }
 }
+
+/// How a review finding about which invoice a hybrid PDF carries begins: a second
+/// file under a standard name whose content differs from the one read, listed in the
+/// catalogue's `/AF` as well, or not listed there at all (an incremental update's).
+pub const PAYLOAD_FINDING: &str = "payload: ";
 
 /// BT-9 of a UBL `CreditNote`: it has no `cbc:DueDate`, and carries the due date as
 /// `cac:PaymentMeans/cbc:PaymentDueDate` (the EN 16931 UBL binding), which the reader's
@@ -835,5 +854,7 @@ pub fn fallback_source(error: &EInvoiceError, page_provider: &str) -> EInvoiceSo
 
 mod zugferd1;
 
+#[cfg(test)]
+mod payload_tests;
 #[cfg(test)]
 mod tests;

@@ -380,7 +380,14 @@ fn container_entries(read: &Read) -> Vec<Entry> {
             .divergence
             .iter()
             .map(|d| {
-                let kind = if matches!(d, crate::zugferd::Divergence::Profile { .. }) {
+                // What the document declares (its profile, which invoice it carries) is
+                // in doubt: ambiguous. How the payload is wired in: the container.
+                let kind = if matches!(
+                    d,
+                    crate::zugferd::Divergence::Profile { .. }
+                        | crate::zugferd::Divergence::PayloadsDisagree { .. }
+                        | crate::zugferd::Divergence::UnassociatedPayload { .. }
+                ) {
                     Kind::Ambiguous
                 } else {
                     Kind::Container

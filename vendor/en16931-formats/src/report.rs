@@ -54,7 +54,7 @@ pub enum Kind {
     /// not change what the document declares (filename, relationship, XMP).
     Container,
     /// The document declares two different things: the PDF's XMP profile and the
-    /// payload's BT-24 disagree.
+    /// payload's BT-24 disagree, or the PDF carries two invoices that differ.
     Ambiguous,
     /// A term the target document has no place for.
     Dropped,

@@ -1,5 +1,7 @@
-//! Getting the invoice out of the PDF: parse, find the embedded file by name,
-//! inflate it within [`Limits`], and compare the XMP metadata with the payload.
+//! Getting the invoice out of the PDF: parse, choose the embedded file the
+//! standard names (associated through the catalogue's `/AF`, by name), inflate
+//! it within [`Limits`], and compare the XMP metadata and any other file under
+//! a standard name with the payload.
 //!
 //! ⚠ ZUGFeRD 2.1 and Factur-X embed `factur-x.xml`, ZUGFeRD 2.0
 //! `zugferd-invoice.xml`, ZUGFeRD 1.0 `ZUGFeRD-invoice.xml`; the reader accepts
@@ -103,6 +105,54 @@ pub enum Divergence {
         /// `pdfaid:part`, when the file states one at all.
         part: Option<String>,
     },
+    /// Two files under the standard names ([`FILENAMES`]) carry invoices that
+    /// differ, and the catalogue's `/AF` does not set one apart: both are
+    /// associated files, or neither is.
+    ///
+    /// The extracted one was chosen by the order of [`extract`]; a receiver
+    /// that chooses otherwise books the other invoice. Files with identical
+    /// content are no divergence, and neither is a copy in another syntax than
+    /// the extracted one's (ZUGFeRD 1.0's `CrossIndustryDocument` beside a
+    /// Factur-X payload, for ZUGFeRD 1.0 readers). A file that does not
+    /// inflate within the [`Limits`] left, or does not decode, cannot be shown
+    /// to be the same and is reported.
+    PayloadsDisagree {
+        /// The file extracted.
+        extracted: Payload,
+        /// The file whose content differs.
+        other: Payload,
+    },
+    /// A file under a standard name that the catalogue's `/AF` does not
+    /// reference, beside the associated invoice that was extracted, and with
+    /// other content: what an incremental update appending a second invoice
+    /// leaves, whatever its syntax.
+    ///
+    /// A receiver that picks by name or takes the newest object reads the
+    /// other one. A file identical to the extracted one is no divergence.
+    UnassociatedPayload {
+        /// The associated file, extracted.
+        extracted: Payload,
+        /// The unassociated file whose content differs.
+        other: Payload,
+    },
+}
+
+/// A file specification that carries a payload: the name it records and its
+/// PDF object, so that two of the same name can be told apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Payload {
+    /// The embedded file's name, as the file specification records it.
+    pub name: String,
+    /// The file specification's object number and generation.
+    pub object: (u32, u16),
+}
+
+impl std::fmt::Display for Payload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (number, generation) = self.object;
+        write!(f, "{:?} (object {number} {generation})", self.name)
+    }
 }
 
 impl std::fmt::Display for Divergence {
@@ -151,6 +201,19 @@ impl std::fmt::Display for Divergence {
                      and a recipient running veraPDF on what arrives will reject it",
                 ),
             },
+            Self::PayloadsDisagree { extracted, other } => write!(
+                f,
+                "the PDF carries two invoices that differ, {extracted} (the one read) and \
+                 {other}, and its /AF array does not say which is the invoice — a receiver \
+                 that takes the other one books a different invoice"
+            ),
+            Self::UnassociatedPayload { extracted, other } => write!(
+                f,
+                "the PDF carries {other}, an invoice that differs from the associated one \
+                 read, {extracted}, and is not in the document catalogue's /AF array — what \
+                 an incremental update adding a second invoice leaves; a receiver that picks \
+                 by name or takes the newest object books the other one"
+            ),
         }
     }
 }
@@ -781,11 +844,12 @@ pub(super) struct Filespec<'a> {
 }
 
 /// Every file specification with an embedded stream, by name. Nothing is
-/// inflated: the invoice is chosen by name first, and only it is decoded.
+/// inflated.
 ///
 /// Embedded files live in the `/Names/EmbeddedFiles` tree or in page
 /// `/FileAttachment` annotations, so this scans the object table for file
-/// specifications. Of two with the same name, the later object wins.
+/// specifications. Of two with the same name, the later object wins: this is
+/// what [`embedded_files`] lists, not how [`extract`] chooses the invoice.
 pub(super) fn filespecs(doc: &lopdf::Document) -> BTreeMap<String, Filespec<'_>> {
     let mut out = BTreeMap::new();
     for object in doc.objects.values() {
@@ -822,29 +886,85 @@ struct Placement {
     relationship: Option<String>,
 }
 
-/// How the file specification for `filename` is wired into the document.
-///
-/// All three facts come from the first file specification of that name (not
-/// necessarily the one extracted, so a duplicate shows as a defect). Nothing
-/// is inflated; the name tree is the one already walked.
-fn placement(doc: &lopdf::Document, tree: &[String], filename: &str) -> Placement {
-    let Some((id, dict)) = doc.objects.iter().find_map(|(id, object)| {
-        let dict = object.as_dict().ok()?;
-        (dict.get(b"Type").ok()?.as_name().ok()? == b"Filespec"
-            && filespec_name(doc, dict).is_some_and(|n| n.eq_ignore_ascii_case(filename)))
-        .then_some((*id, dict))
-    }) else {
-        return Placement::default();
-    };
-    Placement {
-        associated: catalog_associated_files(doc).contains(&id),
-        in_name_tree: tree.iter().any(|n| n.eq_ignore_ascii_case(filename)),
-        relationship: dict
+/// A file specification under one of the [`FILENAMES`] that carries an
+/// embedded stream: one of the payloads [`extract`] chooses among.
+struct Candidate<'a> {
+    id: lopdf::ObjectId,
+    name: String,
+    /// Its position in [`FILENAMES`].
+    preference: usize,
+    dict: &'a lopdf::Dictionary,
+    stream: &'a lopdf::Stream,
+    /// Its first position in the catalogue's `/AF` array, when it is there.
+    listed: Option<usize>,
+}
+
+impl Candidate<'_> {
+    /// `/AFRelationship`, verbatim.
+    fn relationship(&self) -> Option<String> {
+        self.dict
             .get(b"AFRelationship")
             .ok()
             .and_then(|o| o.as_name().ok())
-            .map(|raw| String::from_utf8_lossy(raw).into_owned()),
+            .map(|raw| String::from_utf8_lossy(raw).into_owned())
     }
+
+    /// The order [`extract`] chooses in, best first: associated with a
+    /// relationship the standards name for the invoice, associated otherwise,
+    /// not associated; then [`FILENAMES`] order; then the first in `/AF`, or,
+    /// outside it, the newest object.
+    fn rank(&self) -> (u8, usize, usize, std::cmp::Reverse<lopdf::ObjectId>) {
+        let named = self.relationship().is_some_and(|r| {
+            ["Alternative", "Source", "Data"]
+                .iter()
+                .any(|k| r.eq_ignore_ascii_case(k))
+        });
+        let tier = match self.listed {
+            Some(_) if named => 0,
+            Some(_) => 1,
+            None => 2,
+        };
+        (
+            tier,
+            self.preference,
+            self.listed.unwrap_or(0),
+            std::cmp::Reverse(self.id),
+        )
+    }
+
+    fn payload(&self) -> Payload {
+        Payload {
+            name: self.name.clone(),
+            object: self.id,
+        }
+    }
+}
+
+/// Every file specification with an embedded stream and a name in
+/// [`FILENAMES`], in object order. Nothing is inflated.
+fn candidates(doc: &lopdf::Document) -> Vec<Candidate<'_>> {
+    let associated = catalog_associated_files(doc);
+    doc.objects
+        .iter()
+        .filter_map(|(id, object)| {
+            let dict = object.as_dict().ok()?;
+            if dict.get(b"Type").ok()?.as_name().ok()? != b"Filespec" {
+                return None;
+            }
+            let name = filespec_name(doc, dict)?;
+            let preference = FILENAMES
+                .iter()
+                .position(|f| f.eq_ignore_ascii_case(&name))?;
+            Some(Candidate {
+                id: *id,
+                preference,
+                dict,
+                stream: filespec_stream(doc, dict)?,
+                listed: associated.iter().position(|a| a == id),
+                name,
+            })
+        })
+        .collect()
 }
 
 /// The object ids in the document catalogue's `/AF` array.
@@ -870,21 +990,25 @@ fn catalog_associated_files(doc: &lopdf::Document) -> Vec<lopdf::ObjectId> {
         .collect()
 }
 
-/// Every name in the catalogue's `/Names/EmbeddedFiles` name tree.
+/// Every object the catalogue's `/Names/EmbeddedFiles` name tree refers to as
+/// a value: the file specifications it holds.
 ///
 /// Follows `/Kids` as well as `/Names`. Each object is visited once; a cycle,
 /// more than [`Limits::max_objects`] objects or more than [`MAX_DEPTH`] levels
 /// is an error, never a truncated list.
-fn embedded_file_names(doc: &lopdf::Document, limits: &Limits) -> Result<Vec<String>, Error> {
+fn embedded_file_objects(
+    doc: &lopdf::Document,
+    limits: &Limits,
+) -> Result<HashSet<lopdf::ObjectId>, Error> {
     Ok(embedded_file_entries(doc, limits)?
         .iter()
-        .filter_map(|(key, _)| text_string(key))
+        .filter_map(|(_, value)| value.as_reference().ok())
         .collect())
 }
 
 /// Every entry of the catalogue's `/Names/EmbeddedFiles` name tree, as the
 /// key (resolved) and the value (as written, usually a reference), in tree
-/// order — the walk [`embedded_file_names`] reads, kept whole so that
+/// order — the walk [`embedded_file_objects`] reads, kept whole so that
 /// [`super::embed`] can rewrite the tree without losing an entry.
 pub(super) fn embedded_file_entries(
     doc: &lopdf::Document,
@@ -1044,8 +1168,21 @@ fn filespec_stream<'a>(
 
 /// Extract the invoice from a ZUGFeRD / Factur-X PDF, within `limits`.
 ///
-/// The invoice is chosen by name before anything is inflated; only it and the
-/// XMP packet are then inflated, within [`Limits`].
+/// The invoice is the file the standard names: among the file specifications
+/// with an embedded stream and a name in [`FILENAMES`], best first,
+///
+/// 1. one the catalogue's `/AF` array references with an `/AFRelationship` of
+///    `Alternative`, `Source` or `Data` (the associated file);
+/// 2. one the catalogue's `/AF` references with another relationship or none;
+/// 3. any other ([`Divergence::NotAssociated`]);
+///
+/// then by the order of [`FILENAMES`], then the first in `/AF` (1, 2) or the
+/// newest object (3). It is chosen before anything is inflated; it and the XMP
+/// packet are inflated, then every other file under a standard name, to
+/// compare: one that differs is [`Divergence::PayloadsDisagree`] or
+/// [`Divergence::UnassociatedPayload`]. All of them count against the same
+/// [`Limits`]; a second file that would exceed them is reported, not inflated
+/// past them.
 ///
 /// # Errors
 ///
@@ -1063,22 +1200,17 @@ pub fn extract(pdf: &[u8], limits: &Limits) -> Result<Extracted, Error> {
     let mut budget = Budget::new(limits);
     let doc = load(pdf, &mut budget)?;
     // Walked first, so a refused tree is always an error, never `NoInvoice`.
-    let tree = embedded_file_names(&doc, limits)?;
-    let mut specs = filespecs(&doc);
-
-    // `FILENAMES` preference order, not the PDF's order.
-    let wanted = FILENAMES
-        .iter()
-        .find_map(|want| specs.keys().find(|k| k.eq_ignore_ascii_case(want)).cloned());
-
-    // `remove_entry`, so no lookup remains that could fail.
-    let Some((filename, spec)) = wanted.and_then(|f| specs.remove_entry(&f)) else {
+    let tree = embedded_file_objects(&doc, limits)?;
+    let mut candidates = candidates(&doc);
+    candidates.sort_by_cached_key(Candidate::rank);
+    let Some((chosen, others)) = candidates.split_first() else {
         return Err(Error::NoInvoice {
             looked_for: FILENAMES,
-            found: specs.into_keys().collect(),
+            found: filespecs(&doc).into_keys().collect(),
         });
     };
-    let bytes = budget.inflate(spec.stream, || PdfStream::Attachment {
+    let filename = chosen.name.clone();
+    let bytes = budget.inflate(chosen.stream, || PdfStream::Attachment {
         name: filename.clone(),
     })?;
     let specification_id = match crate::xml::decode(&bytes) {
@@ -1092,17 +1224,24 @@ pub fn extract(pdf: &[u8], limits: &Limits) -> Result<Extracted, Error> {
         .as_deref()
         .map_or(Profile::Unknown, Profile::parse);
 
-    let placement = placement(&doc, &tree, &filename);
+    // The facts of the file specification extracted, not of another of its name.
+    let placement = Placement {
+        associated: chosen.listed.is_some(),
+        in_name_tree: tree.contains(&chosen.id),
+        relationship: chosen.relationship(),
+    };
     let relationship = placement.relationship.clone();
+    let mut divergence = diverge(
+        &xmp,
+        &filename,
+        profile,
+        specification_id.as_deref(),
+        &placement,
+    );
+    divergence.extend(compare(chosen, &xml, others, &mut budget));
 
     Ok(Extracted {
-        divergence: diverge(
-            &xmp,
-            &filename,
-            profile,
-            specification_id.as_deref(),
-            &placement,
-        ),
+        divergence,
         xml,
         filename,
         profile,
@@ -1110,6 +1249,95 @@ pub fn extract(pdf: &[u8], limits: &Limits) -> Result<Extracted, Error> {
         relationship,
         xmp,
     })
+}
+
+/// The other candidates that differ from the extracted payload `xml`, each
+/// inflated through the call's `budget` and compared byte for byte.
+///
+/// One that does not inflate within what the budget leaves, or does not
+/// decode, is not shown to be the same, so it is reported; nothing is inflated
+/// past the limits.
+fn compare(
+    chosen: &Candidate<'_>,
+    xml: &[u8],
+    others: &[Candidate<'_>],
+    budget: &mut Budget,
+) -> Vec<Divergence> {
+    let mut out = Vec::new();
+    let mut root = None;
+    for other in others {
+        // Two file specifications of one embedded stream carry the same bytes.
+        if std::ptr::eq(other.stream, chosen.stream) {
+            continue;
+        }
+        let bytes = budget
+            .inflate(other.stream, || PdfStream::Attachment {
+                name: other.name.clone(),
+            })
+            .ok();
+        if bytes.as_deref() == Some(xml) {
+            continue;
+        }
+        let (extracted, payload) = (chosen.payload(), other.payload());
+        if chosen.listed.is_some() && other.listed.is_none() {
+            out.push(Divergence::UnassociatedPayload {
+                extracted,
+                other: payload,
+            });
+            continue;
+        }
+        let ours = root.get_or_insert_with(|| root_element(xml));
+        if !bytes.is_some_and(|b| another_syntax(ours.as_deref(), root_element(&b).as_deref())) {
+            out.push(Divergence::PayloadsDisagree {
+                extracted,
+                other: payload,
+            });
+        }
+    }
+    out
+}
+
+/// The local name of an XML payload's document element, read lexically (the
+/// payload is not parsed here): `None` when it does not decode, has a DTD, or
+/// anything but white space, comments and processing instructions before it.
+fn root_element(xml: &[u8]) -> Option<String> {
+    let text = crate::xml::decode(xml).ok()?;
+    let mut rest: &str = &text;
+    loop {
+        rest = rest.trim_start();
+        if let Some(after) = rest.strip_prefix("<?") {
+            rest = &after[after.find("?>")? + 2..];
+        } else if let Some(after) = rest.strip_prefix("<!--") {
+            rest = &after[after.find("-->")? + 3..];
+        } else {
+            let after = rest.strip_prefix('<')?;
+            let end = after
+                .find(|c: char| c.is_whitespace() || c == '>' || c == '/')
+                .unwrap_or(after.len());
+            let name = &after[..end];
+            if name.is_empty() || name.starts_with('!') {
+                return None;
+            }
+            return Some(
+                name.rsplit_once(':')
+                    .map_or(name, |(_, local)| local)
+                    .to_owned(),
+            );
+        }
+    }
+}
+
+/// Whether two payloads are in syntaxes whose bytes cannot agree: known
+/// document elements that differ, unless both are EN 16931 syntaxes (CII and
+/// UBL carry the same invoice to the same receivers). ZUGFeRD 1.0's
+/// `CrossIndustryDocument` beside a `CrossIndustryInvoice` is a copy for
+/// ZUGFeRD 1.0 readers, not a second EN 16931 invoice.
+fn another_syntax(a: Option<&str>, b: Option<&str>) -> bool {
+    const EN16931: &[&str] = &["CrossIndustryInvoice", "Invoice", "CreditNote"];
+    match (a, b) {
+        (Some(a), Some(b)) => a != b && !(EN16931.contains(&a) && EN16931.contains(&b)),
+        _ => false,
+    }
 }
 
 /// Compare what the PDF declares against what it contains.
@@ -1441,6 +1669,319 @@ mod tests {
         assert_eq!(
             filespec_name(&lopdf::Document::new(), &dict).as_deref(),
             Some("factur-x.xml")
+        );
+    }
+
+    // ── which payload is the invoice ─────────────────────────────────────────
+
+    /// A CII invoice whose only content is its grand total.
+    fn cii(total: &str) -> Vec<u8> {
+        format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<rsm:CrossIndustryInvoice \
+             xmlns:rsm=\"urn:un:unece:uncefact:data:standard:CrossIndustryInvoice:100\" \
+             xmlns:ram=\"urn:x\"><ram:GrandTotalAmount>{total}</ram:GrandTotalAmount>\
+             </rsm:CrossIndustryInvoice>"
+        )
+        .into_bytes()
+    }
+
+    /// How a test file is wired into the catalogue's `/AF` array.
+    #[derive(Clone, Copy)]
+    enum Af {
+        /// Not in `/AF`.
+        No,
+        /// In `/AF`, without `/AFRelationship`.
+        Bare,
+        /// In `/AF`, with this `/AFRelationship`.
+        As(&'static str),
+    }
+
+    fn text(s: &str) -> lopdf::Object {
+        literal(s.as_bytes())
+    }
+
+    /// A file specification of `name` whose embedded stream is `file`.
+    fn filespec(name: &str, file: lopdf::ObjectId, af: Af) -> lopdf::Dictionary {
+        let mut spec = dictionary! {
+            "Type" => "Filespec", "F" => text(name), "UF" => text(name),
+            "EF" => dictionary! { "F" => file },
+        };
+        if let Af::As(relationship) = af {
+            spec.set("AFRelationship", lopdf::Object::Name(relationship.into()));
+        }
+        spec
+    }
+
+    /// A PDF carrying `files` in this order (rising object numbers), every one
+    /// in the name tree, the associated ones in `/AF` in this order.
+    fn hybrid(files: &[(&str, &[u8], Af)]) -> Vec<u8> {
+        let mut doc = lopdf::Document::with_version("1.7");
+        let (mut tree, mut af) = (Vec::new(), Vec::new());
+        for (name, xml, wiring) in files {
+            let file = doc.add_object(lopdf::Stream::new(
+                dictionary! { "Type" => "EmbeddedFile" },
+                xml.to_vec(),
+            ));
+            let spec = doc.add_object(filespec(name, file, *wiring));
+            tree.extend([text(name), spec.into()]);
+            if !matches!(wiring, Af::No) {
+                af.push(spec.into());
+            }
+        }
+        let pages = doc.add_object(
+            dictionary! { "Type" => "Pages", "Kids" => Vec::<lopdf::Object>::new(), "Count" => 0 },
+        );
+        let catalog = doc.add_object(dictionary! {
+            "Type" => "Catalog", "Pages" => pages, "AF" => af,
+            "Names" => dictionary! { "EmbeddedFiles" => dictionary! { "Names" => tree } },
+        });
+        doc.trailer.set("Root", catalog);
+        let mut out = Vec::new();
+        doc.save_to(&mut out).unwrap();
+        out
+    }
+
+    /// `pdf` with an incremental update appending a file specification of
+    /// `name` carrying `xml`, that nothing in the document refers to, and the
+    /// specification's object number.
+    fn appended(pdf: &[u8], name: &str, xml: &[u8]) -> (Vec<u8>, u32) {
+        let prev = lopdf::Document::load_mem(pdf).unwrap();
+        let mut update = lopdf::IncrementalDocument::create_from(pdf.to_vec(), prev);
+        let doc = &mut update.new_document;
+        let file = doc.add_object(lopdf::Stream::new(
+            dictionary! { "Type" => "EmbeddedFile" },
+            xml.to_vec(),
+        ));
+        let (spec, _) = doc.add_object(filespec(name, file, Af::As("Alternative")));
+        let mut out = Vec::new();
+        update.save_to(&mut out).unwrap();
+        (out, spec)
+    }
+
+    fn payload(name: &str, object: u32) -> Payload {
+        Payload {
+            name: name.to_owned(),
+            object: (object, 0),
+        }
+    }
+
+    /// The divergences about which payload is the invoice.
+    fn payloads(got: &Extracted) -> Vec<&Divergence> {
+        got.divergence
+            .iter()
+            .filter(|d| {
+                matches!(
+                    d,
+                    Divergence::PayloadsDisagree { .. } | Divergence::UnassociatedPayload { .. }
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_newer_unassociated_invoice_from_an_incremental_update_is_reported_not_read() {
+        let original = hybrid(&[("factur-x.xml", &cii("100.00"), Af::As("Alternative"))]);
+        let (pdf, newest) = appended(&original, "factur-x.xml", &cii("999.00"));
+
+        let got = extract(&pdf, &Limits::default()).unwrap();
+
+        assert_eq!(got.xml, cii("100.00"));
+        // Object 2 is the original's file specification.
+        assert_eq!(
+            payloads(&got),
+            [&Divergence::UnassociatedPayload {
+                extracted: payload("factur-x.xml", 2),
+                other: payload("factur-x.xml", newest),
+            }]
+        );
+        let said = payloads(&got)[0].to_string();
+        assert!(
+            said.contains(&format!("\"factur-x.xml\" (object {newest} 0)")) && said.contains("/AF"),
+            "{said}"
+        );
+    }
+
+    #[test]
+    fn two_associated_invoices_that_differ_are_reported_naming_both() {
+        let pdf = hybrid(&[
+            ("zugferd-invoice.xml", &cii("999.00"), Af::As("Alternative")),
+            ("factur-x.xml", &cii("100.00"), Af::As("Alternative")),
+        ]);
+
+        let got = extract(&pdf, &Limits::default()).unwrap();
+
+        // `FILENAMES` order among equals: factur-x.xml.
+        assert_eq!(
+            (got.filename.as_str(), &got.xml),
+            ("factur-x.xml", &cii("100.00"))
+        );
+        assert_eq!(
+            payloads(&got),
+            [&Divergence::PayloadsDisagree {
+                extracted: payload("factur-x.xml", 4),
+                other: payload("zugferd-invoice.xml", 2),
+            }]
+        );
+    }
+
+    #[test]
+    fn identical_copies_of_the_invoice_are_no_divergence() {
+        let xml = cii("100.00");
+        let twice = hybrid(&[
+            ("factur-x.xml", &xml, Af::As("Alternative")),
+            ("ZUGFeRD-invoice.xml", &xml, Af::As("Alternative")),
+        ]);
+        assert_eq!(
+            payloads(&extract(&twice, &Limits::default()).unwrap()),
+            Vec::<&Divergence>::new()
+        );
+
+        let (updated, _) = appended(
+            &hybrid(&[("factur-x.xml", &xml, Af::As("Data"))]),
+            "factur-x.xml",
+            &xml,
+        );
+        assert_eq!(
+            payloads(&extract(&updated, &Limits::default()).unwrap()),
+            Vec::<&Divergence>::new()
+        );
+    }
+
+    /// Mustang's `validV2PDF.pdf`: a ZUGFeRD 1.0 copy for ZUGFeRD 1.0 readers.
+    #[test]
+    fn a_zugferd_1_copy_beside_the_factur_x_invoice_is_not_a_disagreement() {
+        let zugferd_1 = b"<?xml version=\"1.0\"?>\n<!-- ZUGFeRD 1.0 -->\n\
+            <rsm:CrossIndustryDocument xmlns:rsm=\"urn:ferd:CrossIndustryDocument:invoice:1p0\"/>";
+        let pdf = hybrid(&[
+            ("factur-x.xml", &cii("100.00"), Af::As("Alternative")),
+            ("ZUGFeRD-invoice.xml", zugferd_1, Af::As("Alternative")),
+        ]);
+
+        let got = extract(&pdf, &Limits::default()).unwrap();
+
+        assert_eq!(got.xml, cii("100.00"));
+        assert_eq!(payloads(&got), Vec::<&Divergence>::new());
+    }
+
+    #[test]
+    fn a_ubl_invoice_beside_a_cii_one_that_differs_is_a_disagreement() {
+        let ubl = b"<Invoice xmlns=\"urn:oasis:names:specification:ubl:schema:xsd:Invoice-2\"/>";
+        let pdf = hybrid(&[
+            ("factur-x.xml", &cii("100.00"), Af::As("Alternative")),
+            ("xrechnung.xml", ubl, Af::As("Alternative")),
+        ]);
+
+        let got = extract(&pdf, &Limits::default()).unwrap();
+
+        assert!(
+            matches!(payloads(&got)[..], [Divergence::PayloadsDisagree { .. }]),
+            "{:?}",
+            got.divergence
+        );
+    }
+
+    #[test]
+    fn an_associated_file_of_the_relationship_the_standards_name_is_chosen_first() {
+        let pdf = hybrid(&[
+            ("factur-x.xml", &cii("999.00"), Af::Bare),
+            ("zugferd-invoice.xml", &cii("100.00"), Af::As("Source")),
+            ("factur-x.xml", &cii("555.00"), Af::No),
+        ]);
+
+        let got = extract(&pdf, &Limits::default()).unwrap();
+
+        assert_eq!(got.filename, "zugferd-invoice.xml");
+        assert_eq!(got.xml, cii("100.00"));
+        assert_eq!(got.relationship.as_deref(), Some("Source"));
+        assert_eq!(
+            payloads(&got),
+            [
+                &Divergence::PayloadsDisagree {
+                    extracted: payload("zugferd-invoice.xml", 4),
+                    other: payload("factur-x.xml", 2),
+                },
+                &Divergence::UnassociatedPayload {
+                    extracted: payload("zugferd-invoice.xml", 4),
+                    other: payload("factur-x.xml", 6),
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn without_af_the_newest_file_of_the_first_name_is_read_and_the_other_reported() {
+        let pdf = hybrid(&[
+            ("factur-x.xml", &cii("100.00"), Af::No),
+            ("factur-x.xml", &cii("999.00"), Af::No),
+        ]);
+
+        let got = extract(&pdf, &Limits::default()).unwrap();
+
+        assert_eq!(got.xml, cii("999.00"));
+        assert!(got.divergence.contains(&Divergence::NotAssociated));
+        assert_eq!(
+            payloads(&got),
+            [&Divergence::PayloadsDisagree {
+                extracted: payload("factur-x.xml", 4),
+                other: payload("factur-x.xml", 2),
+            }]
+        );
+    }
+
+    /// The name tree points at the update's file, `/AF` at the original: what is
+    /// reported is the original's wiring, not the first file of its name.
+    #[test]
+    fn the_wiring_reported_is_the_extracted_files() {
+        let original = hybrid(&[("factur-x.xml", &cii("100.00"), Af::As("Data"))]);
+        let prev = lopdf::Document::load_mem(&original).unwrap();
+        let catalog_id = prev.trailer.get(b"Root").unwrap().as_reference().unwrap();
+        let mut update = lopdf::IncrementalDocument::create_from(original.clone(), prev);
+        update.opt_clone_object_to_new_document(catalog_id).unwrap();
+        let doc = &mut update.new_document;
+        let file = doc.add_object(lopdf::Stream::new(
+            dictionary! { "Type" => "EmbeddedFile" },
+            cii("999.00"),
+        ));
+        let spec = doc.add_object(filespec("factur-x.xml", file, Af::No));
+        let tree = dictionary! { "Names" => vec![text("factur-x.xml"), spec.into()] };
+        doc.get_dictionary_mut(catalog_id)
+            .unwrap()
+            .set("Names", dictionary! { "EmbeddedFiles" => tree });
+        let mut pdf = Vec::new();
+        update.save_to(&mut pdf).unwrap();
+
+        let got = extract(&pdf, &Limits::default()).unwrap();
+
+        assert_eq!(got.xml, cii("100.00"));
+        assert_eq!(got.relationship.as_deref(), Some("Data"));
+        assert!(got.divergence.contains(&Divergence::NotInEmbeddedFiles));
+        assert!(!got.divergence.contains(&Divergence::NotAssociated));
+        assert_eq!(payloads(&got).len(), 1, "{:?}", got.divergence);
+    }
+
+    #[test]
+    fn a_second_invoice_is_inflated_within_the_same_budget_or_reported() {
+        let xml = cii("100.00");
+        let pdf = hybrid(&[
+            ("factur-x.xml", &xml, Af::As("Alternative")),
+            ("zugferd-invoice.xml", &xml, Af::As("Alternative")),
+        ]);
+        // Room for both: inflated, compared, the same.
+        let both = Limits::new().with_max_total_bytes(2 * xml.len());
+        assert_eq!(
+            payloads(&extract(&pdf, &both).unwrap()),
+            Vec::<&Divergence>::new()
+        );
+
+        // Room for one: the second is not inflated past the limit, and what cannot be
+        // compared is not taken to be the same.
+        let one = Limits::new().with_max_total_bytes(2 * xml.len() - 1);
+        let got = extract(&pdf, &one).unwrap();
+        assert_eq!(got.xml, xml);
+        assert!(
+            matches!(payloads(&got)[..], [Divergence::PayloadsDisagree { .. }]),
+            "{:?}",
+            got.divergence
         );
     }
 }

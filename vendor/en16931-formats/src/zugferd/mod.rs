@@ -25,15 +25,17 @@
 //! ```
 //!
 //! Every call runs under [`Limits`] (default 64 MiB per stream, 128 MiB per
-//! call, 10 000 objects per walk), and the invoice is chosen by name before
-//! anything is inflated. Exceeding a limit is [`Error::LimitExceeded`] or
+//! call, 10 000 objects per walk), and the invoice is chosen before anything
+//! is inflated: the file the catalogue's `/AF` associates, by name
+//! ([`extract`] gives the order). Exceeding a limit is [`Error::LimitExceeded`] or
 //! [`Error::EmbeddedFilesTree`]; a stream that does not decode is
 //! [`Error::Undecodable`].
 //!
 //! Extraction also reports how the payload is wired in, as [`Divergence`]
 //! values on [`Extracted::divergence`] — not associated through `/AF`, missing
-//! from `/Names/EmbeddedFiles`, no `/AFRelationship`, not declared PDF/A-3, or
-//! XMP that disagrees with the payload. None stops extraction.
+//! from `/Names/EmbeddedFiles`, no `/AFRelationship`, not declared PDF/A-3,
+//! XMP that disagrees with the payload, or a second file under a standard name
+//! with other content. None stops extraction.
 //!
 //! # Writing
 //!
@@ -77,7 +79,9 @@ mod extract;
 mod profile;
 
 pub use embed::{EmbedError, EmbedOptions, Embeddable, Existing, Metadata, Relationship, embed};
-pub use extract::{Divergence, Extracted, FILENAMES, Limits, Xmp, embedded_files, extract};
+pub use extract::{
+    Divergence, Extracted, FILENAMES, Limits, Payload, Xmp, embedded_files, extract,
+};
 pub use profile::{IsInvoice, Profile};
 
 /// Anything that stopped a hybrid PDF being read.
