@@ -93,12 +93,13 @@ impl Profile {
 }
 
 /// Reads a ZUGFeRD 1.0 payload (already bounded) into the contract. `attachment` is the
-/// hybrid's file name, `container` the PDF's divergences as findings. Fails as the table
+/// hybrid's file name, `container` the PDF's divergences as findings, each marked whether
+/// a person must look (two invoices that differ: review). Fails as the table
 /// in the module's documentation says; never panics.
 pub fn read(
     xml: &[u8],
     attachment: Option<String>,
-    container: Vec<String>,
+    container: Vec<(bool, String)>,
 ) -> Result<Extraction, EInvoiceError> {
     let text = std::str::from_utf8(xml.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(xml))
         .map_err(|_| EInvoiceError::Unreadable("the ZUGFeRD 1.0 XML is not UTF-8".into()))?;
@@ -229,8 +230,12 @@ impl Reading {
         }
     }
 
-    fn into_extraction(self, attachment: Option<String>, container: Vec<String>) -> Extraction {
-        let mut findings = container;
+    fn into_extraction(
+        self,
+        attachment: Option<String>,
+        container: Vec<(bool, String)>,
+    ) -> Extraction {
+        let mut findings: Vec<String> = container.iter().map(|(_, f)| f.clone()).collect();
         findings.push(NO_RULES.to_owned());
         let profile = match self.profile {
             Some(p) => p.name().to_owned(),
@@ -248,6 +253,12 @@ impl Reading {
         let mut review = self.incomplete();
         review.extend(arithmetic(&self.totals, &self.lines));
         findings.extend(review.iter().cloned());
+        review.extend(
+            container
+                .into_iter()
+                .filter(|(fatal, _)| *fatal)
+                .map(|(_, f)| f),
+        );
         let iban = supplier_iban(
             self.accounts.iter().map(String::as_str),
             "IBANID",
