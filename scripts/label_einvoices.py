@@ -18,7 +18,12 @@ Labels: document_type (BT-3 of BR-CL-01's credit-note list, or a negative BT-112
 (BT-2), due_date (BT-9), currency (BT-5), supplier_name (BT-27), supplier_vat_id (BT-31),
 supplier_iban (BT-84), customer_name (BT-44), subtotal (BT-109), vat_amount (BT-110),
 total (BT-112), po_reference (BT-13), delivery_note_reference (BT-16),
-invoice_reference (BT-25), line_items (BT-131 per line).
+invoice_reference (BT-25; on a corrected invoice, BT-3 384, it is replaces_invoice),
+line_items (BT-131 per line).
+
+A credit note's amounts are labelled as their sizes (docs/extraction.md, "The sign of a
+credit note"): one whose BT-112 is negative (a credit in substance) has its totals and
+line amounts negated.
 """
 
 import json
@@ -189,6 +194,23 @@ def pdf_payload(data):
     return None
 
 
+def conventions(fields, code):
+    """The contract's rules that are not EN 16931's: a 384's BT-25 is what it replaces,
+    and a credit note's amounts are their sizes."""
+    if code == "384" and fields.get("document_type") == "invoice":
+        fields["replaces_invoice"] = fields.pop("invoice_reference", None)
+    total, subtotal = fields.get("total"), fields.get("subtotal")
+    negative = total < 0 if total is not None else (subtotal is not None and subtotal < 0)
+    if fields.get("document_type") == "credit_note" and negative:
+        for key in ("subtotal", "vat_amount", "total"):
+            if fields.get(key) is not None:
+                fields[key] = -fields[key]
+        for line in fields.get("line_items") or []:
+            if line.get("amount") is not None:
+                line["amount"] = -line["amount"]
+    return fields
+
+
 def label(data):
     if data.startswith(b"%PDF"):
         data = pdf_payload(data)
@@ -201,9 +223,11 @@ def label(data):
         "{urn:oasis:names:specification:ubl:schema:xsd:Invoice-2}Invoice",
         "{urn:oasis:names:specification:ubl:schema:xsd:CreditNote-2}CreditNote",
     ):
-        return ubl(root)
+        credit = root.tag.endswith("}CreditNote")
+        code = text(root, CBC + ("CreditNoteTypeCode" if credit else "InvoiceTypeCode"))
+        return conventions(ubl(root), code)
     if root.tag == RSM + "CrossIndustryInvoice":
-        return cii(root)
+        return conventions(cii(root), text(root.find(RSM + "ExchangedDocument"), RAM + "TypeCode"))
     raise ValueError(f"root {root.tag} is not an EN 16931 invoice")
 
 

@@ -33,7 +33,7 @@ use docflow::extract::{Extraction, Extractor, einvoice, normalise_id};
 use docflow::ocr::{FileKind, Transcriber};
 
 /// The fields the eval knows how to score, in report order.
-pub const SCORED_FIELDS: [&str; 18] = [
+pub const SCORED_FIELDS: [&str; 19] = [
     "document_type",
     "invoice_number",
     "invoice_date",
@@ -50,6 +50,7 @@ pub const SCORED_FIELDS: [&str; 18] = [
     "po_reference",
     "delivery_note_reference",
     "invoice_reference",
+    "replaces_invoice",
     "line_items",
     "extraction_successful",
 ];
@@ -523,6 +524,7 @@ pub fn field_matches(field: &str, expected: &Value, actual: &Value) -> bool {
         | "po_reference"
         | "delivery_note_reference"
         | "invoice_reference"
+        | "replaces_invoice"
         | "supplier_vat_id"
         | "supplier_iban" => match (expected.as_str(), actual.as_str()) {
             (Some(a), Some(b)) => normalise_id(a) == normalise_id(b),
