@@ -118,12 +118,20 @@ async fn a_corrected_invoice_is_linked_to_the_invoice_it_replaces_whichever_arri
                 matching_status = 'pending' WHERE id = $1",
     )
     .bind(correction)
-    .bind(docflow_tests::stored_extraction(corrected("RE-2024-0815-K", None, 1190.0)))
+    .bind(docflow_tests::stored_extraction(corrected(
+        "RE-2024-0815-K",
+        None,
+        1190.0,
+    )))
     .execute(&pool)
     .await
     .unwrap();
     run_matching(&pool, correction).await;
-    assert!(replacement_edges(&pool, original, correction).await.is_empty());
+    assert!(
+        replacement_edges(&pool, original, correction)
+            .await
+            .is_empty()
+    );
     assert!(pairs(&pool).await.contains(&pair(po, correction)));
 
     // The other way round, in another tenant: the correction first, then the invoice
