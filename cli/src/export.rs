@@ -1,6 +1,8 @@
 //! `docflow export <document-id> --by <identity>` (the document page's manual re-export)
 //! and `docflow export resolve <audit-id> --absent | --present --by <identity> --note "…"`:
-//! a person's decision on a DATEV export docflow could not settle.
+//! a person's decision on a DATEV export docflow could not settle; `docflow export
+//! allow-both <document-id>` ([`allow_both`]): a person's decision that both invoices of a
+//! corrected-invoice pair belong in DATEV.
 //!
 //! An export ends *in doubt* when Maesn may have booked it but docflow does not know
 //! (a 5xx or a timeout after the POST, a worker that died during the call, a job the
@@ -412,6 +414,63 @@ pub async fn resolve(
         forced,
         later_successes,
     })
+}
+
+/// `docflow export allow-both <document-id> --by <identity> --note "…"`: a person's
+/// decision that the document may be booked in DATEV although the other invoice of its
+/// corrected-invoice pair (a corrected invoice, BT-3 `384`, and the invoice it replaces)
+/// already has an export — both belong in DATEV. Document output refuses the second of
+/// such a pair until this is recorded (docs/document-output.md, *Corrected invoices*);
+/// the document is then exported again as usual. A later decision replaces an earlier
+/// one. Only an identity of the document's organization can decide, with a note. Returns
+/// the line to print.
+pub async fn allow_both(
+    pool: &PgPool,
+    document_id: Uuid,
+    by: &str,
+    note: &str,
+) -> anyhow::Result<String> {
+    let note = note.trim();
+    if note.is_empty() {
+        anyhow::bail!("--note must say why both invoices belong in DATEV");
+    }
+    let identity = identity(pool, by).await?;
+    let decided: Option<(bool, Option<DateTime<Utc>>)> = sqlx::query_as(
+        r#"
+        WITH doc AS (
+            SELECT d.id, d.tenant_id,
+                   EXISTS (SELECT 1 FROM identity i
+                            WHERE i.id = $2 AND i.organization_id = t.organization_id) AS allowed
+              FROM document d JOIN tenant t ON t.id = d.tenant_id
+             WHERE d.id = $1
+        ), written AS (
+            INSERT INTO document_booking_decision (document_id, tenant_id, decided_by, note)
+            SELECT id, tenant_id, $2, $3 FROM doc WHERE allowed
+            ON CONFLICT (document_id) DO UPDATE
+               SET decided_by = EXCLUDED.decided_by, decided_at = now(), note = EXCLUDED.note
+            RETURNING decided_at
+        )
+        SELECT doc.allowed, (SELECT decided_at FROM written) FROM doc
+        "#,
+    )
+    .bind(document_id)
+    .bind(identity)
+    .bind(note)
+    .fetch_optional(pool)
+    .await
+    .context("cannot record the decision in the database")?;
+    match decided {
+        None => anyhow::bail!("no document {document_id}"),
+        Some((false, _)) => anyhow::bail!(
+            "identity {identity} does not belong to the organization of document {document_id}"
+        ),
+        Some((true, at)) => Ok(format!(
+            "document {document_id} may be booked beside the other invoice of its corrected-invoice \
+             pair (decided by {identity} at {}); export it again with docflow export {document_id} \
+             --by <identity>",
+            at.map_or_else(|| "now".to_owned(), |at| at.to_rfc3339())
+        )),
+    }
 }
 
 #[cfg(test)]

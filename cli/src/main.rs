@@ -145,6 +145,20 @@ enum ExportCommand {
         #[arg(long, value_name = "REASON", conflicts_with = "present")]
         force: Option<String>,
     },
+    /// Record that a document may be booked although the other invoice of its
+    /// corrected-invoice pair (a corrected invoice and the invoice it replaces) already
+    /// has a DATEV export: both belong in DATEV. Document output refuses the second of
+    /// such a pair until a person decided so; export it again afterwards.
+    AllowBoth {
+        /// The document to book beside the other invoice.
+        document_id: String,
+        /// Who decided: an identity id or email of the document's organization.
+        #[arg(long = "by")]
+        by: String,
+        /// Why both belong in DATEV.
+        #[arg(long)]
+        note: String,
+    },
 }
 
 #[derive(Args, Clone)]
@@ -525,6 +539,22 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             };
             let resolved = export::resolve(&pool, id, &decide, window).await?;
             println!("{resolved}");
+            Ok(())
+        }
+        Command::Export {
+            command:
+                Some(ExportCommand::AllowBoth {
+                    document_id,
+                    by,
+                    note,
+                }),
+            ..
+        } => {
+            init_logs("warn", None);
+            let id = parse_id(&document_id, "document")?;
+            let local = local_env(docflow_cli::wiring::sdk_config().await, 1).await?;
+            let pool = local.database().await?;
+            println!("{}", export::allow_both(&pool, id, &by, &note).await?);
             Ok(())
         }
         Command::Export {

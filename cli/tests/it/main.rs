@@ -11,6 +11,7 @@ mod dlq;
 mod errors;
 mod eval_extraction;
 mod events;
+mod export_corrected;
 mod export_resolve;
 mod extract;
 mod hostile_batch;

@@ -162,11 +162,111 @@ pub enum Ineligible {
         "document already has a DATEV export that must not be repeated (audit {audit_id}, status {status})"
     )]
     AlreadyExported { audit_id: Uuid, status: String },
+    #[error(
+        "a corrected invoice and the invoice it replaces are never both booked without a \
+         person's decision: document {partner}, paired with this one, already has a DATEV \
+         export (audit {audit_id}, status {status}); if both belong in DATEV, record that with \
+         `docflow export allow-both {document} --by <identity> --note <why>` and export again"
+    )]
+    PartnerExported {
+        document: Uuid,
+        partner: Uuid,
+        audit_id: Uuid,
+        status: String,
+    },
+}
+
+/// The statuses of an export that must not be repeated: under way, in doubt, succeeded,
+/// or failed as non-retryable (SQL, on the audit row `a`).
+const BLOCKING_AUDIT: &str = "(a.status IN ('requested', 'submitted', 'in_progress', 'succeeded') OR (a.status = 'failed' AND NOT a.retryable))";
+
+/// The documents paired with `document_id` as a corrected invoice and the invoice it
+/// replaces by a `replaces` match (docs/matching.md *Corrected invoices*).
+pub async fn booking_partners(
+    conn: &mut PgConnection,
+    document_id: Uuid,
+) -> Result<Vec<Uuid>, sqlx::Error> {
+    sqlx::query_scalar(
+        r#"
+        SELECT CASE WHEN m.document_a_id = $1 THEN m.document_b_id ELSE m.document_a_id END
+          FROM document_match m
+         WHERE (m.document_a_id = $1 OR m.document_b_id = $1)
+           AND m.decided_by = 'rule'
+           AND EXISTS (SELECT 1 FROM jsonb_array_elements(m.evidence) e
+                        WHERE e->>'kind' = 'replaces')
+        "#,
+    )
+    .bind(document_id)
+    .fetch_all(conn)
+    .await
+}
+
+/// Of `partners` (the other invoices of a corrected-invoice pair, [`booking_partners`]
+/// and the ones matching would pair it with), the first that already has an export that
+/// must not be repeated, unless a person decided `document_id` may be booked beside it
+/// (`document_booking_decision`, `docflow export allow-both`).
+pub async fn partner_exported(
+    conn: &mut PgConnection,
+    document_id: Uuid,
+    partners: &[Uuid],
+) -> Result<Option<Ineligible>, sqlx::Error> {
+    if partners.is_empty() {
+        return Ok(None);
+    }
+    let found: Option<(Uuid, Uuid, String)> = sqlx::query_as(&format!(
+        r#"
+        SELECT a.document_id, a.id, a.status
+          FROM ap_datev_export_audit a
+         WHERE a.document_id = ANY($2) AND {BLOCKING_AUDIT}
+           AND NOT EXISTS (SELECT 1 FROM document_booking_decision b WHERE b.document_id = $1)
+         ORDER BY a.created_at DESC
+         LIMIT 1
+        "#
+    ))
+    .bind(document_id)
+    .bind(partners)
+    .fetch_optional(conn)
+    .await?;
+    Ok(
+        found.map(|(partner, audit_id, status)| Ineligible::PartnerExported {
+            document: document_id,
+            partner,
+            audit_id,
+            status,
+        }),
+    )
+}
+
+/// Serialises the exports of the invoices of a corrected-invoice pair: a
+/// transaction-scoped advisory lock per document (`document_id` and its `partners`),
+/// smallest key first. Two workers exporting the two invoices at once take the same locks
+/// in the same order, so the second sees the first's `requested` audit
+/// ([`partner_exported`]) instead of booking beside it.
+pub async fn lock_booking_pair(
+    conn: &mut PgConnection,
+    document_id: Uuid,
+    partners: &[Uuid],
+) -> Result<(), sqlx::Error> {
+    let mut ids = partners.to_vec();
+    ids.push(document_id);
+    sqlx::query(
+        r#"
+        SELECT pg_advisory_xact_lock(k.key)
+          FROM (SELECT DISTINCT hashtextextended('docflow.output.booking:' || id::text, 0) AS key
+                  FROM unnest($1::uuid[]) AS id) k
+         ORDER BY k.key
+        "#,
+    )
+    .bind(&ids)
+    .execute(conn)
+    .await?;
+    Ok(())
 }
 
 /// Checks the DATEV export rules of a document: approved, the tenant's DATEV
-/// integration active, and no export that must not be repeated (an audit that
-/// succeeded, is under way or in doubt, or failed as non-retryable). The audits of
+/// integration active, no export that must not be repeated (an audit that
+/// succeeded, is under way or in doubt, or failed as non-retryable), and no such export
+/// of the other invoice of a corrected-invoice pair ([`partner_exported`]). The audits of
 /// `except_job` are ignored (a worker checking its own job). Fails only on database
 /// errors.
 pub async fn check_eligibility(
@@ -203,7 +303,7 @@ pub async fn check_eligibility(
     )
     .bind(document_id)
     .bind(except_job)
-    .fetch_one(conn)
+    .fetch_one(&mut *conn)
     .await?;
     Ok(if !row.approved {
         Err(Ineligible::NotApproved)
@@ -211,6 +311,11 @@ pub async fn check_eligibility(
         Err(Ineligible::NoActiveIntegration)
     } else if let (Some(audit_id), Some(status)) = (row.blocking_audit, row.blocking_status) {
         Err(Ineligible::AlreadyExported { audit_id, status })
+    } else if let Some(partner) = {
+        let partners = booking_partners(conn, document_id).await?;
+        partner_exported(conn, document_id, &partners).await?
+    } {
+        Err(partner)
     } else {
         Ok(())
     })

@@ -142,6 +142,9 @@ pub(super) struct ExportContext {
     pub(super) structured_data: Option<serde_json::Value>,
     pub(super) company_id: String,
     pub(super) config: serde_json::Value,
+    /// One invoice of a corrected invoice and the invoice it replaces (a `replaces`
+    /// match): its export is checked against the other's under the pair's locks.
+    pub(super) paired: bool,
 }
 
 /// The booking proposal for the document, from its extraction

@@ -43,6 +43,75 @@ impl Attempt {
     }
 }
 
+/// The other invoices of a corrected-invoice pair the document belongs to: those a
+/// `replaces` match links it to, and, for an invoice, those matching would pair it with
+/// by their numbers and supplier (`matching::candidates::replacements`), so a pair whose
+/// match is not written yet is guarded too. Empty for every other document, without a
+/// query unless it is an invoice.
+async fn booking_partners(
+    pool: &PgPool,
+    job: &crate::output::OutputJob,
+    context: &ExportContext,
+) -> Result<Vec<Uuid>, sqlx::Error> {
+    use crate::document::DocumentType;
+    use crate::extract::Extraction;
+    let mut partners = Vec::new();
+    if context.paired {
+        let mut conn = pool.acquire().await?;
+        partners = crate::output::booking_partners(&mut conn, job.document_id).await?;
+    }
+    let data = context
+        .structured_data
+        .as_ref()
+        .and_then(|d| Extraction::from_stored(d).ok());
+    if let Some(data) = data.filter(|d| d.document_type == Some(DocumentType::Invoice)) {
+        let normalized = crate::matching::normalize::normalize(&data, DocumentType::Invoice);
+        let found = crate::matching::candidates::replacements(
+            pool,
+            job.tenant_id,
+            job.document_id,
+            &data,
+            normalized.counterparty.as_deref(),
+            normalized.vat_id.as_deref(),
+        )
+        .await?;
+        partners.extend(found.into_iter().map(|r| r.id));
+    }
+    partners.sort();
+    partners.dedup();
+    Ok(partners)
+}
+
+/// The `requested` audit of the claimed job, written only while the claim holds
+/// (`None`: it does not). `FOR UPDATE` makes the guard hold against a take-over in
+/// flight: a plain read would see the job as this statement's snapshot has it (still
+/// ours) while another worker's claim is about to commit; locking the row waits for that
+/// claim and checks the token again on the row it wrote.
+async fn insert_audit(
+    conn: &mut sqlx::PgConnection,
+    claim: &Claimed,
+    request_payload: &serde_json::Value,
+    payload_hash: &str,
+) -> Result<Option<Uuid>, sqlx::Error> {
+    sqlx::query_scalar(
+        r#"
+        INSERT INTO ap_datev_export_audit
+               (tenant_id, document_id, dispatch_job_id, status, request_payload, payload_hash)
+        SELECT j.tenant_id, j.document_id, j.id, 'requested', $3, $4
+          FROM document_output_job j
+         WHERE j.id = $1 AND j.status = 'running' AND j.claim_token = $2
+           FOR UPDATE OF j
+        RETURNING id
+        "#,
+    )
+    .bind(claim.job.id)
+    .bind(claim.token)
+    .bind(request_payload)
+    .bind(payload_hash)
+    .fetch_optional(conn)
+    .await
+}
+
 /// Why the document file could not be read.
 #[derive(Debug, thiserror::Error)]
 #[error("could not read the document file s3://{bucket}/{key}")]
@@ -86,7 +155,10 @@ pub async fn export<C: DatevConnector>(
     let context: Option<ExportContext> = sqlx::query_as(
         r#"
         SELECT d.tenant_id AS document_tenant_id, d.file_path, d.file_name, d.mime_type,
-               d.structured_data, i.company_id, i.config
+               d.structured_data, i.company_id, i.config,
+               EXISTS (SELECT 1 FROM document_match m
+                        WHERE (m.document_a_id = d.id OR m.document_b_id = d.id)
+                          AND m.decided_by = 'rule') AS paired
           FROM document d
           JOIN tenant_datev_integration i ON i.tenant_id = d.tenant_id AND i.status = 'active'
          WHERE d.id = $1
@@ -176,31 +248,41 @@ pub async fn export<C: DatevConnector>(
     }
 
     let (request_payload, payload_hash) = payload_of(&proposal);
-    // Committed before the call, and only while the claim holds: if this worker dies
-    // during the call, recovery finds an audit without a task id and records the export
-    // as in doubt instead of exporting twice. `FOR UPDATE` makes the guard hold against a
-    // take-over in flight: a plain read would see the job as this statement's snapshot
-    // has it (still ours) while another worker's claim is about to commit; locking the
-    // row waits for that claim and checks the token again on the row it wrote.
+    // Committed before the call, and only while the claim holds ([`insert_audit`]): if
+    // this worker dies during the call, recovery finds an audit without a task id and
+    // records the export as in doubt instead of exporting twice.
+    //
+    // For one invoice of a corrected-invoice pair, one transaction with the check that the
+    // other is not being booked or booked (`partner_exported`), under the pair's locks: two
+    // workers exporting both invoices at once cannot both pass it. Dropped at any await
+    // (a deadline, a crash), the transaction rolls back and its locks go with it.
     let audit_started = std::time::Instant::now();
-    let audit_id: Option<Uuid> = sqlx::query_scalar(
-        r#"
-        INSERT INTO ap_datev_export_audit
-               (tenant_id, document_id, dispatch_job_id, status, request_payload, payload_hash)
-        SELECT j.tenant_id, j.document_id, j.id, 'requested', $3, $4
-          FROM document_output_job j
-         WHERE j.id = $1 AND j.status = 'running' AND j.claim_token = $2
-           FOR UPDATE OF j
-        RETURNING id
-        "#,
-    )
-    .bind(job.id)
-    .bind(claim.token)
-    .bind(&request_payload)
-    .bind(&payload_hash)
-    .fetch_optional(pool)
-    .await
-    .map_err(db)?;
+    let partners = booking_partners(pool, job, &context).await.map_err(db)?;
+    let audit_id = if partners.is_empty() {
+        let mut conn = pool.acquire().await.map_err(db)?;
+        insert_audit(&mut conn, claim, &request_payload, &payload_hash)
+            .await
+            .map_err(db)?
+    } else {
+        let mut tx = pool.begin().await.map_err(db)?;
+        crate::output::lock_booking_pair(&mut tx, job.document_id, &partners)
+            .await
+            .map_err(db)?;
+        if let Some(why) = crate::output::partner_exported(&mut tx, job.document_id, &partners)
+            .await
+            .map_err(db)?
+        {
+            drop(tx);
+            let error = format!("not eligible for DATEV export: {why}");
+            tracing::warn!(%error, "the other invoice of a corrected-invoice pair is exported; nothing was sent");
+            return record_job_only(pool, claim, error, false).await.map_err(db);
+        }
+        let audit_id = insert_audit(&mut tx, claim, &request_payload, &payload_hash)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        audit_id
+    };
     metrics::stage_time(stages::AUDIT, audit_started.elapsed());
     let Some(audit_id) = audit_id else {
         return Ok(ExportOutcome::ClaimLost);
