@@ -784,7 +784,8 @@ pub fn is_xml_name(name: &str) -> bool {
 pub const XML_MIME_TYPE: &str = "application/xml";
 
 /// Compares a hybrid's XML reading with what the page says (the page path's extraction)
-/// on the number and the total, and records every disagreement in the XML reading's
+/// on the number and the total — and, for a partial profile ([`is_partial_profile`]),
+/// on the date, the seller's VAT id, the currency, the net and the VAT too — and records every disagreement in the XML reading's
 /// `einvoice.disagreements` (the XML stays the invoice). Returns whether they disagree.
 /// A field the page did not yield is not a disagreement.
 pub fn compare_with_page(xml: &mut Extraction, page: &Extraction) -> bool {
@@ -802,6 +803,40 @@ pub fn compare_with_page(xml: &mut Extraction, page: &Extraction) -> bool {
         && (x - p).abs() >= 0.005
     {
         disagreements.push(format!("total: the XML says {x:.2}, the page {p:.2}"));
+    }
+    // A MINIMUM or BASIC WL XML is not the invoice: its page is. Whatever else both
+    // carry is checked against the page too.
+    if is_partial_profile(xml) {
+        let id = |v: &Option<String>| v.as_deref().map(super::normalise_id);
+        for (field, x, p) in [
+            (
+                "invoice_date",
+                xml.invoice_date.map(|d| d.to_string()),
+                page.invoice_date.map(|d| d.to_string()),
+            ),
+            (
+                "supplier_vat_id",
+                id(&xml.supplier_vat_id),
+                id(&page.supplier_vat_id),
+            ),
+            ("currency", xml.currency.clone(), page.currency.clone()),
+        ] {
+            if let (Some(x), Some(p)) = (x, p)
+                && x != p
+            {
+                disagreements.push(format!("{field}: the XML says {x:?}, the page {p:?}"));
+            }
+        }
+        for (field, x, p) in [
+            ("subtotal", xml.subtotal, page.subtotal),
+            ("vat_amount", xml.vat_amount, page.vat_amount),
+        ] {
+            if let (Some(x), Some(p)) = (x, p)
+                && (x - p).abs() >= 0.005
+            {
+                disagreements.push(format!("{field}: the XML says {x:.2}, the page {p:.2}"));
+            }
+        }
     }
     let disagree = !disagreements.is_empty();
     if let Some(source) = &mut xml.einvoice {

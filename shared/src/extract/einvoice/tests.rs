@@ -780,3 +780,39 @@ fn bt_84_is_the_account_of_a_credit_transfer_even_when_a_direct_debit_is_listed_
         Some("DE79000000001234567890")
     );
 }
+
+#[test]
+fn a_partial_profiles_date_vat_id_currency_and_amounts_are_checked_against_its_page() {
+    // The page is a MINIMUM / BASIC WL invoice's legal form: what both carry must agree.
+    let bytes = std::fs::read(corpus("mustang-samples/validAvoir_FR_type380_BASICWL.pdf")).unwrap();
+    let text = crate::ocr::read_text_layer(&bytes).unwrap().join("\n\n");
+    let page = crate::extract::rules::extract(&text);
+    let mut xml = read(&bytes).unwrap();
+    assert!(is_partial_profile(&xml));
+    assert!(
+        !compare_with_page(&mut xml.clone(), &page),
+        "the sample agrees with its page"
+    );
+
+    let mut other = page.clone();
+    other.invoice_date = chrono::NaiveDate::from_ymd_opt(2017, 1, 1);
+    other.supplier_vat_id = Some("FR00999999999".into());
+    other.vat_amount = Some(1.0);
+    assert!(compare_with_page(&mut xml, &other));
+    let found = &source(&xml).disagreements;
+    for field in ["invoice_date", "supplier_vat_id", "vat_amount"] {
+        assert!(
+            found.iter().any(|d| d.starts_with(field)),
+            "{field}: {found:?}"
+        );
+    }
+    assert!(xml.needs_human_review());
+
+    // A full profile is the invoice itself: only the number and the total are compared.
+    let mut full =
+        read(&std::fs::read(corpus("mustang-samples/EN16931_Einfach.pdf")).unwrap()).unwrap();
+    let mut page = full.clone();
+    page.invoice_date = chrono::NaiveDate::from_ymd_opt(2017, 1, 1);
+    page.einvoice = None;
+    assert!(!compare_with_page(&mut full, &page));
+}
