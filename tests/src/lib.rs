@@ -91,6 +91,22 @@ pub fn extraction(fields: serde_json::Value) -> docflow::extract::Extraction {
         .expect("a stored extraction reads back")
 }
 
+/// Claims the document for matching and matches it as the matching function does,
+/// without an LLM; panics when it cannot be claimed or the run fails.
+pub async fn matched(pool: &sqlx::PgPool, id: uuid::Uuid) -> docflow::matching::MatchReport {
+    use docflow::matching::{self, MatchingConfig, status};
+    let doc = match status::claim(pool, id, None, status::DEFAULT_CLAIM_LEASE)
+        .await
+        .unwrap()
+    {
+        status::Claim::Claimed(doc) => doc,
+        other => panic!("document {id} not claimable: {other:?}"),
+    };
+    matching::match_document(pool, None, &MatchingConfig::default(), &doc)
+        .await
+        .unwrap()
+}
+
 pub fn unique(prefix: &str) -> String {
     format!(
         "{prefix}-{}",

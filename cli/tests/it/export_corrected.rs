@@ -4,7 +4,6 @@
 //! fails visibly with nothing sent, two jobs run at once book one, and
 //! `docflow export allow-both` lets the second go.
 
-use docflow::matching::{self, MatchingConfig, status};
 use docflow_cli::export;
 use docflow_tests::output::{OutputEnv, invoice_extraction, setup};
 use serde_json::json;
@@ -46,24 +45,14 @@ async fn pair(env: &OutputEnv) -> (Uuid, Uuid) {
     (replaced, correction)
 }
 
-/// Matches the document as the matching function does (it normalises it and writes its
-/// links).
+/// Marks the document pending and matches it (it is normalised and linked).
 async fn matched(pool: &PgPool, id: Uuid) {
     sqlx::query("UPDATE document SET matching_status = 'pending' WHERE id = $1")
         .bind(id)
         .execute(pool)
         .await
         .unwrap();
-    let doc = match status::claim(pool, id, None, status::DEFAULT_CLAIM_LEASE)
-        .await
-        .unwrap()
-    {
-        status::Claim::Claimed(doc) => doc,
-        other => panic!("document {id} not claimable: {other:?}"),
-    };
-    matching::match_document(pool, None, &MatchingConfig::default(), &doc)
-        .await
-        .unwrap();
+    docflow_tests::matched(pool, id).await;
 }
 
 async fn posts(env: &OutputEnv) -> usize {

@@ -4,24 +4,11 @@
 
 use crate::matching_support::*;
 
-use docflow::matching::{self, DocumentType, MatchingConfig, status};
+use docflow::matching::{self, DocumentType};
+use docflow_tests::matched;
 use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
-
-/// Claims and matches a document as the function does, without an LLM.
-async fn run_matching(pool: &PgPool, id: Uuid) -> matching::MatchReport {
-    let doc = match status::claim(pool, id, None, status::DEFAULT_CLAIM_LEASE)
-        .await
-        .unwrap()
-    {
-        status::Claim::Claimed(doc) => doc,
-        other => panic!("document {id} not claimable: {other:?}"),
-    };
-    matching::match_document(pool, None, &MatchingConfig::default(), &doc)
-        .await
-        .unwrap()
-}
 
 /// Invoice `number` for order PO-2024-0042 of 1,190.00, the way [`invoice`] writes one,
 /// replacing `replaces` when given (a 384's BT-25).
@@ -56,7 +43,7 @@ async fn a_corrected_invoice_is_linked_to_the_invoice_it_replaces_whichever_arri
         purchase_order("PO-2024-0042", "2024-03-01", 1190.0),
     )
     .await;
-    run_matching(&pool, po).await;
+    matched(&pool, po).await;
     let original = document(
         &pool,
         t,
@@ -64,7 +51,7 @@ async fn a_corrected_invoice_is_linked_to_the_invoice_it_replaces_whichever_arri
         corrected("RE-2024-0815", None, 1250.0),
     )
     .await;
-    run_matching(&pool, original).await;
+    matched(&pool, original).await;
     let correction = document(
         &pool,
         t,
@@ -72,7 +59,7 @@ async fn a_corrected_invoice_is_linked_to_the_invoice_it_replaces_whichever_arri
         corrected("RE-2024-0815-K", Some("RE 2024/0815"), 1190.0),
     )
     .await;
-    let report = run_matching(&pool, correction).await;
+    let report = matched(&pool, correction).await;
 
     let linked = replacement_edges(&pool, original, correction).await;
     assert_eq!(linked.len(), 1, "{:?}", edges(&pool).await);
@@ -105,7 +92,7 @@ async fn a_corrected_invoice_is_linked_to_the_invoice_it_replaces_whichever_arri
         .execute(&pool)
         .await
         .unwrap();
-    run_matching(&pool, correction).await;
+    matched(&pool, correction).await;
     assert_eq!(
         replacement_edges(&pool, original, correction).await.len(),
         1
@@ -126,7 +113,7 @@ async fn a_corrected_invoice_is_linked_to_the_invoice_it_replaces_whichever_arri
     .execute(&pool)
     .await
     .unwrap();
-    run_matching(&pool, correction).await;
+    matched(&pool, correction).await;
     assert!(
         replacement_edges(&pool, original, correction)
             .await
@@ -144,7 +131,7 @@ async fn a_corrected_invoice_is_linked_to_the_invoice_it_replaces_whichever_arri
         corrected("RE-2024-0815-K", Some("RE-2024-0815"), 1190.0),
     )
     .await;
-    run_matching(&pool, correction).await;
+    matched(&pool, correction).await;
     let original = document(
         &pool,
         t2,
@@ -152,7 +139,7 @@ async fn a_corrected_invoice_is_linked_to_the_invoice_it_replaces_whichever_arri
         corrected("RE-2024-0815", None, 1250.0),
     )
     .await;
-    run_matching(&pool, original).await;
+    matched(&pool, original).await;
     let linked = replacement_edges(&pool, original, correction).await;
     assert_eq!(linked.len(), 1);
     assert_eq!(linked[0].evidence[0]["replaced"], original.to_string());
@@ -166,7 +153,7 @@ async fn another_suppliers_invoice_of_that_number_is_not_what_a_correction_repla
     other["supplier_vat_id"] = "DE999999999".into();
     other["supplier_iban"] = Value::Null;
     let other = document(&pool, t, DocumentType::Invoice, other).await;
-    run_matching(&pool, other).await;
+    matched(&pool, other).await;
     let correction = document(
         &pool,
         t,
@@ -174,7 +161,7 @@ async fn another_suppliers_invoice_of_that_number_is_not_what_a_correction_repla
         corrected("RE-2024-0815-K", Some("RE-2024-0815"), 1190.0),
     )
     .await;
-    run_matching(&pool, correction).await;
+    matched(&pool, correction).await;
     assert!(replacement_edges(&pool, other, correction).await.is_empty());
 
     // Two ordinary invoices of one order are never linked to each other.
@@ -185,7 +172,7 @@ async fn another_suppliers_invoice_of_that_number_is_not_what_a_correction_repla
         corrected("RE-2024-0816", None, 100.0),
     )
     .await;
-    run_matching(&pool, second).await;
+    matched(&pool, second).await;
     assert!(
         replacement_edges(&pool, second, correction)
             .await

@@ -9,7 +9,7 @@ use crate::matching_support;
 
 use docflow::matching::candidates::{CANDIDATES, NAME_SIMILARITY_FLOOR, Quotas};
 use docflow::matching::normalize::SearchKeys;
-use docflow::matching::{self, Document, DocumentType, MatchingConfig, status};
+use docflow::matching::{self, DocumentType};
 use matching_support::*;
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -286,16 +286,7 @@ async fn explain_analyze_the_candidate_search_at_100k_documents(pool: PgPool) {
 
 /// Claims and matches a document as the function does (no LLM).
 async fn run(pool: &PgPool, id: Uuid) -> matching::MatchReport {
-    let doc: Document = match status::claim(pool, id, None, status::DEFAULT_CLAIM_LEASE)
-        .await
-        .unwrap()
-    {
-        status::Claim::Claimed(doc) => doc,
-        other => panic!("document {id} not claimable: {other:?}"),
-    };
-    matching::match_document(pool, None, &MatchingConfig::default(), &doc)
-        .await
-        .unwrap()
+    docflow_tests::matched(pool, id).await
 }
 
 /// 120 delivery notes of 120 other suppliers, all nearer in date than
