@@ -204,16 +204,22 @@ impl Deps {
     /// Reads settings (`OCR_PROVIDER` = `native` | `textract`, default `native`; the LLM
     /// settings of [`LlmSettings`]) and builds the clients.
     pub async fn from_env() -> anyhow::Result<Self> {
+        // The sandbox's check (a child started and answering, about 1.5 ms) runs while
+        // the wiring waits on the network (the secret fetch), not after it.
+        let sandbox = tokio::spawn(docflow::sandbox::check());
         let common = Common::from_env().await?;
         let s3 = docflow::aws::s3_client(&common.aws);
-        Self::build(
+        Self::assemble(
             &process_env(),
             &common.settings,
             &common.aws,
-            common.pool,
-            common.sqs,
-            s3,
+            (common.pool, common.sqs, s3),
             &common.secrets,
+            async move {
+                sandbox.await.map_err(|e| {
+                    docflow::ocr::OcrError::Sandbox(format!("the check panicked: {e}"))
+                })?
+            },
         )
         .await
     }
@@ -230,6 +236,28 @@ impl Deps {
         sqs: aws_sdk_sqs::Client,
         s3: aws_sdk_s3::Client,
         secrets: &SecretStore,
+    ) -> anyhow::Result<Self> {
+        Self::assemble(
+            env,
+            settings,
+            aws,
+            (pool, sqs, s3),
+            secrets,
+            docflow::sandbox::check(),
+        )
+        .await
+    }
+
+    /// [`Deps::build`] with the parsing sandbox's check already under way.
+    async fn assemble<F: Fn(&str) -> Option<String>>(
+        env: &Env<F>,
+        settings: &Settings,
+        aws: &docflow::aws::SdkConfig,
+        (pool, sqs, s3): (PgPool, aws_sdk_sqs::Client, aws_sdk_s3::Client),
+        secrets: &SecretStore,
+        sandbox_check: impl std::future::Future<
+            Output = Result<std::time::Duration, docflow::ocr::OcrError>,
+        >,
     ) -> anyhow::Result<Self> {
         let config = IngestionConfig::from_env(env, &settings.documents_bucket)?;
         let runtime = BatchRuntime::new(sqs.clone(), batch_config(settings.batch, &config)?)
@@ -248,7 +276,7 @@ impl Deps {
         };
         // A package whose binary cannot run its own parsing sandbox fails its cold start,
         // not every document.
-        let took = docflow::sandbox::check()
+        let took = sandbox_check
             .await
             .context("the parsing sandbox cannot run")?;
         match docflow::sandbox::mode() {
