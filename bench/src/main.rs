@@ -392,7 +392,7 @@ fn lambda_env(function: &str, runtime_api: &str) -> Vec<(String, String)> {
 struct Stack {
     pool: PgPool,
     sqs: aws_sdk_sqs::Client,
-    /// The superuser's: the bench's own seeding and reading, the Python peer.
+    /// The superuser's: the bench's own seeding and reading.
     database_url: String,
     /// Where the functions' roles connect (`function_url`).
     local: docflow_dev::local::database::LocalDatabase,
@@ -1581,7 +1581,7 @@ async fn peer(
         for bodies in batches {
             events.push(serde_json::to_value(queue.event(&bodies).await?)?);
         }
-        let env = trips::peer_env(stack, None);
+        let env = trips::peer_env(stack, "document-output", None);
         stack.s3mem.take();
         let (result, _) =
             trips::run_peer(python, "handler", &events, s3.apply(env, stack), None).await?;

@@ -185,8 +185,8 @@ pub fn set(env: &mut Vec<(String, String)>, key: &str, value: &str) {
 }
 
 /// The settings that send a function's calls through the counters.
-/// A docflow function's role URL (its `DATABASE_URL`) goes through the counters' RDS Proxy
-/// stand-in; the peer's URL (the superuser's) through the counting proxy itself.
+/// A role URL (verify-full: a function's, and its peer's) goes through the counters' RDS
+/// Proxy stand-in; any other through the counting proxy itself.
 fn counted(mut env: Vec<(String, String)>, counters: &Counters) -> Vec<(String, String)> {
     set(&mut env, "AWS_ENDPOINT_URL", &counters.aws_url);
     let current = env
@@ -245,10 +245,17 @@ async fn pdf_ingestions(stack: &Stack, n: usize, offset: usize) -> anyhow::Resul
     Ok(ids)
 }
 
-/// The peer's environment for `module`.
-pub fn peer_env(stack: &Stack, counters: Option<&Counters>) -> Vec<(String, String)> {
+/// The peer's environment, as `function`'s peer: its database URL is the function's
+/// (its role, verify-full TLS, through the RDS Proxy stand-in), so both sides pay the
+/// same hop for each statement.
+pub fn peer_env(
+    stack: &Stack,
+    function: &str,
+    counters: Option<&Counters>,
+) -> Vec<(String, String)> {
+    let database_url = stack.function_url(function, None);
     let mut env: Vec<(String, String)> = [
-        ("DATABASE_URL", stack.database_url.as_str()),
+        ("DATABASE_URL", database_url.as_str()),
         ("MAESN_BASE_URL", stack.maesn_uri.as_str()),
         (
             "DATEV_CREDENTIALS_PREFIX",
@@ -450,7 +457,7 @@ pub async fn section(
         python,
         "handler",
         &peer_events,
-        peer_env(stack, Some(&counters)),
+        peer_env(stack, "document-output", Some(&counters)),
         Some(&counters),
     )
     .await?;
@@ -487,7 +494,7 @@ pub async fn section(
         python,
         "handler_ingestion",
         &peer_events,
-        peer_env(stack, Some(&counters)),
+        peer_env(stack, "ingestion", Some(&counters)),
         Some(&counters),
     )
     .await?;
@@ -527,7 +534,7 @@ pub async fn section(
             batches_of_ids.push(pdf_ingestions(stack, 10, base + 4100 + 10 * k).await?);
         }
         let peer_events = events(&queue, batches_of_ids).await?;
-        let mut env = peer_env(stack, None);
+        let mut env = peer_env(stack, "ingestion", None);
         set(&mut env, "MATCHING_QUEUE_URL", &handoff_queue(stack).await);
         stack.s3mem.take();
         let (result, _) = run_peer(
