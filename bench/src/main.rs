@@ -1643,12 +1643,71 @@ fn report_peer(
 
 // ---------------------------------------------------------------- main
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+/// The bench's world is a database of its own, made afresh each run by `docflow local
+/// up` (the owner, pgvector, the migrations, the function roles' grants): what a run
+/// leaves (its tenants' open DATEV tasks, 5,000 bulk documents) never reaches the next
+/// run's sweeper, nor the demo's database.
+const BENCH_DATABASE: &str = "docflow_bench";
+
+/// `url` naming `database` instead of its own.
+fn with_database(url: &str, database: &str) -> anyhow::Result<String> {
+    let (base, query) = url
+        .split_once('?')
+        .map_or((url, None), |(b, q)| (b, Some(q)));
+    let (server, _) = base
+        .rsplit_once('/')
+        .filter(|(server, _)| server.contains("://"))
+        .with_context(|| format!("no database in DATABASE_URL {url}"))?;
+    Ok(match query {
+        Some(query) => format!("{server}/{database}?{query}"),
+        None => format!("{server}/{database}"),
+    })
+}
+
+fn main() -> anyhow::Result<()> {
+    let base = std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5433/docflow".into());
+    let url = with_database(&base, BENCH_DATABASE)?;
+    // SAFETY: no other thread exists yet. Every part of the bench (and every process it
+    // starts) reads DATABASE_URL: from here on it names the bench's own database.
+    unsafe { std::env::set_var("DATABASE_URL", &url) };
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run(&base, url))
+}
+
+/// Drops the bench's database (as the superuser of `base`) and makes it again with the
+/// CLI's `docflow local up`.
+async fn fresh_database(base: &str, bins: &Path) -> anyhow::Result<()> {
+    let admin: sqlx::postgres::PgConnectOptions = base.parse().context("DATABASE_URL")?;
+    let mut admin: sqlx::PgConnection = sqlx::Connection::connect_with(&admin.database("postgres"))
+        .await
+        .context("connect to Postgres as the superuser (make up)")?;
+    sqlx::query(&format!(
+        "DROP DATABASE IF EXISTS {BENCH_DATABASE} WITH (FORCE)"
+    ))
+    .execute(&mut admin)
+    .await
+    .context("drop the bench's database")?;
+    let status = tokio::process::Command::new(bins.join("docflow"))
+        .args(["local", "up"])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .await
+        .context("run docflow local up for the bench's database")?;
+    anyhow::ensure!(
+        status.success(),
+        "docflow local up failed for the bench's database"
+    );
+    Ok(())
+}
+
+async fn run(base: &str, database_url: String) -> anyhow::Result<()> {
     let args = args()?;
     let machine = machine();
-    let database_url = std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/docflow".into());
+    eprintln!("== a fresh database of the bench's own: {BENCH_DATABASE}");
+    fresh_database(base, &args.bins).await?;
     let pool = PgPool::connect(&database_url)
         .await
         .context("connect to Postgres (make up)")?;
