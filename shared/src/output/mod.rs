@@ -177,32 +177,22 @@ pub enum Ineligible {
 }
 
 /// The statuses of an export that must not be repeated: under way, in doubt, succeeded,
-/// or failed as non-retryable (SQL, on the audit row `a`).
+/// or failed as non-retryable (SQL, on an audit row `a`).
 const BLOCKING_AUDIT: &str = "(a.status IN ('requested', 'submitted', 'in_progress', 'succeeded') OR (a.status = 'failed' AND NOT a.retryable))";
 
-/// The documents paired with `document_id` as a corrected invoice and the invoice it
-/// replaces by a `replaces` match (docs/matching.md *Corrected invoices*).
-pub async fn booking_partners(
-    conn: &mut PgConnection,
-    document_id: Uuid,
-) -> Result<Vec<Uuid>, sqlx::Error> {
-    sqlx::query_scalar(
-        r#"
-        SELECT CASE WHEN m.document_a_id = $1 THEN m.document_b_id ELSE m.document_a_id END
-          FROM document_match m
-         WHERE (m.document_a_id = $1 OR m.document_b_id = $1)
-           AND m.decided_by = 'rule'
-           AND EXISTS (SELECT 1 FROM jsonb_array_elements(m.evidence) e
-                        WHERE e->>'kind' = 'replaces')
-        "#,
-    )
-    .bind(document_id)
-    .fetch_all(conn)
-    .await
-}
+/// The documents paired with the document row `d` as a corrected invoice and the invoice
+/// it replaces by a `replaces` match (docs/matching.md *Corrected invoices*), as a SQL
+/// `uuid[]` expression: read with the document in the statement that reads it.
+pub(crate) const BOOKING_PARTNERS: &str = r#"ARRAY(
+    SELECT CASE WHEN m.document_a_id = d.id THEN m.document_b_id ELSE m.document_a_id END
+      FROM document_match m
+     WHERE (m.document_a_id = d.id OR m.document_b_id = d.id)
+       AND m.decided_by = 'rule'
+       AND EXISTS (SELECT 1 FROM jsonb_array_elements(m.evidence) e
+                    WHERE e->>'kind' = 'replaces'))"#;
 
-/// Of `partners` (the other invoices of a corrected-invoice pair, [`booking_partners`]
-/// and the ones matching would pair it with), the first that already has an export that
+/// Of `partners` (the other invoices of a corrected-invoice pair: its `replaces` matches,
+/// [`BOOKING_PARTNERS`], and the ones matching would pair it with), the first that already has an export that
 /// must not be repeated, unless a person decided `document_id` may be booked beside it
 /// (`document_booking_decision`, `docflow export allow-both`).
 pub async fn partner_exported(
@@ -280,27 +270,41 @@ pub async fn check_eligibility(
         integration_active: bool,
         blocking_audit: Option<Uuid>,
         blocking_status: Option<String>,
+        partner: Option<Uuid>,
+        partner_audit: Option<Uuid>,
+        partner_status: Option<String>,
     }
-    let row: Row = sqlx::query_as(
+    let row: Row = sqlx::query_as(&format!(
         r#"
         SELECT document_is_approved(d.id) AS approved,
                EXISTS (SELECT 1 FROM tenant_datev_integration i
                         WHERE i.tenant_id = d.tenant_id AND i.status = 'active') AS integration_active,
-               a.id AS blocking_audit,
-               a.status AS blocking_status
+               own.id AS blocking_audit,
+               own.status AS blocking_status,
+               p.document_id AS partner,
+               p.id AS partner_audit,
+               p.status AS partner_status
           FROM document d
           LEFT JOIN LATERAL (
-                SELECT id, status FROM ap_datev_export_audit
-                 WHERE document_id = d.id
+                SELECT a.id, a.status FROM ap_datev_export_audit a
+                 WHERE a.document_id = d.id
                    -- Exports made before output jobs (dispatch_job_id NULL) always count.
-                   AND ($2::uuid IS NULL OR dispatch_job_id IS DISTINCT FROM $2)
-                   AND (status IN ('requested', 'submitted', 'in_progress', 'succeeded')
-                        OR (status = 'failed' AND NOT retryable))
-                 ORDER BY created_at DESC
-                 LIMIT 1) a ON true
+                   AND ($2::uuid IS NULL OR a.dispatch_job_id IS DISTINCT FROM $2)
+                   AND {BLOCKING_AUDIT}
+                 ORDER BY a.created_at DESC
+                 LIMIT 1) own ON true
+          -- The other invoice of a corrected-invoice pair, exported; unless a person
+          -- decided this one may be booked beside it.
+          LEFT JOIN LATERAL (
+                SELECT a.document_id, a.id, a.status FROM ap_datev_export_audit a
+                 WHERE a.document_id = ANY({BOOKING_PARTNERS}) AND {BLOCKING_AUDIT}
+                   AND NOT EXISTS (SELECT 1 FROM document_booking_decision b
+                                    WHERE b.document_id = d.id)
+                 ORDER BY a.created_at DESC
+                 LIMIT 1) p ON true
          WHERE d.id = $1
-        "#,
-    )
+        "#
+    ))
     .bind(document_id)
     .bind(except_job)
     .fetch_one(&mut *conn)
@@ -311,11 +315,15 @@ pub async fn check_eligibility(
         Err(Ineligible::NoActiveIntegration)
     } else if let (Some(audit_id), Some(status)) = (row.blocking_audit, row.blocking_status) {
         Err(Ineligible::AlreadyExported { audit_id, status })
-    } else if let Some(partner) = {
-        let partners = booking_partners(conn, document_id).await?;
-        partner_exported(conn, document_id, &partners).await?
-    } {
-        Err(partner)
+    } else if let (Some(partner), Some(audit_id), Some(status)) =
+        (row.partner, row.partner_audit, row.partner_status)
+    {
+        Err(Ineligible::PartnerExported {
+            document: document_id,
+            partner,
+            audit_id,
+            status,
+        })
     } else {
         Ok(())
     })

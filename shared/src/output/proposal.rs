@@ -142,9 +142,10 @@ pub(super) struct ExportContext {
     pub(super) structured_data: Option<serde_json::Value>,
     pub(super) company_id: String,
     pub(super) config: serde_json::Value,
-    /// One invoice of a corrected invoice and the invoice it replaces (a `replaces`
-    /// match): its export is checked against the other's under the pair's locks.
-    pub(super) paired: bool,
+    /// The other invoices of its corrected-invoice pairs, by their `replaces` matches
+    /// (`output::BOOKING_PARTNERS`): its export is checked against theirs under the
+    /// pair's locks.
+    pub(super) partners: Vec<Uuid>,
 }
 
 /// The booking proposal for the document, from its extraction

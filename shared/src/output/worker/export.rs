@@ -44,10 +44,10 @@ impl Attempt {
 }
 
 /// The other invoices of a corrected-invoice pair the document belongs to: those a
-/// `replaces` match links it to, and, for an invoice, those matching would pair it with
-/// by their numbers and supplier (`matching::candidates::replacements`), so a pair whose
-/// match is not written yet is guarded too. Empty for every other document, without a
-/// query unless it is an invoice.
+/// `replaces` match links it to (read with the document, [`ExportContext::partners`]),
+/// and, for an invoice, those matching would pair it with by their numbers and supplier
+/// (`matching::candidates::replacements`), so a pair whose match is not written yet is
+/// guarded too. No query unless it is an invoice.
 async fn booking_partners(
     pool: &PgPool,
     job: &crate::output::OutputJob,
@@ -55,11 +55,7 @@ async fn booking_partners(
 ) -> Result<Vec<Uuid>, sqlx::Error> {
     use crate::document::DocumentType;
     use crate::extract::Extraction;
-    let mut partners = Vec::new();
-    if context.paired {
-        let mut conn = pool.acquire().await?;
-        partners = crate::output::booking_partners(&mut conn, job.document_id).await?;
-    }
+    let mut partners = context.partners.clone();
     let data = context
         .structured_data
         .as_ref()
@@ -152,18 +148,17 @@ pub async fn export<C: DatevConnector>(
         source,
     };
     let context_started = std::time::Instant::now();
-    let context: Option<ExportContext> = sqlx::query_as(
+    let context: Option<ExportContext> = sqlx::query_as(&format!(
         r#"
         SELECT d.tenant_id AS document_tenant_id, d.file_path, d.file_name, d.mime_type,
                d.structured_data, i.company_id, i.config,
-               EXISTS (SELECT 1 FROM document_match m
-                        WHERE (m.document_a_id = d.id OR m.document_b_id = d.id)
-                          AND m.decided_by = 'rule') AS paired
+               {BOOKING_PARTNERS} AS partners
           FROM document d
           JOIN tenant_datev_integration i ON i.tenant_id = d.tenant_id AND i.status = 'active'
          WHERE d.id = $1
         "#,
-    )
+        BOOKING_PARTNERS = crate::output::BOOKING_PARTNERS
+    ))
     .bind(job.document_id)
     .fetch_optional(pool)
     .await
